@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// defaultDBPath returns $XDG_DATA_HOME/memoryd/memory.db, else
+// ~/.local/share/memoryd/memory.db.
+func defaultDBPath(getenv func(string) string) (string, error) {
+	if p := getenv("MEMORYD_DB"); p != "" {
+		return p, nil
+	}
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "memoryd", "memory.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("cannot find a home folder for the default database: set --db, MEMORYD_DB or HOME")
+	}
+	return filepath.Join(home, ".local", "share", "memoryd", "memory.db"), nil
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &usageError{"help requested"}
+		}
+		return &usageError{err.Error()}
+	}
+	return nil
+}
+
+// openStore opens (creating with a 0700 folder) the database at path.
+func openStore(ctx context.Context, path, synchronous string) (*events.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create the database folder: %w", err)
+	}
+	return events.Open(ctx, path, events.Options{Apply: projections.Apply, Synchronous: synchronous})
+}
+
+// openExisting opens a database that must already exist.
+func openExisting(ctx context.Context, path string) (*events.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return openStore(ctx, path, "")
+}
+
+// loadToken returns MEMORYD_TOKEN, else the token file beside the database,
+// created with 32 random bytes in hex and mode 0600 on first start.
+func loadToken(getenv func(string) string, dbPath string) (string, error) {
+	if t := getenv("MEMORYD_TOKEN"); t != "" {
+		return t, nil
+	}
+	path := filepath.Join(filepath.Dir(dbPath), "token")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("token file %s is empty; delete it to have a new one made", path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read the token file: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process made it first
+			return loadToken(getenv, dbPath)
+		}
+		return "", fmt.Errorf("create the token file: %w", err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write the token file: %w", err)
+	}
+	return token, f.Close()
+}

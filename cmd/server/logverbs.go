@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memoryd/memoryd/internal/events"
+)
+
+// runExport is the export verb: the log (or one task's events, or those up
+// to a position) as JSON lines on stdout.
+func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("export", stderr)
+	db := fs.String("db", getenv("MEMORYD_DB"), "database file")
+	task := fs.String("task", "", "only this task's events")
+	until := fs.Int64("until", 0, "only events up to this position")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" || fs.NArg() > 0 {
+		return &usageError{"usage: server export --db F [--task T] [--until P]"}
+	}
+	store, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	err = store.Each(ctx, events.Filter{TaskID: *task, Until: *until, Limit: 1000}, func(ev events.Event) error {
+		return events.WriteJSONLines(w, []events.Event{ev})
+	})
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// runImport is the import verb: an exported log appended into an empty
+// database, ids and positions kept, all or nothing.
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("import", stderr)
+	db := fs.String("db", getenv("MEMORYD_DB"), "database file (created if missing; must hold no events)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" || fs.NArg() != 1 {
+		return &usageError{"usage: server import --db F FILE (FILE - reads stdin)"}
+	}
+	in := stdin
+	if name := fs.Arg(0); name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	store, err := openStore(ctx, *db, "")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	lr := &lineReader{sc: bufio.NewScanner(in)}
+	lr.sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	n, err := store.Import(ctx, lr.next)
+	if err != nil {
+		if lr.failed {
+			return err
+		}
+		return fmt.Errorf("line %d: %w", lr.line, err)
+	}
+	fmt.Fprintf(stdout, "imported %d events\n", n)
+	return store.Close()
+}
+
+// lineReader yields the events of a JSON-lines log and knows the line
+// number of the last one, so errors can name it.
+type lineReader struct {
+	sc     *bufio.Scanner
+	line   int
+	failed bool // the error came from reading, and names its line already
+}
+
+func (lr *lineReader) next() (events.Event, bool, error) {
+	for lr.sc.Scan() {
+		lr.line++
+		b := lr.sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		var ev events.Event
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ev); err != nil {
+			lr.failed = true
+			return ev, false, fmt.Errorf("line %d: not an event envelope: %v", lr.line, err)
+		}
+		return ev, true, nil
+	}
+	lr.failed = true
+	if err := lr.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return events.Event{}, false, fmt.Errorf("line %d: longer than 64 MiB", lr.line+1)
+		}
+		return events.Event{}, false, err
+	}
+	lr.failed = false
+	return events.Event{}, false, nil
+}

@@ -1,0 +1,56 @@
+// Command server is memoryd: a local HTTP JSON service that keeps a coding
+// agent's history, notes and checkpoint fence in an SQLite event log. Verbs:
+// serve (default), export, import. See the README.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "memoryd:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError is a command line the program cannot run (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	if _, ok := err.(*usageError); ok {
+		return 2
+	}
+	return 1
+}
+
+const usage = `usage: server [serve] [flags]
+       server export --db F [--task T] [--until P]
+       server import --db F FILE
+Run "server VERB -h" for the flags of a verb.`
+
+// run is the whole program: it parses args, reads configuration through
+// getenv and writes only to stdout and stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	verb := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		verb, args = args[0], args[1:]
+	}
+	switch verb {
+	case "serve":
+		return runServe(ctx, args, getenv, stdout, stderr)
+	case "export":
+		return runExport(ctx, args, getenv, stdout, stderr)
+	case "import":
+		return runImport(ctx, args, getenv, stdin, stdout, stderr)
+	case "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return &usageError{fmt.Sprintf("unknown verb %q\n%s", verb, usage)}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/api"
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// runServe is the serve verb: it listens first (so a busy port fails at
+// once), serves until ctx ends or SIGINT/SIGTERM, then drains in-flight
+// requests for up to 10 s and closes the database.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address (env MEMORYD_ADDR); :0 picks a free port")
+	dbFlag := fs.String("db", "", "database file (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db)")
+	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
+	syncMode := fs.String("sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return &usageError{fmt.Sprintf("--log-level: %v", err)}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	dbPath := *dbFlag
+	if dbPath == "" {
+		var err error
+		if dbPath, err = defaultDBPath(getenv); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	defer ln.Close()
+	store, err := openStore(ctx, dbPath, *syncMode)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	token, err := loadToken(getenv, dbPath)
+	if err != nil {
+		return err
+	}
+	tcp := ln.Addr().(*net.TCPAddr)
+	loopback := tcp.IP.IsLoopback()
+	if !loopback {
+		log.Warn("listening on a non-loopback address: the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
+	}
+	srv := &http.Server{
+		Handler: api.NewServer(api.Config{
+			Service: memory.New(store), Logger: log, Token: token, MaxBody: *maxBody, CheckHost: loopback,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
+	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	log.Info("shutting down")
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return store.Close()
+}
+
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}

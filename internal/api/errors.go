@@ -1,0 +1,111 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// Errors that originate in the HTTP layer itself.
+var (
+	errUnauthenticated  = errors.New("unauthenticated")
+	errOriginRefused    = errors.New("origin refused")
+	errBodyTooLarge     = errors.New("body too large")
+	errUnsupportedMedia = errors.New("unsupported media type")
+	errBadRequest       = errors.New("bad request")
+	errNoRoute          = errors.New("no route")
+	errMethod           = errors.New("method not allowed")
+)
+
+// apiError is the body of every non-2xx response.
+type apiError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// status maps an error to its code and HTTP status: the one place where
+// memoryd's error vocabulary meets HTTP.
+func status(err error) (string, int) {
+	switch {
+	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, errBadRequest):
+		return "invalid_argument", http.StatusBadRequest
+	case errors.Is(err, errUnauthenticated):
+		return "unauthenticated", http.StatusUnauthorized
+	case errors.Is(err, memory.ErrForbidden), errors.Is(err, errOriginRefused):
+		return "forbidden", http.StatusForbidden
+	case errors.Is(err, memory.ErrNotFound), errors.Is(err, errNoRoute):
+		return "not_found", http.StatusNotFound
+	case errors.Is(err, errMethod):
+		return "invalid_argument", http.StatusMethodNotAllowed
+	case errors.Is(err, events.ErrConflict):
+		return "conflict", http.StatusConflict
+	case errors.Is(err, memory.ErrFenced):
+		return "fenced", http.StatusLocked
+	case errors.Is(err, memory.ErrTooLarge), errors.Is(err, errBodyTooLarge):
+		return "too_large", http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnsupportedMedia):
+		return "invalid_argument", http.StatusUnsupportedMediaType
+	case errors.Is(err, events.ErrUnavailable):
+		return "unavailable", http.StatusServiceUnavailable
+	}
+	return "internal", http.StatusInternalServerError
+}
+
+// fixedMessages are the messages of errors that carry no safe message of
+// their own.
+var fixedMessages = map[string]string{
+	"invalid_argument": "the request is invalid",
+	"unauthenticated":  "missing or wrong bearer token",
+	"forbidden":        "forbidden",
+	"not_found":        "not found",
+	"conflict":         "the request conflicts with the current state; reload and retry",
+	"fenced":           "the checkpoint fence blocks this call",
+	"too_large":        "the request is too large",
+	"unavailable":      "storage is unavailable (busy, full or shutting down); nothing was written, retry later",
+	"internal":         "internal error",
+}
+
+// writeError writes err as the error envelope. Only messages of
+// *memory.Error and *httpError are shown; everything else gets a fixed
+// message, and 5xx causes are logged with the request id.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code, st := status(err)
+	body := apiError{Code: code, Message: fixedMessages[code], Details: map[string]any{}}
+	var me *memory.Error
+	var he *httpError
+	switch {
+	case code == "internal":
+	case errors.As(err, &me):
+		body.Message = me.Message
+		for k, v := range me.Details {
+			body.Details[k] = v
+		}
+	case errors.As(err, &he):
+		body.Message = he.message
+	}
+	if st >= 500 {
+		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("code", code), slog.String("error", err.Error()))
+	}
+	encode(w, st, struct {
+		Error apiError `json:"error"`
+	}{body})
+}
+
+// httpError is an error of the HTTP layer with a safe message.
+type httpError struct {
+	kind    error
+	message string
+}
+
+func (e *httpError) Error() string { return e.message }
+func (e *httpError) Unwrap() error { return e.kind }
+
+func httpErr(kind error, message string) error { return &httpError{kind: kind, message: message} }

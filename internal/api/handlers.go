@@ -1,0 +1,118 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// handleHealth handles "GET /healthz".
+func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := svc.Store().LastPosition(r.Context())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, map[string]any{"status": "ok", "position": p})
+	}
+}
+
+// handleSessionAttach handles "POST /v1/sessions/attach".
+func handleSessionAttach(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req memory.AttachRequest
+		if err := decode(r, &req); err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := svc.Attach(r.Context(), req, middleware.GetReqID(r.Context()))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, res)
+	}
+}
+
+// handleToolsList handles "GET /v1/tools".
+func handleToolsList() http.HandlerFunc {
+	body := map[string]any{"tools": tools.Specs()}
+	return func(w http.ResponseWriter, r *http.Request) {
+		encode(w, http.StatusOK, body)
+	}
+}
+
+// toolCallRequest is the body of POST /v1/tools/{name}.
+type toolCallRequest struct {
+	Context   memory.CallContext `json:"context"`
+	Arguments json.RawMessage    `json:"arguments"`
+}
+
+// handleToolCall handles "POST /v1/tools/{name}".
+func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if !tools.Known(name) {
+			writeError(w, r, log, httpErr(errNoRoute, "unknown tool "+strconv.Quote(name)+"; GET /v1/tools lists the 11 tools"))
+			return
+		}
+		var req toolCallRequest
+		if err := decode(r, &req); err != nil {
+			m.toolCalls.WithLabelValues(name, "invalid_argument").Inc()
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := svc.CallTool(r.Context(), name, req.Context, req.Arguments, middleware.GetReqID(r.Context()))
+		if err != nil {
+			code, _ := status(err)
+			m.toolCalls.WithLabelValues(name, code).Inc()
+			writeError(w, r, log, err)
+			return
+		}
+		m.toolCalls.WithLabelValues(name, "ok").Inc()
+		encode(w, http.StatusOK, res)
+	}
+}
+
+// handleEventsList handles "GET /v1/events?after=&limit=&task_id=".
+func handleEventsList(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		after, err := queryInt(q.Get("after"), 0)
+		if err != nil || after < 0 {
+			writeError(w, r, log, httpErr(errBadRequest, "after must be a position (an integer of 0 or more)"))
+			return
+		}
+		limit, err := queryInt(q.Get("limit"), 500)
+		if err != nil || limit < 1 {
+			writeError(w, r, log, httpErr(errBadRequest, "limit must be an integer of 1 or more"))
+			return
+		}
+		limit = min(limit, 5000)
+		evs, err := svc.Store().Read(r.Context(), events.Filter{After: after, TaskID: q.Get("task_id"), Limit: int(limit)})
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		next := after
+		if len(evs) > 0 {
+			next = evs[len(evs)-1].Position
+		}
+		encode(w, http.StatusOK, map[string]any{"events": evs, "next_after": next})
+	}
+}
+
+func queryInt(s string, def int64) (int64, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
+}

@@ -1,0 +1,68 @@
+// Package api is memoryd's HTTP JSON interface: one chi route tree, token
+// auth, DNS-rebinding and browser protection, body limits, the error
+// envelope, structured request logs and Prometheus metrics. Handlers decode
+// a request, call internal/memory and encode the result; errors are mapped
+// to HTTP in errors.go alone.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// Config holds every dependency of the HTTP interface.
+type Config struct {
+	Service *memory.Service
+	Logger  *slog.Logger
+	// Token is the bearer token every /v1 request must carry.
+	Token string
+	// MaxBody is the largest request body accepted, in bytes.
+	MaxBody int64
+	// CheckHost refuses requests whose Host is not a loopback name or
+	// address (set when listening on loopback).
+	CheckHost bool
+	// Registry receives memoryd's metrics; nil makes a new one.
+	Registry *prometheus.Registry
+}
+
+// NewServer returns the HTTP handler of memoryd.
+func NewServer(cfg Config) http.Handler {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	log := cfg.Logger
+	m := newMetrics(cfg.Registry, cfg.Service)
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(observe(log, m))
+	r.Use(recoverer(log))
+	r.Use(refuseForeign(cfg.CheckHost, log))
+	r.Use(limitBody(cfg.MaxBody, log))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, log, httpErr(errNoRoute, "no such route; see the API contract"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, log, httpErr(errMethod, "method not allowed on this route"))
+	})
+
+	r.Get("/healthz", handleHealth(log, cfg.Service))
+	r.Group(func(r chi.Router) {
+		r.Use(requireToken(cfg.Token, log))
+		r.Handle("/metrics", handleMetrics(cfg.Registry))
+		r.Post("/v1/sessions/attach", handleSessionAttach(log, cfg.Service))
+		r.Get("/v1/tools", handleToolsList())
+		r.Post("/v1/tools/{name}", handleToolCall(log, cfg.Service, m))
+		r.Get("/v1/events", handleEventsList(log, cfg.Service))
+	})
+	return r
+}

@@ -1,0 +1,124 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Event type names. They are frozen: a name, once released, never changes
+// meaning, and a payload change bumps the type's schema number.
+const (
+	TypeTaskCreated     = "task.created"
+	TypeAgentRegistered = "agent.registered"
+	TypeAgentReattached = "agent.reattached"
+	TypeNoteWritten     = "note.written"
+	TypeNoteAppended    = "note.appended"
+)
+
+// Catalog lists every event type with its current schema number and a
+// constructor for an empty payload. It drives decoding and validation of
+// imported logs.
+var Catalog = []CatalogEntry{
+	{Type: TypeTaskCreated, Schema: 1, New: func() any { return new(TaskCreated) }},
+	{Type: TypeAgentRegistered, Schema: 1, New: func() any { return new(AgentRegistered) }},
+	{Type: TypeAgentReattached, Schema: 1, New: func() any { return new(AgentReattached) }},
+	{Type: TypeNoteWritten, Schema: 1, New: func() any { return new(NoteWritten) }},
+	{Type: TypeNoteAppended, Schema: 1, New: func() any { return new(NoteAppended) }},
+}
+
+// CatalogEntry describes one event type.
+type CatalogEntry struct {
+	Type   string
+	Schema int
+	New    func() any
+}
+
+func catalogEntry(typ string) (CatalogEntry, bool) {
+	for _, e := range Catalog {
+		if e.Type == typ {
+			return e, true
+		}
+	}
+	return CatalogEntry{}, false
+}
+
+// Decode returns the typed payload of ev: a pointer to one of the payload
+// structs of this file.
+func Decode(ev Event) (any, error) {
+	e, ok := catalogEntry(ev.Type)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
+	}
+	if ev.Schema > e.Schema || ev.Schema < 1 {
+		return nil, fmt.Errorf("%w: event type %q has schema %d, this build knows schema %d", ErrUnknownEvent, ev.Type, ev.Schema, e.Schema)
+	}
+	v := e.New()
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return nil, fmt.Errorf("decode %s payload: %w", ev.Type, err)
+	}
+	return v, nil
+}
+
+// Budget is an agent's effective budget configuration, defaults resolved.
+type Budget struct {
+	ContextWindow                  *int64  `json:"context_window"`
+	ReminderRemainingPercent       float64 `json:"reminder_remaining_percent"`
+	ReminderRemainingFloorTokens   int64   `json:"reminder_remaining_floor_tokens"`
+	ReminderRemainingCeilingTokens int64   `json:"reminder_remaining_ceiling_tokens"`
+	HardRolloverUsedTokens         int64   `json:"hard_rollover_used_tokens"`
+	MaxToolOutputChars             int64   `json:"max_tool_output_chars"`
+	NotesMaxFileBytes              int64   `json:"notes_max_file_bytes"`
+	HistoryItemPreviewChars        int64   `json:"history_item_preview_chars"`
+}
+
+// TaskCreated records a new root task. Stream: <task_id>/root.
+type TaskCreated struct {
+	TaskID     string `json:"task_id"`
+	SessionKey string `json:"session_key"`
+}
+
+// AgentRegistered records an agent joining a task (the root agent of a new
+// task, or a child). Stream: the agent's own.
+type AgentRegistered struct {
+	TaskID      string `json:"task_id"`
+	Agent       string `json:"agent"`
+	ParentAgent string `json:"parent_agent,omitempty"`
+	SessionKey  string `json:"session_key"`
+	SessionID   string `json:"session_id,omitempty"`
+	SessionFile string `json:"session_file,omitempty"`
+	Budget      Budget `json:"budget"`
+}
+
+// AgentReattached records a known session attaching again with a different
+// runtime session id, session file or budget. Stream: the agent's own.
+type AgentReattached struct {
+	TaskID      string `json:"task_id"`
+	Agent       string `json:"agent"`
+	SessionID   string `json:"session_id,omitempty"`
+	SessionFile string `json:"session_file,omitempty"`
+	Budget      Budget `json:"budget"`
+}
+
+// NoteWritten records a whole-file write of a note. Stream: the note owner's.
+// Path is relative to the owner's notes root; By is the calling agent.
+type NoteWritten struct {
+	TaskID     string `json:"task_id"`
+	Agent      string `json:"agent"`
+	Path       string `json:"path"`
+	Text       string `json:"text"`
+	By         string `json:"by"`
+	CallID     string `json:"call_id,omitempty"`
+	RequestKey string `json:"request_key,omitempty"`
+}
+
+// NoteAppended records text appended to a note, creating it if missing.
+// Fields as in NoteWritten.
+type NoteAppended struct {
+	TaskID     string `json:"task_id"`
+	Agent      string `json:"agent"`
+	Path       string `json:"path"`
+	Text       string `json:"text"`
+	By         string `json:"by"`
+	CallID     string `json:"call_id,omitempty"`
+	RequestKey string `json:"request_key,omitempty"`
+}

@@ -1,0 +1,18 @@
+-- name: LastPosition :one
+SELECT CAST(coalesce(max(position), 0) AS INTEGER) FROM events;
+
+-- name: StreamVersion :one
+SELECT CAST(coalesce(max(stream_version), 0) AS INTEGER) FROM events WHERE stream = ?;
+
+-- name: InsertEvent :exec
+INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: EventsAfter :many
+SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+
+-- name: TaskEventsAfter :many
+SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+
+-- name: CountEvents :one
+SELECT count(*) FROM events;

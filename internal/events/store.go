@@ -1,0 +1,445 @@
+// Package events is memoryd's append-only event log in SQLite: the envelope,
+// the frozen catalog of event types, and a Store with one writer connection
+// and a reader pool. Appends check an expected stream version and run the
+// registered projection applier in the same transaction, so an event and
+// the projection rows it implies commit together or not at all.
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/memoryd/memoryd/internal/events/eventsdb"
+	"github.com/memoryd/memoryd/migrations"
+)
+
+// Errors returned by the store. Callers compare with errors.Is.
+var (
+	// ErrConflict: the stream is not at the expected version, or an event
+	// with the same id, position or stream version already exists.
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the database is busy past its wait, full, or closed.
+	// Nothing was written.
+	ErrUnavailable = errors.New("storage unavailable")
+	// ErrUnknownEvent: an event type or schema this build does not know.
+	ErrUnknownEvent = errors.New("unknown event type or schema")
+	// ErrNotEmpty: an import into a database that already holds events.
+	ErrNotEmpty = errors.New("database is not empty")
+)
+
+// AnyVersion as an expected version skips the stream version check.
+const AnyVersion int64 = -1
+
+// TimeFormat is the format of recorded_at and of every time memoryd shows:
+// RFC 3339, UTC, milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Event is one entry of the log, in the envelope of the API contract.
+type Event struct {
+	Position      int64           `json:"position"`
+	ID            string          `json:"id"`
+	Stream        string          `json:"stream"`
+	StreamVersion int64           `json:"stream_version"`
+	Type          string          `json:"type"`
+	Schema        int             `json:"schema"`
+	RecordedAt    string          `json:"recorded_at"`
+	Data          json.RawMessage `json:"data"`
+	RequestID     string          `json:"request_id,omitempty"`
+}
+
+// TaskID returns the task part of the event's stream (<task_id><agent>).
+func (e Event) TaskID() string { return StreamTask(e.Stream) }
+
+// Stream returns the stream name of an agent: <task_id><agent>.
+func Stream(taskID, agent string) string { return taskID + agent }
+
+// StreamTask returns the task id of a stream name.
+func StreamTask(stream string) string {
+	if i := strings.IndexByte(stream, '/'); i >= 0 {
+		return stream[:i]
+	}
+	return stream
+}
+
+// Pending is an event to append: its type and its payload (a struct of the
+// catalog, marshalled to JSON).
+type Pending struct {
+	Type string
+	Data any
+}
+
+// Applier updates projections for one event inside the append transaction.
+// It must be deterministic: it may read the event and the projection tables
+// through tx, and nothing else (no clock, no randomness).
+type Applier func(ctx context.Context, tx *sql.Tx, ev Event) error
+
+// Options configure a Store.
+type Options struct {
+	// Apply is called for every appended or imported event. Required.
+	Apply Applier
+	// Now is the clock for recorded_at and event ids (default time.Now).
+	Now func() time.Time
+	// Synchronous is "full" (default) or "normal". See docs/durability.md.
+	Synchronous string
+	// BusyTimeout bounds how long a statement waits for a lock (default 5s).
+	BusyTimeout time.Duration
+	// Readers is the size of the reader pool (default 2×GOMAXPROCS, min 4).
+	Readers int
+}
+
+// Store is the event log. It is safe for concurrent use.
+type Store struct {
+	writer *sql.DB
+	reader *sql.DB
+	apply  Applier
+	now    func() time.Time
+
+	mu      sync.Mutex // serialises write transactions and guards entropy
+	entropy io.Reader
+}
+
+// Open opens (creating if needed) the SQLite database at path, applies the
+// migrations and returns the store.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Apply == nil {
+		return nil, errors.New("events: Options.Apply is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("events: synchronous must be full or normal, not %q", opts.Synchronous)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	wq := url.Values{}
+	wq.Add("_pragma", busy)
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Add("_pragma", "synchronous("+sync+")")
+	wq.Add("_pragma", "foreign_keys(ON)")
+	wq.Set("_txlock", "immediate")
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, classify(err))
+	}
+	if err := migrations.Up(ctx, writer); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", busy)
+	rq.Add("_pragma", "query_only(1)")
+	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(opts.Readers)
+	reader.SetMaxIdleConns(opts.Readers)
+	return &Store{
+		writer:  writer,
+		reader:  reader,
+		apply:   opts.Apply,
+		now:     opts.Now,
+		entropy: ulid.Monotonic(rand.Reader, 0),
+	}, nil
+}
+
+// Close closes both connection pools. A WAL checkpoint runs on the last
+// writer connection's close.
+func (s *Store) Close() error {
+	return errors.Join(s.reader.Close(), s.writer.Close())
+}
+
+// Reader returns the read-only connection pool, for projection queries.
+func (s *Store) Reader() *sql.DB { return s.reader }
+
+// Now returns the store's clock reading.
+func (s *Store) Now() time.Time { return s.now() }
+
+// Tx is a write transaction: the single place events are appended.
+type Tx struct {
+	s         *Store
+	tx        *sql.Tx
+	q         *eventsdb.Queries
+	requestID string
+	last      int64 // last position, -1 until read
+	appended  []Event
+}
+
+// SQL returns the underlying transaction, to read projections consistently
+// with the events about to be appended.
+func (t *Tx) SQL() *sql.Tx { return t.tx }
+
+// Appended returns the events appended so far in this transaction.
+func (t *Tx) Appended() []Event { return t.appended }
+
+// Update runs fn in one write transaction. If fn returns an error, or the
+// commit fails, nothing it appended is kept. requestID is recorded on every
+// event fn appends. Storage errors are returned as ErrUnavailable or
+// ErrConflict; fn's own errors are returned unchanged.
+func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	t := &Tx{s: s, tx: sqlTx, q: eventsdb.New(sqlTx), requestID: requestID, last: -1}
+	if err := fn(t); err != nil {
+		_ = sqlTx.Rollback()
+		return classify(err)
+	}
+	if err := sqlTx.Commit(); err != nil {
+		_ = sqlTx.Rollback()
+		return classify(err)
+	}
+	return nil
+}
+
+// StreamVersion returns the current version of stream (0 if it has no events).
+func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	return t.q.StreamVersion(ctx, stream)
+}
+
+// Append appends evs to stream, which must be at expectedVersion (or
+// AnyVersion), and applies each to the projections. Returns ErrConflict on
+// a version mismatch.
+func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, evs ...Pending) ([]Event, error) {
+	version, err := t.q.StreamVersion(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	if expectedVersion != AnyVersion && version != expectedVersion {
+		return nil, fmt.Errorf("%w: stream %s is at version %d, expected %d", ErrConflict, stream, version, expectedVersion)
+	}
+	if t.last < 0 {
+		if t.last, err = t.q.LastPosition(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now := t.s.now().UTC()
+	out := make([]Event, 0, len(evs))
+	for _, p := range evs {
+		entry, ok := catalogEntry(p.Type)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, p.Type)
+		}
+		data, err := MarshalData(p.Data)
+		if err != nil {
+			return nil, fmt.Errorf("marshal %s: %w", p.Type, err)
+		}
+		id, err := ulid.New(ulid.Timestamp(now), t.s.entropy)
+		if err != nil {
+			return nil, fmt.Errorf("event id: %w", err)
+		}
+		version++
+		ev := Event{
+			Position:      t.last + 1,
+			ID:            id.String(),
+			Stream:        stream,
+			StreamVersion: version,
+			Type:          p.Type,
+			Schema:        entry.Schema,
+			RecordedAt:    now.Format(TimeFormat),
+			Data:          data,
+			RequestID:     t.requestID,
+		}
+		if err := t.insert(ctx, ev); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// insert writes ev at its own position and applies it.
+func (t *Tx) insert(ctx context.Context, ev Event) error {
+	err := t.q.InsertEvent(ctx, eventsdb.InsertEventParams{
+		Position:      ev.Position,
+		ID:            ev.ID,
+		Stream:        ev.Stream,
+		StreamVersion: ev.StreamVersion,
+		TaskID:        ev.TaskID(),
+		Type:          ev.Type,
+		Schema:        int64(ev.Schema),
+		RecordedAt:    ev.RecordedAt,
+		Data:          string(ev.Data),
+		RequestID:     ev.RequestID,
+	})
+	if err != nil {
+		return classify(err)
+	}
+	if err := t.s.apply(ctx, t.tx, ev); err != nil {
+		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)
+	}
+	t.last = ev.Position
+	t.appended = append(t.appended, ev)
+	return nil
+}
+
+// LastPosition returns the position of the newest event (0 when empty).
+func (s *Store) LastPosition(ctx context.Context) (int64, error) {
+	p, err := eventsdb.New(s.reader).LastPosition(ctx)
+	return p, classify(err)
+}
+
+// Filter selects events to read.
+type Filter struct {
+	After  int64  // positions greater than this
+	Until  int64  // positions at most this (0: no bound)
+	TaskID string // only this task's streams ("" for all)
+	Limit  int    // page size
+}
+
+// Read returns one page of events in position order.
+func (s *Store) Read(ctx context.Context, f Filter) ([]Event, error) {
+	return readEvents(ctx, s.reader, f)
+}
+
+func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error) {
+	until := f.Until
+	if until <= 0 {
+		until = 1<<63 - 1
+	}
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = 500
+	}
+	q := eventsdb.New(db)
+	var rows []eventsdb.Event
+	var err error
+	if f.TaskID != "" {
+		rows, err = q.TaskEventsAfter(ctx, eventsdb.TaskEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
+	} else {
+		rows, err = q.EventsAfter(ctx, eventsdb.EventsAfterParams{After: f.After, Until: until, MaxEvents: limit})
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{
+			Position: r.Position, ID: r.ID, Stream: r.Stream, StreamVersion: r.StreamVersion,
+			Type: r.Type, Schema: int(r.Schema), RecordedAt: r.RecordedAt,
+			Data: json.RawMessage(r.Data), RequestID: r.RequestID,
+		}
+	}
+	return out, nil
+}
+
+// Each calls fn for every event matching f (Limit is the page size), in
+// position order, reading page by page.
+func (s *Store) Each(ctx context.Context, f Filter, fn func(Event) error) error {
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	for {
+		page, err := s.Read(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if len(page) < f.Limit {
+			return nil
+		}
+		f.After = page[len(page)-1].Position
+	}
+}
+
+// classify maps SQLite errors to the store's error vocabulary by code.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code()
+		switch code & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case sqlite3.SQLITE_CONSTRAINT:
+			if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+				return fmt.Errorf("%w: %w", ErrConflict, err)
+			}
+		}
+	}
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Read returns one page of events as this transaction sees them.
+func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
+	return readEvents(ctx, t.tx, f)
+}
+
+// Reapply runs the store's applier for ev again, inside this transaction,
+// without appending it: the building block of a projection rebuild.
+func (t *Tx) Reapply(ctx context.Context, ev Event) error {
+	return t.s.apply(ctx, t.tx, ev)
+}
+
+// MarshalData encodes an event payload: compact JSON without HTML escaping,
+// the form the log stores and exports byte for byte.
+func MarshalData(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// WriteJSONLines writes events as JSON lines in the envelope of the
+// contract, data byte for byte as stored.
+func WriteJSONLines(w io.Writer, evs []Event) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, ev := range evs {
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/events"
+)
+
+// The error vocabulary of memoryd's commands. Every error a Service method
+// returns is, or wraps, one of these (or is an unexpected internal error).
+// internal/api maps them to HTTP statuses in one place.
+var (
+	ErrInvalidArgument = errors.New("invalid argument")
+	ErrNotFound        = errors.New("not found")
+	ErrForbidden       = errors.New("forbidden")
+	ErrConflict        = events.ErrConflict
+	ErrTooLarge        = errors.New("too large")
+	ErrFenced          = errors.New("fenced")
+	ErrUnavailable     = events.ErrUnavailable
+)
+
+// Error is a command failure with a message safe to show to a client (and
+// to a model), and optional structured details.
+type Error struct {
+	Kind    error
+	Message string
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the error's kind, so errors.Is(err, ErrNotFound) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func newError(kind error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalidf(format string, args ...any) error { return newError(ErrInvalidArgument, format, args...) }
+func notFoundf(format string, args ...any) error {
+	return newError(ErrNotFound, format, args...)
+}
+func forbiddenf(format string, args ...any) error { return newError(ErrForbidden, format, args...) }
+func conflictf(format string, args ...any) error  { return newError(ErrConflict, format, args...) }

@@ -1,0 +1,464 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// Notes limits (seed-behaviour G).
+const (
+	defaultNotesListMax   = 100
+	maxNotesListMax       = 500
+	defaultSearchFiles    = 50
+	maxSearchFiles        = 500
+	defaultSearchMatches  = 10
+	maxSearchMatches      = 100
+	searchLineChars       = 300
+	maxOffsetChars        = 10_000_000
+	indexOutputCharsLimit = 6000
+	notesHint             = "narrow the prefix or lower max_results"
+	notesSearchHint       = "narrow path_prefix or the query, or lower max_files"
+)
+
+// listBudget is the text budget of list and search results:
+// min(max_tool_output_chars, 6000).
+func listBudget(b events.Budget) int {
+	return int(min(b.MaxToolOutputChars, indexOutputCharsLimit))
+}
+
+// noteTarget resolves a note path or prefix owner to an agent of the
+// caller's task.
+func noteOwner(ctx context.Context, r *projections.Reader, c caller, agent string) error {
+	if agent == c.agent.Agent {
+		return nil
+	}
+	_, err := target(ctx, r, c.taskID, agent)
+	return err
+}
+
+func parseNotePath(tool string, c caller, p string) (address.NotePath, error) {
+	np, err := address.ParseNotePath(c.agent.Agent, p)
+	if err != nil {
+		return np, invalidf("%s: %s", tool, addressMessage(err))
+	}
+	return np, nil
+}
+
+func parsePrefix(tool, field string, c caller, p *string) (address.NotePath, error) {
+	prefix := ""
+	if p != nil {
+		prefix = *p
+	}
+	np, err := address.ParsePrefix(c.agent.Agent, prefix)
+	if err != nil {
+		return np, invalidf("%s: %s: %s", tool, field, addressMessage(err))
+	}
+	return np, nil
+}
+
+type noteFile struct {
+	Path      string `json:"path"`
+	Bytes     int64  `json:"bytes"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+type listNotesArgs struct {
+	Prefix      *string `json:"prefix"`
+	MaxResults  *count  `json:"max_results"`
+	FileOrderBy *string `json:"file_order_by"`
+	FileOrder   *string `json:"file_order"`
+}
+
+type listNotesDetails struct {
+	Files     []noteFile `json:"files"`
+	NReturned int        `json:"n_returned"`
+	Omitted   int        `json:"omitted"`
+}
+
+// listNotes is notes_list_files_by_prefix.
+func listNotes(ctx context.Context, r *projections.Reader, c caller, a listNotesArgs) (ToolResult, error) {
+	np, err := parsePrefix("notes_list_files_by_prefix", "prefix", c, a.Prefix)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
+		return ToolResult{}, err
+	}
+	infos, err := r.Notes(ctx, c.taskID, np.Agent, np.Path)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	orderBy, order := "name", "ascending"
+	if a.FileOrderBy != nil {
+		orderBy = *a.FileOrderBy
+	}
+	if a.FileOrder != nil {
+		order = *a.FileOrder
+	}
+	switch orderBy {
+	case "created_at":
+		slices.SortStableFunc(infos, func(x, y projections.NoteInfo) int { return int(x.CreatedPosition - y.CreatedPosition) })
+	case "updated_at":
+		slices.SortStableFunc(infos, func(x, y projections.NoteInfo) int { return int(x.UpdatedPosition - y.UpdatedPosition) })
+	}
+	if order == "descending" {
+		slices.Reverse(infos)
+	}
+	limit := limitOr(a.MaxResults, defaultNotesListMax, maxNotesListMax)
+	omitted := max(0, len(infos)-limit)
+	infos = infos[:min(len(infos), limit)]
+	files := make([]noteFile, len(infos))
+	lines := make([]string, len(infos))
+	for i, n := range infos {
+		files[i] = noteFile{Path: address.Full(np.Agent, n.Path), Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt}
+		lines[i] = compactJSON(files[i])
+	}
+	if len(files) == 0 && omitted == 0 {
+		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no note files match"}),
+			listNotesDetails{Files: files}), nil
+	}
+	kept, text := fitLines(lines, listBudget(c.agent.Budget), omitted, notesHint)
+	d := listNotesDetails{Files: files[:kept], NReturned: kept, Omitted: omitted + len(files) - kept}
+	return textResult(text, d), nil
+}
+
+type readNoteArgs struct {
+	Path        string `json:"path"`
+	StartLine   *count `json:"start_line"`
+	StopLine    *count `json:"stop_line"`
+	OffsetChars *count `json:"offset_chars"`
+	LimitChars  *count `json:"limit_chars"`
+}
+
+type readNoteDetails struct {
+	Path            string `json:"path"`
+	Text            string `json:"text"`
+	StartLine       int    `json:"start_line"`
+	StopLine        int    `json:"stop_line"`
+	TotalLines      int    `json:"total_lines"`
+	OffsetChars     int    `json:"offset_chars"`
+	EndChars        int    `json:"end_chars"`
+	TotalChars      int    `json:"total_chars"`
+	NextOffsetChars *int   `json:"next_offset_chars"`
+}
+
+// readNote is notes_read_file: lines first, then code points.
+func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs) (ToolResult, error) {
+	np, err := parseNotePath("notes_read_file", c, a.Path)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
+		return ToolResult{}, err
+	}
+	n, err := r.Note(ctx, c.taskID, np.Agent, np.Path)
+	if errors.Is(err, projections.ErrNotFound) {
+		return ToolResult{}, notFoundf("no note file at %q", np.Full())
+	}
+	if err != nil {
+		return ToolResult{}, err
+	}
+	lines := strings.Split(n.Content, "\n")
+	total := len(lines)
+	lineArg := func(c *count, def int) int {
+		if c == nil {
+			return def
+		}
+		v := int64(*c)
+		if v < 0 {
+			v = int64(total) + 1 + v
+		}
+		return int(max(min(v, int64(total)+1), -1))
+	}
+	start := max(lineArg(a.StartLine, 1), 1)
+	stop := min(lineArg(a.StopLine, total), total)
+	if start > stop {
+		return ToolResult{}, invalidf("line range %d..%d is empty for %q (it has %d lines)", start, stop, np.Full(), total)
+	}
+	sel := strings.Join(lines[start-1:stop], "\n")
+	d := readNoteDetails{Path: np.Full(), StartLine: start, StopLine: stop, TotalLines: total, TotalChars: chars(sel)}
+	d.OffsetChars = min(limitOr(a.OffsetChars, 0, maxOffsetChars), d.TotalChars)
+	limit := -1
+	if a.LimitChars != nil {
+		limit = int(min(int64(*a.LimitChars), int64(maxOffsetChars)))
+	}
+	header := func() string {
+		h := d
+		h.Text = ""
+		return compactJSON(struct {
+			readNoteDetails
+			Text string `json:"text,omitempty"`
+		}{readNoteDetails: h})
+	}
+	text := pageText(sel, &d.OffsetChars, &d.EndChars, &d.NextOffsetChars, d.TotalChars, limit,
+		int(c.agent.Budget.MaxToolOutputChars), header)
+	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
+	return textResult(text, d), nil
+}
+
+// pageText fits a header line and the fragment [offset, end) of body into
+// budget code points: the header is always whole and, when any content is
+// left, at least one content character is returned. It sets end and next
+// (nil at the end of body) and returns "header\nfragment".
+func pageText(body string, offset, end *int, next **int, total, limit, budget int, header func() string) string {
+	want := total - *offset
+	if limit >= 0 {
+		want = min(want, limit)
+	}
+	n := want
+	for {
+		*end = *offset + n
+		*next = nil
+		if *end < total {
+			e := *end
+			*next = &e
+		}
+		room := budget - chars(header()) - 1
+		if n <= room || n <= 1 {
+			break
+		}
+		n = max(room, 1) // shrinking n can lengthen the header: check again
+	}
+	return header() + "\n" + sliceChars(body, *offset, n)
+}
+
+type searchNotesArgs struct {
+	Query             string  `json:"query"`
+	PathPrefix        *string `json:"path_prefix"`
+	MaxFiles          *count  `json:"max_files"`
+	MaxMatchesPerFile *count  `json:"max_matches_per_file"`
+	RecentFileFirst   *bool   `json:"recent_file_first"`
+}
+
+type noteLineMatch struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+type noteSearchFile struct {
+	Path           string          `json:"path"`
+	CreatedAt      string          `json:"created_at"`
+	Matches        []noteLineMatch `json:"matches"`
+	OmittedMatches int             `json:"omitted_matches"`
+}
+
+type searchNotesDetails struct {
+	Files     []noteSearchFile `json:"files"`
+	NReturned int              `json:"n_returned"`
+	Omitted   int              `json:"omitted"`
+}
+
+// searchNotes is notes_search_contents: literal, case-sensitive, per line.
+func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchNotesArgs) (ToolResult, error) {
+	np, err := parsePrefix("notes_search_contents", "path_prefix", c, a.PathPrefix)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
+		return ToolResult{}, err
+	}
+	found, err := r.SearchNotes(ctx, c.taskID, np.Agent, np.Path, a.Query)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if a.RecentFileFirst != nil && *a.RecentFileFirst {
+		slices.SortStableFunc(found, func(x, y projections.NoteMatch) int { return int(y.CreatedPosition - x.CreatedPosition) })
+	}
+	maxFiles := limitOr(a.MaxFiles, defaultSearchFiles, maxSearchFiles)
+	maxMatches := limitOr(a.MaxMatchesPerFile, defaultSearchMatches, maxSearchMatches)
+	var files []noteSearchFile
+	omitted := 0
+	for _, f := range found {
+		var ms []noteLineMatch
+		hits := 0
+		for i, line := range strings.Split(f.Content, "\n") {
+			if !strings.Contains(line, a.Query) {
+				continue
+			}
+			hits++
+			if len(ms) < maxMatches {
+				if chars(line) > searchLineChars {
+					line = sliceChars(line, 0, searchLineChars-1) + "…"
+				}
+				ms = append(ms, noteLineMatch{Line: i + 1, Text: line})
+			}
+		}
+		if hits == 0 {
+			continue // the query spans lines: no line matches
+		}
+		if len(files) == maxFiles {
+			omitted++
+			continue
+		}
+		files = append(files, noteSearchFile{Path: address.Full(np.Agent, f.Path), CreatedAt: f.CreatedAt,
+			Matches: ms, OmittedMatches: hits - len(ms)})
+	}
+	if len(files) == 0 {
+		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)}),
+			searchNotesDetails{Files: []noteSearchFile{}}), nil
+	}
+	budget := listBudget(c.agent.Budget)
+	lines := make([]string, len(files))
+	for i := range files {
+		lines[i] = compactJSON(files[i])
+	}
+	kept, text := fitLines(lines, budget, omitted, notesSearchHint)
+	if kept < len(files) {
+		// The first file left out may still fit with fewer matches.
+		f := files[kept]
+		for len(f.Matches) > 1 {
+			f.OmittedMatches++
+			f.Matches = f.Matches[:len(f.Matches)-1]
+			trial := append(slices.Clone(lines[:kept]), compactJSON(f))
+			if k, t := fitLines(trial, budget, omitted+len(files)-kept-1, notesSearchHint); k == kept+1 {
+				files[kept] = f
+				kept, text = k, t
+				break
+			}
+		}
+	}
+	d := searchNotesDetails{Files: files[:kept], NReturned: kept, Omitted: omitted + len(files) - kept}
+	return textResult(text, d), nil
+}
+
+type writeNoteArgs struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// writeNoteTool is notes_append_to_file (appendMode) and notes_write_file:
+// idempotent per (task, calling agent, call_id), capped in UTF-8 bytes.
+func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw []byte, requestID string, appendMode bool) (ToolResult, error) {
+	var a writeNoteArgs
+	if err := decodeArgs(name, raw, &a); err != nil {
+		return ToolResult{}, err
+	}
+	var res projections.NoteWriteResult
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+		r := projections.NewReader(tx.SQL())
+		c, err := identify(ctx, r, cc)
+		if err != nil {
+			return err
+		}
+		np, err := parseNotePath(name, c, a.Path)
+		if err != nil {
+			return err
+		}
+		key := requestKey(name, np.Full(), a.Text)
+		if c.callID != "" {
+			prevKey, prev, found, err := r.NoteCall(ctx, c.taskID, c.agent.Agent, c.callID)
+			if err != nil {
+				return err
+			}
+			if found {
+				if prevKey != key {
+					return conflictf("call_id %q was already used for a different request", c.callID)
+				}
+				res = prev
+				return nil
+			}
+		}
+		if err := noteOwner(ctx, r, c, np.Agent); err != nil {
+			return err
+		}
+		if err := checkCapacity(ctx, r, c, np, a.Text, appendMode); err != nil {
+			return err
+		}
+		typ, data := events.TypeNoteWritten, any(events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
+			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key})
+		if appendMode {
+			typ, data = events.TypeNoteAppended, events.NoteAppended{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
+				Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
+		}
+		stream := events.Stream(c.taskID, np.Agent)
+		version, err := tx.StreamVersion(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Append(ctx, stream, version, events.Pending{Type: typ, Data: data}); err != nil {
+			return err
+		}
+		n, err := r.Note(ctx, c.taskID, np.Agent, np.Path)
+		if err != nil {
+			return err
+		}
+		res = projections.NoteWriteResult{Path: np.Full(), Bytes: n.Bytes, Created: n.Revision == 1, Revision: n.Revision}
+		return nil
+	})
+	if err != nil {
+		return ToolResult{}, err
+	}
+	return textResult(compactJSON(res), res), nil
+}
+
+// checkCapacity refuses a write that would make the note exceed the
+// caller's notes_max_file_bytes.
+func checkCapacity(ctx context.Context, r *projections.Reader, c caller, np address.NotePath, text string, appendMode bool) error {
+	limit := c.agent.Budget.NotesMaxFileBytes
+	size := int64(len(text))
+	if !appendMode {
+		if size <= limit {
+			return nil
+		}
+		e := newError(ErrTooLarge, "content is %d bytes; note files must stay at or below %d bytes. Write a smaller file, split it across several files, or prune obsolete notes first.", size, limit)
+		e.Details = map[string]any{"bytes": size, "limit": limit, "remaining": limit}
+		return e
+	}
+	existing, _, err := r.NoteSize(ctx, c.taskID, np.Agent, np.Path)
+	if err != nil {
+		return err
+	}
+	if existing+size <= limit {
+		return nil
+	}
+	remaining := max(0, limit-existing)
+	e := newError(ErrTooLarge, "append would grow %q to %d bytes; note files must stay at or below %d bytes (only %d bytes left in this file). Append less, or continue in another file.", np.Full(), existing+size, limit, remaining)
+	e.Details = map[string]any{"bytes": existing + size, "limit": limit, "remaining": remaining}
+	return e
+}
+
+// requestKey fingerprints a note write for idempotency checks.
+func requestKey(tool, fullPath, text string) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write([]byte(fullPath))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func requestIDOr(requestID, callID string) string {
+	if callID != "" {
+		return callID
+	}
+	return requestID
+}
+
+type contextRemainingDetails struct {
+	Agent               string   `json:"agent"`
+	WindowID            string   `json:"window_id"`
+	RemainingTokens     *int64   `json:"remaining_tokens"`
+	HardRemainingTokens *int64   `json:"hard_remaining_tokens"`
+	RegisteredAgents    []string `json:"registered_agents"`
+}
+
+// contextRemaining is get_context_remaining. Usage is not tracked yet, so
+// the token counts are unknown (null).
+func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ struct{}) (ToolResult, error) {
+	agents, err := r.TaskAgents(ctx, c.taskID)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	d := contextRemainingDetails{Agent: c.agent.Agent, WindowID: "w1", RegisteredAgents: agents}
+	return textResult(compactJSON(d), d), nil
+}

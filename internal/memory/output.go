@@ -1,0 +1,137 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+)
+
+// ContentBlock is one block of a tool result the model sees.
+type ContentBlock struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+// ToolResult is a tool's successful result.
+type ToolResult struct {
+	Content   []ContentBlock `json:"content"`
+	Details   any            `json:"details"`
+	Terminate bool           `json:"terminate"`
+}
+
+func textResult(text string, details any) ToolResult {
+	return ToolResult{Content: []ContentBlock{{Type: "text", Text: text}}, Details: details}
+}
+
+// compactJSON marshals v as one line of compact JSON without HTML escaping.
+func compactJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("memory: marshal %T: %v", v, err)) // only plain structs are marshalled
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+func chars(s string) int { return utf8.RuneCountInString(s) }
+
+// omissionLine is the last line of a list that left records out.
+func omissionLine(omitted int, hint string) string {
+	return compactJSON(struct {
+		Omitted int    `json:"omitted"`
+		Hint    string `json:"hint"`
+	}{omitted, hint})
+}
+
+// fitLines keeps the longest prefix of lines (one record each) that fits in
+// budget code points together with, when anything is left out, the
+// omission line. omittedBefore counts records already dropped (by a limit).
+// It returns how many lines were kept and the text.
+func fitLines(lines []string, budget, omittedBefore int, hint string) (int, string) {
+	total := 0
+	for _, l := range lines {
+		total += chars(l) + 1
+	}
+	if omittedBefore == 0 && total-1 <= budget {
+		return len(lines), strings.Join(lines, "\n")
+	}
+	reserve := chars(omissionLine(omittedBefore+len(lines), hint))
+	used, kept := 0, 0
+	for _, l := range lines {
+		n := chars(l) + 1
+		if used+n+reserve > budget {
+			break
+		}
+		used += n
+		kept++
+	}
+	var b strings.Builder
+	for _, l := range lines[:kept] {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.WriteString(omissionLine(omittedBefore+len(lines)-kept, hint))
+	return kept, b.String()
+}
+
+// count is a JSON integer argument. Values beyond int64 saturate, so a
+// huge limit is clamped like any other limit above its maximum.
+type count int64
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	if i, err := n.Int64(); err == nil {
+		*c = count(i)
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(n.String())
+	if !ok || !r.IsInt() {
+		return fmt.Errorf("%s is not an integer", n)
+	}
+	if r.Sign() > 0 {
+		*c = math.MaxInt64
+	} else {
+		*c = math.MinInt64
+	}
+	return nil
+}
+
+// limitOr returns *c clamped to [1, max], or def when c is nil.
+func limitOr(c *count, def, max int) int {
+	if c == nil {
+		return def
+	}
+	return int(min(int64(*c), int64(max)))
+}
+
+// sliceChars returns the code points [off, off+n) of s (n < 0: to the end),
+// with off clamped to the end.
+func sliceChars(s string, off, n int) string {
+	i := 0
+	for k := 0; k < off && i < len(s); k++ {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	if n < 0 {
+		return s[i:]
+	}
+	j := i
+	for k := 0; k < n && j < len(s); k++ {
+		_, w := utf8.DecodeRuneInString(s[j:])
+		j += w
+	}
+	return s[i:j]
+}

@@ -1,0 +1,321 @@
+// Package memory is memoryd's domain core. It resolves who is calling
+// (tasks, agents, addresses), decides which events a command records, and
+// answers the 11 tools from the projections. Commands run as "load, decide,
+// append" inside one write transaction of the event store; reads go to the
+// reader pool. It knows nothing of HTTP.
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// Service runs memoryd's commands and tools over an event store.
+type Service struct {
+	store *events.Store
+}
+
+// New returns a Service over store, whose applier must be projections.Apply.
+func New(store *events.Store) *Service { return &Service{store: store} }
+
+// Store returns the service's event store.
+func (s *Service) Store() *events.Store { return s.store }
+
+// CallContext identifies the caller of a tool or lifecycle call.
+type CallContext struct {
+	TaskID string `json:"task_id"`
+	Agent  string `json:"agent"`
+	CallID string `json:"call_id,omitempty"`
+}
+
+// BudgetInput is the optional budget configuration of an attach; nil
+// fields take their defaults.
+type BudgetInput struct {
+	ContextWindow                  *int64   `json:"context_window"`
+	ReminderRemainingPercent       *float64 `json:"reminder_remaining_percent"`
+	ReminderRemainingFloorTokens   *int64   `json:"reminder_remaining_floor_tokens"`
+	ReminderRemainingCeilingTokens *int64   `json:"reminder_remaining_ceiling_tokens"`
+	HardRolloverUsedTokens         *int64   `json:"hard_rollover_used_tokens"`
+	MaxToolOutputChars             *int64   `json:"max_tool_output_chars"`
+	NotesMaxFileBytes              *int64   `json:"notes_max_file_bytes"`
+	HistoryItemPreviewChars        *int64   `json:"history_item_preview_chars"`
+}
+
+// Budget defaults (seed-behaviour G).
+const (
+	DefaultReminderRemainingPercent       = 0.25
+	DefaultReminderRemainingFloorTokens   = 21384
+	DefaultReminderRemainingCeilingTokens = 60000
+	DefaultMaxToolOutputChars             = 12000
+	DefaultNotesMaxFileBytes              = 1000000
+	DefaultHistoryItemPreviewChars        = 400
+)
+
+// resolve validates b and fills in defaults.
+func (b *BudgetInput) resolve() (events.Budget, error) {
+	out := events.Budget{
+		ReminderRemainingPercent:       DefaultReminderRemainingPercent,
+		ReminderRemainingFloorTokens:   DefaultReminderRemainingFloorTokens,
+		ReminderRemainingCeilingTokens: DefaultReminderRemainingCeilingTokens,
+		MaxToolOutputChars:             DefaultMaxToolOutputChars,
+		NotesMaxFileBytes:              DefaultNotesMaxFileBytes,
+		HistoryItemPreviewChars:        DefaultHistoryItemPreviewChars,
+	}
+	if b == nil {
+		return out, nil
+	}
+	positive := func(name string, v *int64, dst *int64) error {
+		if v == nil {
+			return nil
+		}
+		if *v < 1 {
+			return invalidf("budget.%s must be at least 1", name)
+		}
+		*dst = *v
+		return nil
+	}
+	if b.ContextWindow != nil {
+		if *b.ContextWindow < 1 {
+			return out, invalidf("budget.context_window must be at least 1")
+		}
+		out.ContextWindow = b.ContextWindow
+	}
+	if p := b.ReminderRemainingPercent; p != nil {
+		if !(*p > 0 && *p < 1) {
+			return out, invalidf("budget.reminder_remaining_percent must be strictly between 0 and 1")
+		}
+		out.ReminderRemainingPercent = *p
+	}
+	if v := b.HardRolloverUsedTokens; v != nil {
+		if *v < 0 {
+			return out, invalidf("budget.hard_rollover_used_tokens must be 0 (off) or more")
+		}
+		out.HardRolloverUsedTokens = *v
+	}
+	for _, f := range []struct {
+		name string
+		v    *int64
+		dst  *int64
+	}{
+		{"reminder_remaining_floor_tokens", b.ReminderRemainingFloorTokens, &out.ReminderRemainingFloorTokens},
+		{"reminder_remaining_ceiling_tokens", b.ReminderRemainingCeilingTokens, &out.ReminderRemainingCeilingTokens},
+		{"max_tool_output_chars", b.MaxToolOutputChars, &out.MaxToolOutputChars},
+		{"notes_max_file_bytes", b.NotesMaxFileBytes, &out.NotesMaxFileBytes},
+		{"history_item_preview_chars", b.HistoryItemPreviewChars, &out.HistoryItemPreviewChars},
+	} {
+		if err := positive(f.name, f.v, f.dst); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// TaskRef asks an attach to join an existing task as a child agent.
+type TaskRef struct {
+	TaskID      string `json:"task_id"`
+	ParentAgent string `json:"parent_agent"`
+	AgentName   string `json:"agent_name"`
+}
+
+// AttachRequest is the body of POST /v1/sessions/attach.
+type AttachRequest struct {
+	SessionKey  string       `json:"session_key"`
+	SessionID   string       `json:"session_id"`
+	SessionFile string       `json:"session_file"`
+	Task        *TaskRef     `json:"task"`
+	Budget      *BudgetInput `json:"budget"`
+}
+
+// AttachResult is the response of an attach.
+type AttachResult struct {
+	TaskID           string   `json:"task_id"`
+	Agent            string   `json:"agent"`
+	Resumed          bool     `json:"resumed"`
+	WindowID         string   `json:"window_id"`
+	RegisteredAgents []string `json:"registered_agents"`
+}
+
+// AutoAgentName returns the automatic child name for a session key:
+// agent_<first 12 hex digits of sha256(session_key)>.
+func AutoAgentName(sessionKey string) string {
+	sum := sha256.Sum256([]byte(sessionKey))
+	return "agent_" + hex.EncodeToString(sum[:])[:12]
+}
+
+// Attach registers or resumes a session (API §3). It records task.created
+// and agent.registered for a new session, agent.reattached when a known
+// session comes back with a changed session id, file or budget, and
+// nothing otherwise.
+func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID string) (AttachResult, error) {
+	if strings.TrimSpace(req.SessionKey) == "" {
+		return AttachResult{}, invalidf("attach requires session_key")
+	}
+	budget, err := req.Budget.resolve()
+	if err != nil {
+		return AttachResult{}, err
+	}
+	var res AttachResult
+	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
+		r := projections.NewReader(tx.SQL())
+		known, err := r.AgentBySessionKey(ctx, req.SessionKey)
+		switch {
+		case err == nil:
+			if req.Task != nil && req.Task.TaskID != known.TaskID {
+				return conflictf("session_key is already attached to another task")
+			}
+			res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
+			if known.SessionID != req.SessionID || known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
+				_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), events.AnyVersion, events.Pending{
+					Type: events.TypeAgentReattached,
+					Data: events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
+						SessionFile: req.SessionFile, Budget: budget},
+				})
+			}
+		case errors.Is(err, projections.ErrNotFound):
+			res, err = s.register(ctx, tx, r, req, budget)
+		}
+		if err != nil {
+			return err
+		}
+		res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID)
+		return err
+	})
+	if err != nil {
+		return AttachResult{}, err
+	}
+	res.WindowID = "w1"
+	return res, nil
+}
+
+func (s *Service) register(ctx context.Context, tx *events.Tx, r *projections.Reader, req AttachRequest, budget events.Budget) (AttachResult, error) {
+	reg := events.AgentRegistered{SessionKey: req.SessionKey, SessionID: req.SessionID, SessionFile: req.SessionFile, Budget: budget}
+	var pending []events.Pending
+	if req.Task == nil {
+		reg.TaskID = ulid.MustNew(ulid.Timestamp(s.store.Now()), ulid.DefaultEntropy()).String()
+		reg.Agent = address.Root
+		pending = append(pending, events.Pending{Type: events.TypeTaskCreated,
+			Data: events.TaskCreated{TaskID: reg.TaskID, SessionKey: req.SessionKey}})
+	} else {
+		t := req.Task
+		if t.TaskID == "" {
+			return AttachResult{}, invalidf("attach task requires task_id")
+		}
+		ok, err := r.TaskExists(ctx, t.TaskID)
+		if err != nil {
+			return AttachResult{}, err
+		}
+		if !ok {
+			return AttachResult{}, notFoundf("unknown task %q", t.TaskID)
+		}
+		parent := t.ParentAgent
+		if parent == "" {
+			parent = address.Root
+		}
+		if _, err := address.ParseAgent(parent); err != nil {
+			return AttachResult{}, invalidf("task.parent_agent: %s", addressMessage(err))
+		}
+		if _, err := r.Agent(ctx, t.TaskID, parent); err != nil {
+			if errors.Is(err, projections.ErrNotFound) {
+				return AttachResult{}, notFoundf("parent agent %s is not registered in task %s", parent, t.TaskID)
+			}
+			return AttachResult{}, err
+		}
+		name := t.AgentName
+		if name == "" {
+			name = AutoAgentName(req.SessionKey)
+			parent = address.Root
+		}
+		child, err := address.Child(parent, name)
+		if err != nil {
+			return AttachResult{}, invalidf("task.agent_name: %s", addressMessage(err))
+		}
+		if _, err := r.Agent(ctx, t.TaskID, child); err == nil {
+			return AttachResult{}, conflictf("agent %s is already attached to another session in this task", child)
+		} else if !errors.Is(err, projections.ErrNotFound) {
+			return AttachResult{}, err
+		}
+		reg.TaskID, reg.Agent, reg.ParentAgent = t.TaskID, child, parent
+	}
+	pending = append(pending, events.Pending{Type: events.TypeAgentRegistered, Data: reg})
+	if _, err := tx.Append(ctx, events.Stream(reg.TaskID, reg.Agent), 0, pending...); err != nil {
+		return AttachResult{}, err
+	}
+	return AttachResult{TaskID: reg.TaskID, Agent: reg.Agent}, nil
+}
+
+func sameBudget(a, b events.Budget) bool {
+	if (a.ContextWindow == nil) != (b.ContextWindow == nil) {
+		return false
+	}
+	if a.ContextWindow != nil && *a.ContextWindow != *b.ContextWindow {
+		return false
+	}
+	a.ContextWindow, b.ContextWindow = nil, nil
+	return a == b
+}
+
+// addressMessage strips the package prefix from an address error.
+func addressMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), address.ErrInvalid.Error()+": ")
+}
+
+// caller is a validated calling agent.
+type caller struct {
+	taskID string
+	agent  projections.Agent
+	callID string
+}
+
+// identify validates a call context against the projections.
+func identify(ctx context.Context, r *projections.Reader, cc CallContext) (caller, error) {
+	if cc.TaskID == "" {
+		return caller{}, invalidf("context.task_id is required")
+	}
+	if cc.Agent == "" {
+		return caller{}, invalidf("context.agent is required")
+	}
+	if _, err := address.ParseAgent(cc.Agent); err != nil {
+		return caller{}, invalidf("context.agent: %s", addressMessage(err))
+	}
+	ok, err := r.TaskExists(ctx, cc.TaskID)
+	if err != nil {
+		return caller{}, err
+	}
+	if !ok {
+		return caller{}, notFoundf("unknown task %q; attach first", cc.TaskID)
+	}
+	a, err := target(ctx, r, cc.TaskID, cc.Agent)
+	if err != nil {
+		return caller{}, err
+	}
+	return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID}, nil
+}
+
+// target returns a registered agent of the task, or forbidden (it belongs
+// to another task) or not_found (nowhere).
+func target(ctx context.Context, r *projections.Reader, taskID, addr string) (projections.Agent, error) {
+	a, err := r.Agent(ctx, taskID, addr)
+	if err == nil {
+		return a, nil
+	}
+	if !errors.Is(err, projections.ErrNotFound) {
+		return a, err
+	}
+	elsewhere, err := r.AgentRegisteredAnywhere(ctx, addr)
+	if err != nil {
+		return a, err
+	}
+	if elsewhere {
+		return a, forbiddenf("agent %s is not in this task", addr)
+	}
+	return a, notFoundf("no agent %s is registered in this task", addr)
+}

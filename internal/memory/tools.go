@@ -1,0 +1,90 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// CallTool runs one of the 11 tools for the caller cc with the given JSON
+// arguments. requestID is recorded on any event the call appends.
+func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string) (ToolResult, error) {
+	if !tools.Known(name) {
+		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the 11 tools", name)
+	}
+	if err := tools.Validate(name, args); err != nil {
+		var ae *tools.ArgumentError
+		if errors.As(err, &ae) {
+			e := newError(ErrInvalidArgument, "%s", ae.Message)
+			if ae.Field != "" {
+				e.Details = map[string]any{"field": ae.Field}
+			}
+			return ToolResult{}, e
+		}
+		return ToolResult{}, err
+	}
+	switch name {
+	case tools.NotesListFilesByPrefix:
+		return readTool(ctx, s, name, cc, args, listNotes)
+	case tools.NotesReadFile:
+		return readTool(ctx, s, name, cc, args, readNote)
+	case tools.NotesSearchContents:
+		return readTool(ctx, s, name, cc, args, searchNotes)
+	case tools.NotesAppendToFile:
+		return writeNoteTool(ctx, s, name, cc, args, requestID, true)
+	case tools.NotesWriteFile:
+		return writeNoteTool(ctx, s, name, cc, args, requestID, false)
+	case tools.GetContextRemaining:
+		return readTool(ctx, s, name, cc, args, contextRemaining)
+	}
+	return ToolResult{}, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
+}
+
+// decodeArgs decodes validated arguments into v.
+func decodeArgs(tool string, args json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalidf("%s: arguments do not match the schema", tool)
+	}
+	return nil
+}
+
+// readTool runs a read-only tool in one read transaction, so every query
+// it makes sees the same snapshot.
+func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage,
+	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
+	var args A
+	if err := decodeArgs(name, raw, &args); err != nil {
+		return ToolResult{}, err
+	}
+	var res ToolResult
+	err := s.read(ctx, func(r *projections.Reader) error {
+		c, err := identify(ctx, r, cc)
+		if err != nil {
+			return err
+		}
+		res, err = fn(ctx, r, c, args)
+		return err
+	})
+	return res, err
+}
+
+// read runs fn over one read-only snapshot of the projections.
+func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error) error {
+	tx, err := s.store.Reader().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	defer tx.Rollback()
+	return fn(projections.NewReader(tx))
+}

@@ -1,0 +1,115 @@
+// Package projections maintains memoryd's read models (tasks, agents, note
+// files, idempotent call results) from the event log. Apply runs inside
+// the transaction that appends each event; Rebuild replays the whole log
+// from position 1; Digest fingerprints every projection so two databases
+// can be compared. Appliers read only the event and the projection tables:
+// no clock, no randomness.
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// Apply updates the projections for ev. It is the events.Applier of the
+// store.
+func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
+	payload, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	q := projectionsdb.New(tx)
+	switch p := payload.(type) {
+	case *events.TaskCreated:
+		return q.InsertTask(ctx, projectionsdb.InsertTaskParams{
+			TaskID: p.TaskID, RootSession: p.SessionKey, CreatedAt: ev.RecordedAt, Position: ev.Position,
+		})
+	case *events.AgentRegistered:
+		budget, err := json.Marshal(p.Budget)
+		if err != nil {
+			return err
+		}
+		return q.InsertAgent(ctx, projectionsdb.InsertAgentParams{
+			TaskID: p.TaskID, Agent: p.Agent, ParentAgent: p.ParentAgent, SessionKey: p.SessionKey,
+			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), Position: ev.Position,
+		})
+	case *events.AgentReattached:
+		budget, err := json.Marshal(p.Budget)
+		if err != nil {
+			return err
+		}
+		return q.UpdateAgentSession(ctx, projectionsdb.UpdateAgentSessionParams{
+			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), TaskID: p.TaskID, Agent: p.Agent,
+		})
+	case *events.NoteWritten:
+		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
+	case *events.NoteAppended:
+		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+	}
+	return fmt.Errorf("projections: no applier for %s", ev.Type)
+}
+
+type noteChange struct {
+	taskID, agent, path, text, by, callID, requestKey string
+	append                                            bool
+}
+
+// NoteWriteResult is the result of a note write, as the tools return it and
+// as it is kept for idempotent retries.
+type NoteWriteResult struct {
+	Path     string `json:"path"`
+	Bytes    int64  `json:"bytes"`
+	Created  bool   `json:"created"`
+	Revision int64  `json:"revision"`
+}
+
+func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange) error {
+	key := projectionsdb.GetNoteParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}
+	old, err := q.GetNote(ctx, key)
+	created := false
+	switch {
+	case err == sql.ErrNoRows:
+		created = true
+		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
+			TaskID: c.taskID, Agent: c.agent, Path: c.path, Content: []byte(c.text), Bytes: int64(len(c.text)),
+			CreatedAt: ev.RecordedAt, UpdatedAt: ev.RecordedAt, CreatedPosition: ev.Position, UpdatedPosition: ev.Position,
+		})
+	case err != nil:
+		return err
+	default:
+		content := []byte(c.text)
+		if c.append {
+			content = append(old.Content, c.text...)
+		}
+		err = q.ReplaceNoteContent(ctx, projectionsdb.ReplaceNoteContentParams{
+			Content: content, Bytes: int64(len(content)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
+			TaskID: c.taskID, Agent: c.agent, Path: c.path,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if c.callID == "" {
+		return nil
+	}
+	res := NoteWriteResult{Path: address.Full(c.agent, c.path), Created: created, Revision: 1, Bytes: int64(len(c.text))}
+	if !created {
+		res.Revision = old.Revision + 1
+		if c.append {
+			res.Bytes = old.Bytes + int64(len(c.text))
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return q.InsertNoteCall(ctx, projectionsdb.InsertNoteCallParams{
+		TaskID: c.taskID, Agent: c.by, CallID: c.callID, RequestKey: c.requestKey, Result: string(b), Position: ev.Position,
+	})
+}

@@ -1,0 +1,178 @@
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// ErrNotFound: no such row in the projection.
+var ErrNotFound = errors.New("not found")
+
+// Reader answers queries over the projections, through the reader pool or
+// inside a write transaction.
+type Reader struct {
+	q *projectionsdb.Queries
+}
+
+// NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
+func NewReader(db projectionsdb.DBTX) *Reader { return &Reader{q: projectionsdb.New(db)} }
+
+// Agent is a registered agent.
+type Agent struct {
+	TaskID      string
+	Agent       string
+	ParentAgent string
+	SessionKey  string
+	SessionID   string
+	SessionFile string
+	Budget      events.Budget
+	Position    int64
+}
+
+func agentFrom(a projectionsdb.Agent) (Agent, error) {
+	out := Agent{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent, SessionKey: a.SessionKey,
+		SessionID: a.SessionID, SessionFile: a.SessionFile, Position: a.Position}
+	return out, json.Unmarshal([]byte(a.Budget), &out.Budget)
+}
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// TaskExists reports whether the task exists.
+func (r *Reader) TaskExists(ctx context.Context, taskID string) (bool, error) {
+	_, err := r.q.GetTask(ctx, taskID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Agent returns a registered agent of a task, or ErrNotFound.
+func (r *Reader) Agent(ctx context.Context, taskID, agent string) (Agent, error) {
+	a, err := r.q.GetAgent(ctx, projectionsdb.GetAgentParams{TaskID: taskID, Agent: agent})
+	if err != nil {
+		return Agent{}, notFound(err)
+	}
+	return agentFrom(a)
+}
+
+// AgentBySessionKey returns the agent a session key is attached as, or
+// ErrNotFound.
+func (r *Reader) AgentBySessionKey(ctx context.Context, key string) (Agent, error) {
+	a, err := r.q.AgentBySessionKey(ctx, key)
+	if err != nil {
+		return Agent{}, notFound(err)
+	}
+	return agentFrom(a)
+}
+
+// AgentRegisteredAnywhere reports whether some task has an agent at addr.
+func (r *Reader) AgentRegisteredAnywhere(ctx context.Context, addr string) (bool, error) {
+	n, err := r.q.AgentInAnyTask(ctx, addr)
+	return n > 0, err
+}
+
+// TaskAgents returns the addresses registered to a task, in registration order.
+func (r *Reader) TaskAgents(ctx context.Context, taskID string) ([]string, error) {
+	return r.q.TaskAgents(ctx, taskID)
+}
+
+// Note is one note file with its content.
+type Note struct {
+	NoteInfo
+	Content  string
+	Revision int64
+}
+
+// NoteInfo is a note file's metadata.
+type NoteInfo struct {
+	Path            string // relative to the owner's notes root
+	Bytes           int64
+	CreatedAt       string
+	UpdatedAt       string
+	CreatedPosition int64
+	UpdatedPosition int64
+}
+
+// Note returns one note file, or ErrNotFound.
+func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, error) {
+	n, err := r.q.GetNote(ctx, projectionsdb.GetNoteParams{TaskID: taskID, Agent: agent, Path: path})
+	if err != nil {
+		return Note{}, notFound(err)
+	}
+	return Note{
+		NoteInfo: NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
+			CreatedPosition: n.CreatedPosition, UpdatedPosition: n.UpdatedPosition},
+		Content: string(n.Content), Revision: n.Revision,
+	}, nil
+}
+
+// NoteSize returns a note's size in bytes and whether it exists.
+func (r *Reader) NoteSize(ctx context.Context, taskID, agent, path string) (int64, bool, error) {
+	n, err := r.q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: taskID, Agent: agent, Path: path})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return n, err == nil, err
+}
+
+// Notes lists an agent's notes whose path starts with prefix, by path.
+func (r *Reader) Notes(ctx context.Context, taskID, agent, prefix string) ([]NoteInfo, error) {
+	rows, err := r.q.ListNotes(ctx, projectionsdb.ListNotesParams{
+		TaskID: taskID, Agent: agent, Prefix: prefix, PrefixChars: int64(utf8.RuneCountInString(prefix)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NoteInfo, len(rows))
+	for i, n := range rows {
+		out[i] = NoteInfo(n)
+	}
+	return out, nil
+}
+
+// NoteMatch is a note whose content contains a search query.
+type NoteMatch struct {
+	Path            string
+	Content         string
+	CreatedAt       string
+	CreatedPosition int64
+}
+
+// SearchNotes returns an agent's notes under prefix whose content contains
+// query (case-sensitive, literal), by path.
+func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query string) ([]NoteMatch, error) {
+	rows, err := r.q.SearchNotes(ctx, projectionsdb.SearchNotesParams{
+		TaskID: taskID, Agent: agent, Prefix: prefix, PrefixChars: int64(utf8.RuneCountInString(prefix)), Query: []byte(query),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NoteMatch, len(rows))
+	for i, n := range rows {
+		out[i] = NoteMatch{Path: n.Path, Content: string(n.Content), CreatedAt: n.CreatedAt, CreatedPosition: n.CreatedPosition}
+	}
+	return out, nil
+}
+
+// NoteCall returns the recorded first result of an idempotent note write.
+func (r *Reader) NoteCall(ctx context.Context, taskID, agent, callID string) (requestKey string, res NoteWriteResult, found bool, err error) {
+	row, err := r.q.GetNoteCall(ctx, projectionsdb.GetNoteCallParams{TaskID: taskID, Agent: agent, CallID: callID})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", res, false, nil
+	}
+	if err != nil {
+		return "", res, false, err
+	}
+	return row.RequestKey, res, true, json.Unmarshal([]byte(row.Result), &res)
+}

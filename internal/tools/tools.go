@@ -1,0 +1,164 @@
+// Package tools defines memoryd's 11 model-facing tools: their names,
+// descriptions, execution modes and JSON Schemas (one embedded file, the
+// single source for the server and its clients), and validates a call's
+// arguments against its tool's schema.
+package tools
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Tool names.
+const (
+	HistoryListWindows     = "history_list_windows"
+	HistoryListItems       = "history_list_items"
+	HistoryReadItem        = "history_read_item"
+	HistorySearchContents  = "history_search_contents"
+	NotesListFilesByPrefix = "notes_list_files_by_prefix"
+	NotesReadFile          = "notes_read_file"
+	NotesSearchContents    = "notes_search_contents"
+	NotesAppendToFile      = "notes_append_to_file"
+	NotesWriteFile         = "notes_write_file"
+	GetContextRemaining    = "get_context_remaining"
+	NewContext             = "new_context"
+)
+
+//go:embed specs.json
+var specsJSON []byte
+
+// Spec describes one tool as the model is shown it.
+type Spec struct {
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	ExecutionMode string          `json:"execution_mode"`
+	Parameters    json.RawMessage `json:"parameters"`
+}
+
+var (
+	specs   []Spec
+	schemas = map[string]*jsonschema.Schema{}
+)
+
+func init() {
+	if err := json.Unmarshal(specsJSON, &specs); err != nil {
+		panic("tools: specs.json: " + err.Error())
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	for _, s := range specs {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.Parameters))
+		if err != nil {
+			panic("tools: schema of " + s.Name + ": " + err.Error())
+		}
+		url := "memoryd:///tools/" + s.Name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			panic("tools: schema of " + s.Name + ": " + err.Error())
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			panic("tools: schema of " + s.Name + ": " + err.Error())
+		}
+		schemas[s.Name] = sch
+	}
+}
+
+// Specs returns the 11 tool specs in their fixed order.
+func Specs() []Spec { return slices.Clone(specs) }
+
+// Known reports whether name is one of the 11 tools.
+func Known(name string) bool { _, ok := schemas[name]; return ok }
+
+// ArgumentError is a call's arguments failing the tool's schema. Its
+// message names the tool and the field, in one sentence a model can act on.
+type ArgumentError struct {
+	Tool    string
+	Field   string
+	Message string
+}
+
+func (e *ArgumentError) Error() string { return e.Message }
+
+// Validate checks args (a JSON object, or empty for none) against the
+// schema of tool. It returns an *ArgumentError for bad arguments.
+func Validate(tool string, args json.RawMessage) error {
+	sch, ok := schemas[tool]
+	if !ok {
+		return fmt.Errorf("tools: unknown tool %q", tool)
+	}
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return &ArgumentError{Tool: tool, Message: tool + ": arguments are not valid JSON"}
+	}
+	err = sch.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ArgumentError{Tool: tool, Message: tool + ": arguments do not match the schema"}
+	}
+	return describe(tool, leaf(ve))
+}
+
+// leaf returns the first innermost cause of a validation error.
+func leaf(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return ve
+}
+
+var printer = message.NewPrinter(language.English)
+
+func describe(tool string, ve *jsonschema.ValidationError) *ArgumentError {
+	field := strings.Join(ve.InstanceLocation, ".")
+	switch k := ve.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		names := slices.Sorted(slices.Values(k.Properties))
+		return &ArgumentError{Tool: tool, Field: names[0],
+			Message: fmt.Sprintf("%s does not take the field %q; use only the fields of its schema", tool, names[0])}
+	case *kind.Required:
+		return &ArgumentError{Tool: tool, Field: k.Missing[0],
+			Message: fmt.Sprintf("%s requires %s", tool, k.Missing[0])}
+	case *kind.Type:
+		if field == "" {
+			return &ArgumentError{Tool: tool, Message: fmt.Sprintf("%s arguments must be a JSON object", tool)}
+		}
+		return &ArgumentError{Tool: tool, Field: field,
+			Message: fmt.Sprintf("%s: %s must be %s, not %s", tool, field, strings.Join(k.Want, " or "), k.Got)}
+	case *kind.Minimum:
+		return &ArgumentError{Tool: tool, Field: field,
+			Message: fmt.Sprintf("%s: %s must be at least %s", tool, field, k.Want.RatString())}
+	case *kind.MinLength:
+		return &ArgumentError{Tool: tool, Field: field,
+			Message: fmt.Sprintf("%s: %s must not be empty", tool, field)}
+	case *kind.Enum:
+		var want []string
+		for _, w := range k.Want {
+			if w != nil {
+				want = append(want, fmt.Sprint(w))
+			}
+		}
+		return &ArgumentError{Tool: tool, Field: field,
+			Message: fmt.Sprintf("%s: %s must be one of %s", tool, field, strings.Join(want, ", "))}
+	}
+	if field == "" {
+		return &ArgumentError{Tool: tool, Message: fmt.Sprintf("%s arguments: %s", tool, ve.ErrorKind.LocalizedString(printer))}
+	}
+	return &ArgumentError{Tool: tool, Field: field,
+		Message: fmt.Sprintf("%s: %s: %s", tool, field, ve.ErrorKind.LocalizedString(printer))}
+}
