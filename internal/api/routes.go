@@ -60,6 +60,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Use(requireToken(cfg.Token, log))
 		r.Handle("/metrics", handleMetrics(cfg.Registry))
 		r.Post("/v1/sessions/attach", handleSessionAttach(log, cfg.Service))
+		r.Post("/v1/history/sync", handleHistorySync(log, cfg.Service))
 		r.Get("/v1/tools", handleToolsList())
 		r.Post("/v1/tools/{name}", handleToolCall(log, cfg.Service, m))
 		r.Get("/v1/events", handleEventsList(log, cfg.Service))

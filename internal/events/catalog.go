@@ -13,6 +13,9 @@ const (
 	TypeAgentReattached = "agent.reattached"
 	TypeNoteWritten     = "note.written"
 	TypeNoteAppended    = "note.appended"
+
+	TypeHistoryEntryRecorded = "history.entry_recorded"
+	TypeHistoryBranchChanged = "history.branch_changed"
 )
 
 // Catalog lists every event type with its current schema number and a
@@ -24,6 +27,8 @@ var Catalog = []CatalogEntry{
 	{Type: TypeAgentReattached, Schema: 1, New: func() any { return new(AgentReattached) }},
 	{Type: TypeNoteWritten, Schema: 1, New: func() any { return new(NoteWritten) }},
 	{Type: TypeNoteAppended, Schema: 1, New: func() any { return new(NoteAppended) }},
+	{Type: TypeHistoryEntryRecorded, Schema: 1, New: func() any { return new(HistoryEntryRecorded) }},
+	{Type: TypeHistoryBranchChanged, Schema: 1, New: func() any { return new(HistoryBranchChanged) }},
 }
 
 // CatalogEntry describes one event type.
@@ -121,4 +126,25 @@ type NoteAppended struct {
 	By         string `json:"by"`
 	CallID     string `json:"call_id,omitempty"`
 	RequestKey string `json:"request_key,omitempty"`
+}
+
+// HistoryEntryRecorded records one raw Pi session entry, verbatim and
+// immutable, in an agent's history journal. Stream: the agent's.
+type HistoryEntryRecorded struct {
+	TaskID  string          `json:"task_id"`
+	Agent   string          `json:"agent"`
+	EntryID string          `json:"entry_id"`
+	Entry   json.RawMessage `json:"entry"`
+}
+
+// HistoryBranchChanged records a new current branch of an agent, as a
+// delta from the previous one: keep its first Keep entry ids, then Append.
+// Revision is the new branch revision. Stream: the agent's.
+type HistoryBranchChanged struct {
+	TaskID   string   `json:"task_id"`
+	Agent    string   `json:"agent"`
+	Revision int64    `json:"revision"`
+	Keep     int64    `json:"keep"`
+	Append   []string `json:"append"`
+	Length   int64    `json:"length"`
 }

@@ -40,6 +40,14 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 		return writeNoteTool(ctx, s, name, cc, args, requestID, true)
 	case tools.NotesWriteFile:
 		return writeNoteTool(ctx, s, name, cc, args, requestID, false)
+	case tools.HistoryListWindows:
+		return readTool(ctx, s, name, cc, args, listWindows)
+	case tools.HistoryListItems:
+		return readTool(ctx, s, name, cc, args, listItems)
+	case tools.HistoryReadItem:
+		return readTool(ctx, s, name, cc, args, readItem)
+	case tools.HistorySearchContents:
+		return readTool(ctx, s, name, cc, args, searchHistory)
 	case tools.GetContextRemaining:
 		return readTool(ctx, s, name, cc, args, contextRemaining)
 	}

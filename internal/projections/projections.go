@@ -51,6 +51,10 @@ func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
 	case *events.NoteAppended:
 		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+	case *events.HistoryEntryRecorded:
+		return applyEntryRecorded(ctx, q, ev, p)
+	case *events.HistoryBranchChanged:
+		return applyBranchChanged(ctx, q, ev, p)
 	}
 	return fmt.Errorf("projections: no applier for %s", ev.Type)
 }

@@ -60,3 +60,86 @@ SELECT request_key, result FROM note_calls WHERE task_id = ? AND agent = ? AND c
 
 -- name: InsertNoteCall :exec
 INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: GetHistoryEntry :one
+SELECT * FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+
+-- name: HistoryEntryDigest :one
+SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+
+-- name: InsertHistoryEntry :exec
+INSERT INTO history_entries (task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images,
+    calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: GetHistoryBranch :one
+SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?;
+
+-- name: UpsertHistoryBranch :exec
+INSERT INTO history_branches (task_id, agent, revision, length, position) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET revision = excluded.revision, length = excluded.length, position = excluded.position;
+
+-- name: BranchEntryIDs :many
+SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index;
+
+-- name: DeleteBranchEntriesFrom :exec
+DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?;
+
+-- name: InsertBranchEntry :exec
+INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id) VALUES (?, ?, ?, ?);
+
+-- name: DeleteItemsFrom :exec
+DELETE FROM history_items WHERE task_id = ? AND agent = ? AND branch_index >= ?;
+
+-- name: DeleteCallsFrom :exec
+DELETE FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index >= ?;
+
+-- name: LastItemBefore :one
+SELECT window_ordinal, window_id FROM history_items
+WHERE task_id = ? AND agent = ? AND branch_index < ? ORDER BY branch_index DESC LIMIT 1;
+
+-- name: WindowIDsBefore :many
+SELECT DISTINCT window_id FROM history_items WHERE task_id = ? AND agent = ? AND branch_index < ?;
+
+-- name: InsertItem :exec
+INSERT INTO history_items (task_id, agent, branch_index, entry_id, window_ordinal, window_id, role, raw_role,
+    tool_namespace, tool_name, tool_call_id, hidden, n_chars, images)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: InsertCall :exec
+INSERT OR IGNORE INTO history_calls (task_id, agent, branch_index, call_id, tool_name) VALUES (?, ?, ?, ?, ?);
+
+-- name: CallToolName :one
+SELECT tool_name FROM history_calls
+WHERE task_id = ? AND agent = ? AND call_id = ? AND branch_index < ?
+ORDER BY branch_index DESC LIMIT 1;
+
+-- name: HistoryWindows :many
+SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
+WHERE task_id = ? AND agent = ? GROUP BY window_ordinal, window_id ORDER BY window_ordinal;
+
+-- name: HistoryItems :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = ? AND agent = ? ORDER BY branch_index;
+
+-- name: HistoryCalls :many
+SELECT branch_index, call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? ORDER BY branch_index, call_id;
+
+-- name: HistoryItemByEntry :one
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = ? AND agent = ? AND entry_id = ?;
+
+-- name: HistoryEntryText :one
+SELECT text, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+
+-- name: HistoryEntryRaw :one
+SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+
+-- name: SearchHistoryItems :many
+SELECT i.branch_index, e.text, e.breaks
+FROM history_items i
+JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND instr(e.text, CAST(sqlc.arg(query) AS BLOB)) > 0
+ORDER BY i.branch_index;

@@ -25,6 +25,11 @@ var tables = []table{
 	{"agents", "task_id, agent"},
 	{"notes", "task_id, agent, path"},
 	{"note_calls", "task_id, agent, call_id"},
+	{"history_entries", "task_id, agent, entry_id"},
+	{"history_branches", "task_id, agent"},
+	{"history_branch_entries", "task_id, agent, branch_index"},
+	{"history_items", "task_id, agent, branch_index"},
+	{"history_calls", "task_id, agent, branch_index, call_id"},
 }
 
 // Rebuild empties every projection and re-applies the whole log from

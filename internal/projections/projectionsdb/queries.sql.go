@@ -41,6 +41,108 @@ func (q *Queries) AgentInAnyTask(ctx context.Context, agent string) (int64, erro
 	return count, err
 }
 
+const branchEntryIDs = `-- name: BranchEntryIDs :many
+SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index
+`
+
+type BranchEntryIDsParams struct {
+	TaskID string
+	Agent  string
+}
+
+func (q *Queries) BranchEntryIDs(ctx context.Context, arg BranchEntryIDsParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, branchEntryIDs, arg.TaskID, arg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var entry_id string
+		if err := rows.Scan(&entry_id); err != nil {
+			return nil, err
+		}
+		items = append(items, entry_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const callToolName = `-- name: CallToolName :one
+SELECT tool_name FROM history_calls
+WHERE task_id = ? AND agent = ? AND call_id = ? AND branch_index < ?
+ORDER BY branch_index DESC LIMIT 1
+`
+
+type CallToolNameParams struct {
+	TaskID      string
+	Agent       string
+	CallID      string
+	BranchIndex int64
+}
+
+func (q *Queries) CallToolName(ctx context.Context, arg CallToolNameParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, callToolName,
+		arg.TaskID,
+		arg.Agent,
+		arg.CallID,
+		arg.BranchIndex,
+	)
+	var tool_name string
+	err := row.Scan(&tool_name)
+	return tool_name, err
+}
+
+const deleteBranchEntriesFrom = `-- name: DeleteBranchEntriesFrom :exec
+DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?
+`
+
+type DeleteBranchEntriesFromParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+func (q *Queries) DeleteBranchEntriesFrom(ctx context.Context, arg DeleteBranchEntriesFromParams) error {
+	_, err := q.db.ExecContext(ctx, deleteBranchEntriesFrom, arg.TaskID, arg.Agent, arg.BranchIndex)
+	return err
+}
+
+const deleteCallsFrom = `-- name: DeleteCallsFrom :exec
+DELETE FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index >= ?
+`
+
+type DeleteCallsFromParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+func (q *Queries) DeleteCallsFrom(ctx context.Context, arg DeleteCallsFromParams) error {
+	_, err := q.db.ExecContext(ctx, deleteCallsFrom, arg.TaskID, arg.Agent, arg.BranchIndex)
+	return err
+}
+
+const deleteItemsFrom = `-- name: DeleteItemsFrom :exec
+DELETE FROM history_items WHERE task_id = ? AND agent = ? AND branch_index >= ?
+`
+
+type DeleteItemsFromParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+func (q *Queries) DeleteItemsFrom(ctx context.Context, arg DeleteItemsFromParams) error {
+	_, err := q.db.ExecContext(ctx, deleteItemsFrom, arg.TaskID, arg.Agent, arg.BranchIndex)
+	return err
+}
+
 const getAgent = `-- name: GetAgent :one
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE task_id = ? AND agent = ?
@@ -62,6 +164,65 @@ func (q *Queries) GetAgent(ctx context.Context, arg GetAgentParams) (Agent, erro
 		&i.SessionID,
 		&i.SessionFile,
 		&i.Budget,
+		&i.Position,
+	)
+	return i, err
+}
+
+const getHistoryBranch = `-- name: GetHistoryBranch :one
+SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
+`
+
+type GetHistoryBranchParams struct {
+	TaskID string
+	Agent  string
+}
+
+type GetHistoryBranchRow struct {
+	Revision int64
+	Length   int64
+}
+
+func (q *Queries) GetHistoryBranch(ctx context.Context, arg GetHistoryBranchParams) (GetHistoryBranchRow, error) {
+	row := q.db.QueryRowContext(ctx, getHistoryBranch, arg.TaskID, arg.Agent)
+	var i GetHistoryBranchRow
+	err := row.Scan(&i.Revision, &i.Length)
+	return i, err
+}
+
+const getHistoryEntry = `-- name: GetHistoryEntry :one
+SELECT task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images, calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+`
+
+type GetHistoryEntryParams struct {
+	TaskID  string
+	Agent   string
+	EntryID string
+}
+
+func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams) (HistoryEntry, error) {
+	row := q.db.QueryRowContext(ctx, getHistoryEntry, arg.TaskID, arg.Agent, arg.EntryID)
+	var i HistoryEntry
+	err := row.Scan(
+		&i.TaskID,
+		&i.Agent,
+		&i.EntryID,
+		&i.Raw,
+		&i.Digest,
+		&i.Item,
+		&i.Role,
+		&i.RawRole,
+		&i.Text,
+		&i.Breaks,
+		&i.NChars,
+		&i.Images,
+		&i.Calls,
+		&i.CallsOnly,
+		&i.ToolCallID,
+		&i.ToolName,
+		&i.Compaction,
+		&i.Control,
+		&i.MarkedWindow,
 		&i.Position,
 	)
 	return i, err
@@ -134,6 +295,248 @@ func (q *Queries) GetTask(ctx context.Context, taskID string) (Task, error) {
 	return i, err
 }
 
+const historyCalls = `-- name: HistoryCalls :many
+SELECT branch_index, call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? ORDER BY branch_index, call_id
+`
+
+type HistoryCallsParams struct {
+	TaskID string
+	Agent  string
+}
+
+type HistoryCallsRow struct {
+	BranchIndex int64
+	CallID      string
+	ToolName    string
+}
+
+func (q *Queries) HistoryCalls(ctx context.Context, arg HistoryCallsParams) ([]HistoryCallsRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyCalls, arg.TaskID, arg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryCallsRow{}
+	for rows.Next() {
+		var i HistoryCallsRow
+		if err := rows.Scan(&i.BranchIndex, &i.CallID, &i.ToolName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const historyEntryDigest = `-- name: HistoryEntryDigest :one
+SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+`
+
+type HistoryEntryDigestParams struct {
+	TaskID  string
+	Agent   string
+	EntryID string
+}
+
+func (q *Queries) HistoryEntryDigest(ctx context.Context, arg HistoryEntryDigestParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryDigest, arg.TaskID, arg.Agent, arg.EntryID)
+	var digest string
+	err := row.Scan(&digest)
+	return digest, err
+}
+
+const historyEntryRaw = `-- name: HistoryEntryRaw :one
+SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+`
+
+type HistoryEntryRawParams struct {
+	TaskID  string
+	Agent   string
+	EntryID string
+}
+
+func (q *Queries) HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryRaw, arg.TaskID, arg.Agent, arg.EntryID)
+	var raw string
+	err := row.Scan(&raw)
+	return raw, err
+}
+
+const historyEntryText = `-- name: HistoryEntryText :one
+SELECT text, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+`
+
+type HistoryEntryTextParams struct {
+	TaskID  string
+	Agent   string
+	EntryID string
+}
+
+type HistoryEntryTextRow struct {
+	Text   []byte
+	Breaks string
+}
+
+func (q *Queries) HistoryEntryText(ctx context.Context, arg HistoryEntryTextParams) (HistoryEntryTextRow, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryText, arg.TaskID, arg.Agent, arg.EntryID)
+	var i HistoryEntryTextRow
+	err := row.Scan(&i.Text, &i.Breaks)
+	return i, err
+}
+
+const historyItemByEntry = `-- name: HistoryItemByEntry :one
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = ? AND agent = ? AND entry_id = ?
+`
+
+type HistoryItemByEntryParams struct {
+	TaskID  string
+	Agent   string
+	EntryID string
+}
+
+type HistoryItemByEntryRow struct {
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
+func (q *Queries) HistoryItemByEntry(ctx context.Context, arg HistoryItemByEntryParams) (HistoryItemByEntryRow, error) {
+	row := q.db.QueryRowContext(ctx, historyItemByEntry, arg.TaskID, arg.Agent, arg.EntryID)
+	var i HistoryItemByEntryRow
+	err := row.Scan(
+		&i.BranchIndex,
+		&i.EntryID,
+		&i.WindowOrdinal,
+		&i.WindowID,
+		&i.Role,
+		&i.RawRole,
+		&i.ToolNamespace,
+		&i.ToolName,
+		&i.ToolCallID,
+		&i.Hidden,
+		&i.NChars,
+		&i.Images,
+	)
+	return i, err
+}
+
+const historyItems = `-- name: HistoryItems :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = ? AND agent = ? ORDER BY branch_index
+`
+
+type HistoryItemsParams struct {
+	TaskID string
+	Agent  string
+}
+
+type HistoryItemsRow struct {
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
+func (q *Queries) HistoryItems(ctx context.Context, arg HistoryItemsParams) ([]HistoryItemsRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyItems, arg.TaskID, arg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryItemsRow{}
+	for rows.Next() {
+		var i HistoryItemsRow
+		if err := rows.Scan(
+			&i.BranchIndex,
+			&i.EntryID,
+			&i.WindowOrdinal,
+			&i.WindowID,
+			&i.Role,
+			&i.RawRole,
+			&i.ToolNamespace,
+			&i.ToolName,
+			&i.ToolCallID,
+			&i.Hidden,
+			&i.NChars,
+			&i.Images,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const historyWindows = `-- name: HistoryWindows :many
+SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
+WHERE task_id = ? AND agent = ? GROUP BY window_ordinal, window_id ORDER BY window_ordinal
+`
+
+type HistoryWindowsParams struct {
+	TaskID string
+	Agent  string
+}
+
+type HistoryWindowsRow struct {
+	WindowOrdinal int64
+	WindowID      string
+	ItemCount     int64
+}
+
+func (q *Queries) HistoryWindows(ctx context.Context, arg HistoryWindowsParams) ([]HistoryWindowsRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyWindows, arg.TaskID, arg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryWindowsRow{}
+	for rows.Next() {
+		var i HistoryWindowsRow
+		if err := rows.Scan(&i.WindowOrdinal, &i.WindowID, &i.ItemCount); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertAgent = `-- name: InsertAgent :exec
 INSERT INTO agents (task_id, agent, parent_agent, session_key, session_id, session_file, budget, position)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -160,6 +563,148 @@ func (q *Queries) InsertAgent(ctx context.Context, arg InsertAgentParams) error 
 		arg.SessionFile,
 		arg.Budget,
 		arg.Position,
+	)
+	return err
+}
+
+const insertBranchEntry = `-- name: InsertBranchEntry :exec
+INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id) VALUES (?, ?, ?, ?)
+`
+
+type InsertBranchEntryParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	EntryID     string
+}
+
+func (q *Queries) InsertBranchEntry(ctx context.Context, arg InsertBranchEntryParams) error {
+	_, err := q.db.ExecContext(ctx, insertBranchEntry,
+		arg.TaskID,
+		arg.Agent,
+		arg.BranchIndex,
+		arg.EntryID,
+	)
+	return err
+}
+
+const insertCall = `-- name: InsertCall :exec
+INSERT OR IGNORE INTO history_calls (task_id, agent, branch_index, call_id, tool_name) VALUES (?, ?, ?, ?, ?)
+`
+
+type InsertCallParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	CallID      string
+	ToolName    string
+}
+
+func (q *Queries) InsertCall(ctx context.Context, arg InsertCallParams) error {
+	_, err := q.db.ExecContext(ctx, insertCall,
+		arg.TaskID,
+		arg.Agent,
+		arg.BranchIndex,
+		arg.CallID,
+		arg.ToolName,
+	)
+	return err
+}
+
+const insertHistoryEntry = `-- name: InsertHistoryEntry :exec
+INSERT INTO history_entries (task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images,
+    calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+`
+
+type InsertHistoryEntryParams struct {
+	TaskID       string
+	Agent        string
+	EntryID      string
+	Raw          string
+	Digest       string
+	Item         int64
+	Role         string
+	RawRole      string
+	Text         []byte
+	Breaks       string
+	NChars       int64
+	Images       int64
+	Calls        string
+	CallsOnly    int64
+	ToolCallID   string
+	ToolName     string
+	Compaction   int64
+	Control      int64
+	MarkedWindow string
+	Position     int64
+}
+
+func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntryParams) error {
+	_, err := q.db.ExecContext(ctx, insertHistoryEntry,
+		arg.TaskID,
+		arg.Agent,
+		arg.EntryID,
+		arg.Raw,
+		arg.Digest,
+		arg.Item,
+		arg.Role,
+		arg.RawRole,
+		arg.Text,
+		arg.Breaks,
+		arg.NChars,
+		arg.Images,
+		arg.Calls,
+		arg.CallsOnly,
+		arg.ToolCallID,
+		arg.ToolName,
+		arg.Compaction,
+		arg.Control,
+		arg.MarkedWindow,
+		arg.Position,
+	)
+	return err
+}
+
+const insertItem = `-- name: InsertItem :exec
+INSERT INTO history_items (task_id, agent, branch_index, entry_id, window_ordinal, window_id, role, raw_role,
+    tool_namespace, tool_name, tool_call_id, hidden, n_chars, images)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+`
+
+type InsertItemParams struct {
+	TaskID        string
+	Agent         string
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
+func (q *Queries) InsertItem(ctx context.Context, arg InsertItemParams) error {
+	_, err := q.db.ExecContext(ctx, insertItem,
+		arg.TaskID,
+		arg.Agent,
+		arg.BranchIndex,
+		arg.EntryID,
+		arg.WindowOrdinal,
+		arg.WindowID,
+		arg.Role,
+		arg.RawRole,
+		arg.ToolNamespace,
+		arg.ToolName,
+		arg.ToolCallID,
+		arg.Hidden,
+		arg.NChars,
+		arg.Images,
 	)
 	return err
 }
@@ -240,6 +785,29 @@ func (q *Queries) InsertTask(ctx context.Context, arg InsertTaskParams) error {
 		arg.Position,
 	)
 	return err
+}
+
+const lastItemBefore = `-- name: LastItemBefore :one
+SELECT window_ordinal, window_id FROM history_items
+WHERE task_id = ? AND agent = ? AND branch_index < ? ORDER BY branch_index DESC LIMIT 1
+`
+
+type LastItemBeforeParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+type LastItemBeforeRow struct {
+	WindowOrdinal int64
+	WindowID      string
+}
+
+func (q *Queries) LastItemBefore(ctx context.Context, arg LastItemBeforeParams) (LastItemBeforeRow, error) {
+	row := q.db.QueryRowContext(ctx, lastItemBefore, arg.TaskID, arg.Agent, arg.BranchIndex)
+	var i LastItemBeforeRow
+	err := row.Scan(&i.WindowOrdinal, &i.WindowID)
+	return i, err
 }
 
 const listNotes = `-- name: ListNotes :many
@@ -344,6 +912,49 @@ func (q *Queries) ReplaceNoteContent(ctx context.Context, arg ReplaceNoteContent
 		arg.Path,
 	)
 	return err
+}
+
+const searchHistoryItems = `-- name: SearchHistoryItems :many
+SELECT i.branch_index, e.text, e.breaks
+FROM history_items i
+JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = ?1 AND i.agent = ?2 AND instr(e.text, CAST(?3 AS BLOB)) > 0
+ORDER BY i.branch_index
+`
+
+type SearchHistoryItemsParams struct {
+	TaskID string
+	Agent  string
+	Query  []byte
+}
+
+type SearchHistoryItemsRow struct {
+	BranchIndex int64
+	Text        []byte
+	Breaks      string
+}
+
+func (q *Queries) SearchHistoryItems(ctx context.Context, arg SearchHistoryItemsParams) ([]SearchHistoryItemsRow, error) {
+	rows, err := q.db.QueryContext(ctx, searchHistoryItems, arg.TaskID, arg.Agent, arg.Query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SearchHistoryItemsRow{}
+	for rows.Next() {
+		var i SearchHistoryItemsRow
+		if err := rows.Scan(&i.BranchIndex, &i.Text, &i.Breaks); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const searchNotes = `-- name: SearchNotes :many
@@ -452,4 +1063,61 @@ func (q *Queries) UpdateAgentSession(ctx context.Context, arg UpdateAgentSession
 		arg.Agent,
 	)
 	return err
+}
+
+const upsertHistoryBranch = `-- name: UpsertHistoryBranch :exec
+INSERT INTO history_branches (task_id, agent, revision, length, position) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET revision = excluded.revision, length = excluded.length, position = excluded.position
+`
+
+type UpsertHistoryBranchParams struct {
+	TaskID   string
+	Agent    string
+	Revision int64
+	Length   int64
+	Position int64
+}
+
+func (q *Queries) UpsertHistoryBranch(ctx context.Context, arg UpsertHistoryBranchParams) error {
+	_, err := q.db.ExecContext(ctx, upsertHistoryBranch,
+		arg.TaskID,
+		arg.Agent,
+		arg.Revision,
+		arg.Length,
+		arg.Position,
+	)
+	return err
+}
+
+const windowIDsBefore = `-- name: WindowIDsBefore :many
+SELECT DISTINCT window_id FROM history_items WHERE task_id = ? AND agent = ? AND branch_index < ?
+`
+
+type WindowIDsBeforeParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+func (q *Queries) WindowIDsBefore(ctx context.Context, arg WindowIDsBeforeParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, windowIDsBefore, arg.TaskID, arg.Agent, arg.BranchIndex)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var window_id string
+		if err := rows.Scan(&window_id); err != nil {
+			return nil, err
+		}
+		items = append(items, window_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

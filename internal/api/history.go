@@ -1,0 +1,27 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// handleHistorySync handles "POST /v1/history/sync".
+func handleHistorySync(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req memory.SyncRequest
+		if err := decode(r, &req); err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := svc.Sync(r.Context(), req, middleware.GetReqID(r.Context()))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, res)
+	}
+}

@@ -1,0 +1,164 @@
+package projections
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/history"
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// EntryDigest is the digest of an entry's canonical JSON, the equality
+// used for re-sent entries.
+func EntryDigest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryEntryRecorded) error {
+	canon, err := history.Canonical(p.Entry)
+	if err != nil {
+		return fmt.Errorf("entry %s: %w", p.EntryID, err)
+	}
+	r := history.Render(p.Entry)
+	calls, err := json.Marshal(r.Calls)
+	if err != nil {
+		return err
+	}
+	if r.Breaks == nil {
+		r.Breaks = []int{}
+	}
+	breaks, err := json.Marshal(r.Breaks)
+	if err != nil {
+		return err
+	}
+	return q.InsertHistoryEntry(ctx, projectionsdb.InsertHistoryEntryParams{
+		TaskID: p.TaskID, Agent: p.Agent, EntryID: p.EntryID, Raw: string(p.Entry), Digest: EntryDigest(canon),
+		Item: b2i(r.Item), Role: r.Role, RawRole: r.RawRole, Text: []byte(r.Text), Breaks: string(breaks), NChars: int64(history.Chars(r.Text)),
+		Images: int64(r.Images), Calls: string(calls), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
+		ToolName: r.ToolName, Compaction: b2i(r.Compaction), Control: b2i(r.Control), MarkedWindow: r.WindowID,
+		Position: ev.Position,
+	})
+}
+
+// applyBranchChanged replaces an agent's current branch and recomputes the
+// items from the first changed position on. An item depends only on the
+// entries before it on the branch (its window, its call's attribution), so
+// the kept prefix stays as it is.
+func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryBranchChanged) error {
+	keep := p.Keep
+	for _, del := range []func(context.Context, string, string, int64) error{
+		func(ctx context.Context, t, a string, k int64) error {
+			return q.DeleteBranchEntriesFrom(ctx, projectionsdb.DeleteBranchEntriesFromParams{TaskID: t, Agent: a, BranchIndex: k})
+		},
+		func(ctx context.Context, t, a string, k int64) error {
+			return q.DeleteItemsFrom(ctx, projectionsdb.DeleteItemsFromParams{TaskID: t, Agent: a, BranchIndex: k})
+		},
+		func(ctx context.Context, t, a string, k int64) error {
+			return q.DeleteCallsFrom(ctx, projectionsdb.DeleteCallsFromParams{TaskID: t, Agent: a, BranchIndex: k})
+		},
+	} {
+		if err := del(ctx, p.TaskID, p.Agent, keep); err != nil {
+			return err
+		}
+	}
+	ordinal, windowID := int64(1), "w1"
+	last, err := q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
+	switch {
+	case err == nil:
+		ordinal, windowID = last.WindowOrdinal, last.WindowID
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	usedIDs, err := q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{"w1": true}
+	for _, id := range usedIDs {
+		used[id] = true
+	}
+	for i, entryID := range p.Append {
+		idx := keep + int64(i)
+		if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID}); err != nil {
+			return err
+		}
+		e, err := q.GetHistoryEntry(ctx, projectionsdb.GetHistoryEntryParams{TaskID: p.TaskID, Agent: p.Agent, EntryID: entryID})
+		if err != nil {
+			return fmt.Errorf("branch entry %s: %w", entryID, err)
+		}
+		if e.Item == 0 {
+			continue
+		}
+		if e.Compaction != 0 {
+			ordinal++
+			windowID = "w" + strconv.FormatInt(ordinal, 10)
+			if e.MarkedWindow != "" && !used[e.MarkedWindow] {
+				windowID = e.MarkedWindow
+			}
+			used[windowID] = true
+		}
+		var calls []history.Call
+		if err := json.Unmarshal([]byte(e.Calls), &calls); err != nil {
+			return err
+		}
+		ns, name, hidden := "", "", e.Control != 0
+		switch {
+		case len(calls) > 0:
+			ns, name = history.Namespace(calls[0].Name), calls[0].Name
+			if e.CallsOnly != 0 {
+				hidden = true
+				for _, c := range calls {
+					hidden = hidden && history.Internal(c.Name)
+				}
+			}
+		case e.Role == "tool":
+			name = e.ToolName
+			if e.ToolCallID != "" {
+				n, err := q.CallToolName(ctx, projectionsdb.CallToolNameParams{TaskID: p.TaskID, Agent: p.Agent, CallID: e.ToolCallID, BranchIndex: idx})
+				switch {
+				case err == nil:
+					name = n
+				case !errors.Is(err, sql.ErrNoRows):
+					return err
+				}
+			}
+			if name != "" {
+				ns = history.Namespace(name)
+				hidden = hidden || history.Internal(name)
+			}
+		}
+		if err := q.InsertItem(ctx, projectionsdb.InsertItemParams{
+			TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, WindowOrdinal: ordinal,
+			WindowID: windowID, Role: e.Role, RawRole: e.RawRole, ToolNamespace: ns, ToolName: name,
+			ToolCallID: e.ToolCallID, Hidden: b2i(hidden), NChars: e.NChars, Images: e.Images,
+		}); err != nil {
+			return err
+		}
+		for _, c := range calls {
+			if c.ID == "" {
+				continue
+			}
+			if err := q.InsertCall(ctx, projectionsdb.InsertCallParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, CallID: c.ID, ToolName: c.Name}); err != nil {
+				return err
+			}
+		}
+	}
+	return q.UpsertHistoryBranch(ctx, projectionsdb.UpsertHistoryBranchParams{
+		TaskID: p.TaskID, Agent: p.Agent, Revision: p.Revision, Length: p.Length, Position: ev.Position,
+	})
+}
