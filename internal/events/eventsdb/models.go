@@ -28,6 +28,69 @@ type Event struct {
 	RequestID     string
 }
 
+type HistoryBranch struct {
+	TaskID   string
+	Agent    string
+	Revision int64
+	Length   int64
+	Position int64
+}
+
+type HistoryBranchEntry struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	EntryID     string
+}
+
+type HistoryCall struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	CallID      string
+	ToolName    string
+}
+
+type HistoryEntry struct {
+	TaskID       string
+	Agent        string
+	EntryID      string
+	Raw          string
+	Digest       string
+	Item         int64
+	Role         string
+	RawRole      string
+	Text         []byte
+	Breaks       string
+	NChars       int64
+	Images       int64
+	Calls        string
+	CallsOnly    int64
+	ToolCallID   string
+	ToolName     string
+	Compaction   int64
+	Control      int64
+	MarkedWindow string
+	Position     int64
+}
+
+type HistoryItem struct {
+	TaskID        string
+	Agent         string
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
 type Note struct {
 	TaskID          string
 	Agent           string
