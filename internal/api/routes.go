@@ -64,6 +64,17 @@ func NewServer(cfg Config) http.Handler {
 		r.Get("/v1/tools", handleToolsList())
 		r.Post("/v1/tools/{name}", handleToolCall(log, cfg.Service, m))
 		r.Get("/v1/events", handleEventsList(log, cfg.Service))
+		r.Get("/v1/state", handleState(log, cfg.Service))
+		r.Post("/v1/lifecycle/usage", handleLifecycleUsage(log, cfg.Service))
+		r.Post("/v1/lifecycle/delivered", handleLifecycleDelivered(log, cfg.Service))
+		r.Post("/v1/lifecycle/arm", handleLifecycleArm(log, cfg.Service))
+		r.Post("/v1/lifecycle/admit", handleLifecycleAdmit(log, cfg.Service))
+		r.Post("/v1/lifecycle/tool-result", handleLifecycleToolResult(log, cfg.Service))
+		r.Post("/v1/lifecycle/user-input", handleLifecycleUserInput(log, cfg.Service))
+		r.Post("/v1/lifecycle/rollover/prepare", handleLifecycleRolloverPrepare(log, cfg.Service))
+		r.Post("/v1/lifecycle/rollover/commit", handleLifecycleRolloverCommit(log, cfg.Service))
+		r.Post("/v1/lifecycle/rollover/fail", handleLifecycleRolloverFail(log, cfg.Service))
+		r.Post("/v1/lifecycle/manual", handleLifecycleManual(log, cfg.Service))
 	})
 	return r
 }

@@ -16,6 +16,22 @@ const (
 
 	TypeHistoryEntryRecorded = "history.entry_recorded"
 	TypeHistoryBranchChanged = "history.branch_changed"
+
+	TypeUsageReported       = "lifecycle.usage_reported"
+	TypeControlDelivered    = "lifecycle.control_delivered"
+	TypeFenceArmed          = "lifecycle.fence_armed"
+	TypeClaimTaken          = "lifecycle.claim_taken"
+	TypeClaimReleased       = "lifecycle.claim_released"
+	TypeCallBlocked         = "lifecycle.call_blocked"
+	TypeCheckpointSaved     = "lifecycle.checkpoint_saved"
+	TypeNewContextRequested = "lifecycle.new_context_requested"
+	TypeUserInputReceived   = "lifecycle.user_input_received"
+	TypeRolloverPrepared    = "lifecycle.rollover_prepared"
+	TypeRolloverCommitted   = "lifecycle.rollover_committed"
+	TypeRolloverFailed      = "lifecycle.rollover_failed"
+	TypeManualRequested     = "lifecycle.manual_requested"
+	TypeManualPhaseChanged  = "lifecycle.manual_phase_changed"
+	TypeManualCancelled     = "lifecycle.manual_cancelled"
 )
 
 // Catalog lists every event type with its current schema number and a
@@ -29,6 +45,21 @@ var Catalog = []CatalogEntry{
 	{Type: TypeNoteAppended, Schema: 1, New: func() any { return new(NoteAppended) }},
 	{Type: TypeHistoryEntryRecorded, Schema: 1, New: func() any { return new(HistoryEntryRecorded) }},
 	{Type: TypeHistoryBranchChanged, Schema: 1, New: func() any { return new(HistoryBranchChanged) }},
+	{Type: TypeUsageReported, Schema: 1, New: func() any { return new(UsageReported) }},
+	{Type: TypeControlDelivered, Schema: 1, New: func() any { return new(ControlDelivered) }},
+	{Type: TypeFenceArmed, Schema: 1, New: func() any { return new(FenceArmed) }},
+	{Type: TypeClaimTaken, Schema: 1, New: func() any { return new(ClaimTaken) }},
+	{Type: TypeClaimReleased, Schema: 1, New: func() any { return new(ClaimReleased) }},
+	{Type: TypeCallBlocked, Schema: 1, New: func() any { return new(CallBlocked) }},
+	{Type: TypeCheckpointSaved, Schema: 1, New: func() any { return new(CheckpointSaved) }},
+	{Type: TypeNewContextRequested, Schema: 1, New: func() any { return new(NewContextRequested) }},
+	{Type: TypeUserInputReceived, Schema: 1, New: func() any { return new(UserInputReceived) }},
+	{Type: TypeRolloverPrepared, Schema: 1, New: func() any { return new(RolloverPrepared) }},
+	{Type: TypeRolloverCommitted, Schema: 1, New: func() any { return new(RolloverCommitted) }},
+	{Type: TypeRolloverFailed, Schema: 1, New: func() any { return new(RolloverFailed) }},
+	{Type: TypeManualRequested, Schema: 1, New: func() any { return new(ManualRequested) }},
+	{Type: TypeManualPhaseChanged, Schema: 1, New: func() any { return new(ManualPhaseChanged) }},
+	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
 }
 
 // CatalogEntry describes one event type.
@@ -147,4 +178,133 @@ type HistoryBranchChanged struct {
 	Keep     int64    `json:"keep"`
 	Append   []string `json:"append"`
 	Length   int64    `json:"length"`
+}
+
+// AgentRef names the agent whose lifecycle state an event changes. It is
+// embedded in every lifecycle payload; the stream is the agent's own.
+type AgentRef struct {
+	TaskID string `json:"task_id"`
+	Agent  string `json:"agent"`
+}
+
+// UsageReported records a token usage report and the threshold it made due
+// ("", "reminder", "fallback" or "hard_rollover").
+type UsageReported struct {
+	AgentRef
+	TokensUsed    *int64 `json:"tokens_used"`
+	ContextWindow *int64 `json:"context_window"`
+	Due           string `json:"due,omitempty"`
+	Unlatched     bool   `json:"unlatched,omitempty"`
+}
+
+// ControlDelivered records a control message queued for the model (not
+// yet in the branch). Kind: reminder, fallback or manual_checkpoint.
+type ControlDelivered struct {
+	AgentRef
+	Kind      string `json:"kind"`
+	WindowID  string `json:"window_id"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// FenceArmed records a fallback or manual checkpoint request entering the
+// branch: the checkpoint fence is active.
+type FenceArmed struct {
+	AgentRef
+	Kind      string `json:"kind"`
+	WindowID  string `json:"window_id"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// ClaimTaken records the one notes write admitted while fenced.
+type ClaimTaken struct {
+	AgentRef
+	CallID   string `json:"call_id"`
+	ToolName string `json:"tool_name"`
+}
+
+// ClaimReleased records an admitted write that failed: the fence admits a
+// corrected write again.
+type ClaimReleased struct {
+	AgentRef
+	CallID string `json:"call_id"`
+}
+
+// CallBlocked records a tool call refused by the fence, with the reason
+// the model was given.
+type CallBlocked struct {
+	AgentRef
+	CallID   string `json:"call_id,omitempty"`
+	ToolName string `json:"tool_name"`
+	Reason   string `json:"reason"`
+}
+
+// CheckpointSaved records the admitted own-notes write succeeding: the
+// checkpoint is saved and a rollover is requested.
+type CheckpointSaved struct {
+	AgentRef
+	CallID   string `json:"call_id,omitempty"`
+	Path     string `json:"path"`
+	WindowID string `json:"window_id"`
+}
+
+// NewContextRequested records a new_context call: a rollover is pending.
+type NewContextRequested struct {
+	AgentRef
+	CallID   string `json:"call_id,omitempty"`
+	WindowID string `json:"window_id"`
+}
+
+// UserInputReceived records an ordinary user message that invalidated a
+// saved manual checkpoint.
+type UserInputReceived struct {
+	AgentRef
+}
+
+// RolloverPrepared records the bootstrap built for the next window.
+type RolloverPrepared struct {
+	AgentRef
+	Reason           string `json:"reason"`
+	WindowID         string `json:"window_id"`
+	PreviousWindowID string `json:"previous_window_id"`
+	Bootstrap        string `json:"bootstrap"`
+}
+
+// RolloverCommitted records the next window going live.
+type RolloverCommitted struct {
+	AgentRef
+	WindowID          string `json:"window_id"`
+	PreviousWindowID  string `json:"previous_window_id"`
+	CompactionEntryID string `json:"compaction_entry_id,omitempty"`
+}
+
+// RolloverFailed records a failed compaction. Aborted: cancelled by the
+// extension itself, the rollover intent is kept.
+type RolloverFailed struct {
+	AgentRef
+	Aborted bool   `json:"aborted"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ManualRequested records a manual /compact: a checkpoint is awaited, or a
+// saved reusable one is reused (Phase "saved").
+type ManualRequested struct {
+	AgentRef
+	RequestID string `json:"request_id"`
+	WindowID  string `json:"window_id"`
+	Phase     string `json:"phase"`
+}
+
+// ManualPhaseChanged records a manual checkpoint moving to Phase (saved or
+// compacting).
+type ManualPhaseChanged struct {
+	AgentRef
+	RequestID string `json:"request_id"`
+	Phase     string `json:"phase"`
+}
+
+// ManualCancelled records a manual checkpoint cancelled (Esc, or the turn
+// ended without a save): the window is kept.
+type ManualCancelled struct {
+	AgentRef
+	RequestID string `json:"request_id"`
 }

@@ -402,10 +402,21 @@ func classify(err error) error {
 			}
 		}
 	}
-	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) {
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) || isDBClosed(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// isDBClosed reports whether err is database/sql's (unexported) error for
+// a closed *sql.DB: the store is shutting down.
+func isDBClosed(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "sql: database is closed" {
+			return true
+		}
+	}
+	return false
 }
 
 // Read returns one page of events as this transaction sees them.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -343,18 +344,20 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		return ToolResult{}, err
 	}
 	var res projections.NoteWriteResult
+	terminate := false
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
 		r := projections.NewReader(tx.SQL())
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err
 		}
-		np, err := parseNotePath(name, c, a.Path)
+		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
 		if err != nil {
 			return err
 		}
+		np, pathErr := parseNotePath(name, c, a.Path)
 		key := requestKey(name, np.Full(), a.Text)
-		if c.callID != "" {
+		if c.callID != "" && pathErr == nil {
 			prevKey, prev, found, err := r.NoteCall(ctx, c.taskID, c.agent.Agent, c.callID)
 			if err != nil {
 				return err
@@ -363,9 +366,18 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 				if prevKey != key {
 					return conflictf("call_id %q was already used for a different request", c.callID)
 				}
-				res = prev
+				res, terminate = prev, st.CheckpointCallID == c.callID
 				return nil
 			}
+		}
+		// The fence admits one write to the caller's own notes; an invalid
+		// path counts as its own, so that its failure releases the claim.
+		verdict, reason := st.Gate(c.callID, pathErr != nil || np.Agent == c.agent.Agent)
+		if verdict == fence.Blocked {
+			return fencedError(name, reason)
+		}
+		if pathErr != nil {
+			return pathErr
 		}
 		if err := noteOwner(ctx, r, c, np.Agent); err != nil {
 			return err
@@ -387,6 +399,12 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if _, err := tx.Append(ctx, stream, version, events.Pending{Type: typ, Data: data}); err != nil {
 			return err
 		}
+		if verdict == fence.Admitted {
+			if err := appendOwn(ctx, tx, c, fence.Checkpoint(ref(c), st, c.callID, np.Full()).Events); err != nil {
+				return err
+			}
+			terminate = true
+		}
 		n, err := r.Note(ctx, c.taskID, np.Agent, np.Path)
 		if err != nil {
 			return err
@@ -397,7 +415,9 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	if err != nil {
 		return ToolResult{}, err
 	}
-	return textResult(compactJSON(res), res), nil
+	out := textResult(compactJSON(res), res)
+	out.Terminate = terminate
+	return out, nil
 }
 
 // checkCapacity refuses a write that would make the note exceed the
@@ -442,23 +462,4 @@ func requestIDOr(requestID, callID string) string {
 		return callID
 	}
 	return requestID
-}
-
-type contextRemainingDetails struct {
-	Agent               string   `json:"agent"`
-	WindowID            string   `json:"window_id"`
-	RemainingTokens     *int64   `json:"remaining_tokens"`
-	HardRemainingTokens *int64   `json:"hard_remaining_tokens"`
-	RegisteredAgents    []string `json:"registered_agents"`
-}
-
-// contextRemaining is get_context_remaining. Usage is not tracked yet, so
-// the token counts are unknown (null).
-func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ struct{}) (ToolResult, error) {
-	agents, err := r.TaskAgents(ctx, c.taskID)
-	if err != nil {
-		return ToolResult{}, err
-	}
-	d := contextRemainingDetails{Agent: c.agent.Agent, WindowID: "w1", RegisteredAgents: agents}
-	return textResult(compactJSON(d), d), nil
 }

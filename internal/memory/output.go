@@ -101,6 +101,10 @@ func (c *count) UnmarshalJSON(b []byte) error {
 	if !ok || !r.IsInt() {
 		return fmt.Errorf("%s is not an integer", n)
 	}
+	if i := r.Num(); i.IsInt64() { // an integral 2.0 or 1e2
+		*c = count(i.Int64())
+		return nil
+	}
 	if r.Sign() > 0 {
 		*c = math.MaxInt64
 	} else {

@@ -186,13 +186,16 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 		if err != nil {
 			return err
 		}
-		res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID)
+		if res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID); err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, res.TaskID, res.Agent)
+		res.WindowID = st.WindowID
 		return err
 	})
 	if err != nil {
 		return AttachResult{}, err
 	}
-	res.WindowID = "w1"
 	return res, nil
 }
 

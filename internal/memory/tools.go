@@ -50,6 +50,11 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 		return readTool(ctx, s, name, cc, args, searchHistory)
 	case tools.GetContextRemaining:
 		return readTool(ctx, s, name, cc, args, contextRemaining)
+	case tools.NewContext:
+		if err := decodeArgs(name, args, &struct{}{}); err != nil {
+			return ToolResult{}, err
+		}
+		return newContextTool(ctx, s, cc, requestID)
 	}
 	return ToolResult{}, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
 }
@@ -68,7 +73,7 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 }
 
 // readTool runs a read-only tool in one read transaction, so every query
-// it makes sees the same snapshot.
+// it makes sees the same snapshot. The checkpoint fence blocks it.
 func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage,
 	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
 	var args A
@@ -79,6 +84,9 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 	err := s.read(ctx, func(r *projections.Reader) error {
 		c, err := identify(ctx, r, cc)
 		if err != nil {
+			return err
+		}
+		if _, err := gateRead(ctx, r, c, name); err != nil {
 			return err
 		}
 		res, err = fn(ctx, r, c, args)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
@@ -35,10 +36,13 @@ func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 		if err != nil {
 			return err
 		}
-		return q.InsertAgent(ctx, projectionsdb.InsertAgentParams{
+		if err := q.InsertAgent(ctx, projectionsdb.InsertAgentParams{
 			TaskID: p.TaskID, Agent: p.Agent, ParentAgent: p.ParentAgent, SessionKey: p.SessionKey,
 			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), Position: ev.Position,
-		})
+		}); err != nil {
+			return err
+		}
+		return putAgentState(ctx, q, p.TaskID, p.Agent, fence.Initial(), ev.Position)
 	case *events.AgentReattached:
 		budget, err := json.Marshal(p.Budget)
 		if err != nil {
@@ -55,6 +59,9 @@ func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 		return applyEntryRecorded(ctx, q, ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
+	}
+	if ref, ok := lifecycleRef(payload); ok {
+		return applyLifecycle(ctx, q, ev, ref, payload)
 	}
 	return fmt.Errorf("projections: no applier for %s", ev.Type)
 }

@@ -143,3 +143,10 @@ FROM history_items i
 JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
 WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND instr(e.text, CAST(sqlc.arg(query) AS BLOB)) > 0
 ORDER BY i.branch_index;
+
+-- name: GetAgentState :one
+SELECT state FROM agent_states WHERE task_id = ? AND agent = ?;
+
+-- name: UpsertAgentState :exec
+INSERT INTO agent_states (task_id, agent, state, position) VALUES (?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET state = excluded.state, position = excluded.position;

@@ -30,6 +30,7 @@ var tables = []table{
 	{"history_branch_entries", "task_id, agent, branch_index"},
 	{"history_items", "task_id, agent, branch_index"},
 	{"history_calls", "task_id, agent, branch_index, call_id"},
+	{"agent_states", "task_id, agent"},
 }
 
 // Rebuild empties every projection and re-applies the whole log from

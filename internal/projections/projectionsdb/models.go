@@ -15,6 +15,13 @@ type Agent struct {
 	Position    int64
 }
 
+type AgentState struct {
+	TaskID   string
+	Agent    string
+	State    string
+	Position int64
+}
+
 type Event struct {
 	Position      int64
 	ID            string

@@ -169,6 +169,22 @@ func (q *Queries) GetAgent(ctx context.Context, arg GetAgentParams) (Agent, erro
 	return i, err
 }
 
+const getAgentState = `-- name: GetAgentState :one
+SELECT state FROM agent_states WHERE task_id = ? AND agent = ?
+`
+
+type GetAgentStateParams struct {
+	TaskID string
+	Agent  string
+}
+
+func (q *Queries) GetAgentState(ctx context.Context, arg GetAgentStateParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, getAgentState, arg.TaskID, arg.Agent)
+	var state string
+	err := row.Scan(&state)
+	return state, err
+}
+
 const getHistoryBranch = `-- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
 `
@@ -1061,6 +1077,28 @@ func (q *Queries) UpdateAgentSession(ctx context.Context, arg UpdateAgentSession
 		arg.Budget,
 		arg.TaskID,
 		arg.Agent,
+	)
+	return err
+}
+
+const upsertAgentState = `-- name: UpsertAgentState :exec
+INSERT INTO agent_states (task_id, agent, state, position) VALUES (?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET state = excluded.state, position = excluded.position
+`
+
+type UpsertAgentStateParams struct {
+	TaskID   string
+	Agent    string
+	State    string
+	Position int64
+}
+
+func (q *Queries) UpsertAgentState(ctx context.Context, arg UpsertAgentStateParams) error {
+	_, err := q.db.ExecContext(ctx, upsertAgentState,
+		arg.TaskID,
+		arg.Agent,
+		arg.State,
+		arg.Position,
 	)
 	return err
 }

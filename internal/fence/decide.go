@@ -1,0 +1,296 @@
+package fence
+
+import (
+	"math"
+
+	"github.com/memoryd/memoryd/internal/events"
+)
+
+// Usage thresholds made due by a usage report.
+const (
+	DueReminder     = "reminder"
+	DueFallback     = "fallback"
+	DueHardRollover = "hard_rollover"
+)
+
+// Outcome is what a decision tells the caller besides its events.
+type Outcome struct {
+	Due       string // usage: the threshold first crossed now
+	Stale     bool   // a control message of another window: ignored
+	Ignored   bool   // nothing to do (e.g. the failure of a rejected compaction)
+	Allow     bool   // admit
+	Terminate bool   // admit: end the tool batch
+	Reason    string // admit: why the call is blocked
+	Bootstrap string // prepare: the bootstrap of the next window
+	WindowID  string // prepare: the next window; new_context: the current one
+}
+
+// Decision is the events a command records and its outcome.
+type Decision struct {
+	Events  []events.Pending
+	Outcome Outcome
+}
+
+func record(ev ...events.Pending) Decision { return Decision{Events: ev} }
+
+// ReminderThreshold is the remaining-token level at which the reminder is
+// due: min(max(min(p·W, ceiling), floor), ⌊W/2⌋) (seed-behaviour G).
+func ReminderThreshold(w int64, b events.Budget) int64 {
+	t := min(int64(math.Floor(b.ReminderRemainingPercent*float64(w))), b.ReminderRemainingCeilingTokens)
+	return min(max(t, b.ReminderRemainingFloorTokens), w/2)
+}
+
+// FallbackThreshold is the remaining-token level at which the fallback is
+// due: half the reminder threshold, so it comes before Pi's own threshold
+// compaction would (memoryd's choice, see docs/lifecycle.md).
+func FallbackThreshold(w int64, b events.Budget) int64 { return ReminderThreshold(w, b) / 2 }
+
+// Usage decides a usage report.
+func Usage(ref events.AgentRef, s State, b events.Budget, used, window *int64) Decision {
+	ev := events.UsageReported{AgentRef: ref, TokensUsed: used, ContextWindow: window}
+	w := window
+	if w == nil {
+		w = s.ContextWindow
+	}
+	if w == nil {
+		w = b.ContextWindow
+	}
+	if used != nil {
+		u := *used
+		hard := b.HardRolloverUsedTokens
+		fencing := s.FenceActive || s.FallbackDelivered
+		switch {
+		case hard > 0 && u >= hard && !s.HardLatched && !fencing:
+			ev.Due = DueHardRollover
+		case w != nil && !fencing && !s.FallbackDue && !s.PendingNewContext && *w-u <= FallbackThreshold(*w, b):
+			ev.Due = DueFallback
+		case w != nil && !s.ReminderDue && !s.ReminderDelivered && !s.PendingNewContext && *w-u <= ReminderThreshold(*w, b):
+			ev.Due = DueReminder
+		}
+		if s.HardLatched && hard > 0 && float64(u) < 0.9*float64(hard) {
+			ev.Unlatched = true
+		}
+	}
+	d := record(events.Pending{Type: events.TypeUsageReported, Data: ev})
+	d.Outcome.Due = ev.Due
+	return d
+}
+
+// Deliver decides a control message queued for the model.
+func Deliver(ref events.AgentRef, s State, kind, windowID, requestID string) (Decision, error) {
+	if windowID != s.WindowID {
+		return Decision{Outcome: Outcome{Stale: true}}, nil
+	}
+	switch kind {
+	case KindReminder:
+		if s.ReminderDelivered {
+			return Decision{}, nil
+		}
+	case KindFallback:
+		if s.FallbackDelivered || s.FenceActive {
+			return Decision{}, nil
+		}
+	case KindManualCheckpoint:
+		if s.Manual == nil || s.Manual.Phase != PhaseAwaiting {
+			return Decision{}, illegal(s, "no manual checkpoint is awaited")
+		}
+	}
+	return record(events.Pending{Type: events.TypeControlDelivered,
+		Data: events.ControlDelivered{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
+}
+
+// Arm decides a fallback or manual checkpoint request entering the branch.
+func Arm(ref events.AgentRef, s State, kind, windowID, requestID string) (Decision, error) {
+	if windowID != s.WindowID {
+		return Decision{Outcome: Outcome{Stale: true}}, nil
+	}
+	if s.PendingWindowID != "" {
+		return Decision{}, illegal(s, "a rollover to %s is in progress", s.PendingWindowID)
+	}
+	if s.FenceActive && s.FenceKind == kind {
+		return Decision{}, nil
+	}
+	if kind == KindManualCheckpoint && (s.Manual == nil || s.Manual.Phase != PhaseAwaiting) {
+		return Decision{}, illegal(s, "no manual checkpoint is awaited")
+	}
+	return record(events.Pending{Type: events.TypeFenceArmed,
+		Data: events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
+}
+
+// Admit decides whether the host may run a tool call (the claim).
+func Admit(ref events.AgentRef, s State, callID, tool string, ownWrite bool) Decision {
+	v, reason := s.Gate(callID, ownWrite)
+	switch {
+	case v == Open:
+		return Decision{Outcome: Outcome{Allow: true}}
+	case v == Admitted && s.Claim == callID:
+		return Decision{Outcome: Outcome{Allow: true}}
+	case v == Admitted:
+		d := record(events.Pending{Type: events.TypeClaimTaken, Data: events.ClaimTaken{AgentRef: ref, CallID: callID, ToolName: tool}})
+		d.Outcome.Allow = true
+		return d
+	}
+	d := record(events.Pending{Type: events.TypeCallBlocked, Data: events.CallBlocked{AgentRef: ref, CallID: callID, ToolName: tool, Reason: reason}})
+	d.Outcome = Outcome{Terminate: true, Reason: reason}
+	return d
+}
+
+// ToolResult decides a tool result reported by the host: a claimed call
+// that failed releases the claim.
+func ToolResult(ref events.AgentRef, s State, callID string, isError bool) Decision {
+	if !isError || s.Claim == "" || s.Claim != callID {
+		return Decision{}
+	}
+	return record(events.Pending{Type: events.TypeClaimReleased, Data: events.ClaimReleased{AgentRef: ref, CallID: callID}})
+}
+
+// Checkpoint records the admitted own-notes write succeeding.
+func Checkpoint(ref events.AgentRef, s State, callID, path string) Decision {
+	return record(events.Pending{Type: events.TypeCheckpointSaved,
+		Data: events.CheckpointSaved{AgentRef: ref, CallID: callID, Path: path, WindowID: s.WindowID}})
+}
+
+// NewContext decides a new_context call: idempotent, refused while fenced.
+func NewContext(ref events.AgentRef, s State, callID string) (Decision, error) {
+	if v, reason := s.Gate(callID, false); v == Blocked {
+		return Decision{Outcome: Outcome{Reason: reason}}, illegal(s, "%s", reason)
+	}
+	d := Decision{Outcome: Outcome{WindowID: s.WindowID}}
+	if !s.PendingNewContext {
+		d.Events = []events.Pending{{Type: events.TypeNewContextRequested,
+			Data: events.NewContextRequested{AgentRef: ref, CallID: callID, WindowID: s.WindowID}}}
+	}
+	return d, nil
+}
+
+// UserInput decides an ordinary user message.
+func UserInput(ref events.AgentRef, s State) Decision {
+	if s.Manual == nil || s.Manual.Phase == PhaseCompacting || s.PendingWindowID != "" {
+		return Decision{Outcome: Outcome{Ignored: true}}
+	}
+	return record(events.Pending{Type: events.TypeUserInputReceived, Data: events.UserInputReceived{AgentRef: ref}})
+}
+
+// Prepare decides building the next window for a reason; bootstrap is the
+// text built for it (by the one bootstrap builder).
+func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, error) {
+	if s.PendingWindowID != "" {
+		if s.PendingReason == reason {
+			return Decision{Outcome: Outcome{WindowID: s.PendingWindowID, Bootstrap: s.PendingBootstrap}}, nil
+		}
+		return Decision{}, illegal(s, "a rollover to %s is already prepared for %s", s.PendingWindowID, s.PendingReason)
+	}
+	manualActive := s.Manual != nil && s.Manual.Phase != PhaseReusable
+	switch reason {
+	case ReasonManual:
+		if !s.manualSaved() {
+			return Decision{}, illegal(s, "save the manual checkpoint before its compaction")
+		}
+	case ReasonOverflow:
+		if manualActive {
+			return Decision{}, illegal(s, "a manual checkpoint is in progress; nested compactions are refused")
+		}
+	default:
+		if manualActive {
+			return Decision{}, illegal(s, "a manual checkpoint is in progress; nested compactions are refused")
+		}
+		if s.FenceActive && !s.CheckpointSaved {
+			return Decision{}, illegal(s, "the checkpoint fence is active and no checkpoint is saved")
+		}
+		switch reason {
+		case ReasonNewContext:
+			if !s.PendingNewContext {
+				return Decision{}, illegal(s, "no new_context request is pending")
+			}
+		case ReasonFallback:
+			if !s.CheckpointSaved {
+				return Decision{}, illegal(s, "no fallback checkpoint is saved")
+			}
+		case ReasonHardRollover:
+			if !s.RolloverRequested && !s.CheckpointSaved {
+				return Decision{}, illegal(s, "no hard rollover is requested")
+			}
+		}
+	}
+	next := s.NextWindowID()
+	d := record(events.Pending{Type: events.TypeRolloverPrepared, Data: events.RolloverPrepared{AgentRef: ref,
+		Reason: reason, WindowID: next, PreviousWindowID: s.WindowID, Bootstrap: bootstrap}})
+	d.Outcome = Outcome{WindowID: next, Bootstrap: bootstrap}
+	return d, nil
+}
+
+// Commit decides the prepared window going live.
+func Commit(ref events.AgentRef, s State, windowID, compactionEntryID string) (Decision, error) {
+	if s.PendingWindowID == "" {
+		return Decision{}, illegal(s, "no rollover is prepared")
+	}
+	if windowID != s.PendingWindowID {
+		return Decision{}, illegal(s, "the prepared window is %s, not %s", s.PendingWindowID, windowID)
+	}
+	return record(events.Pending{Type: events.TypeRolloverCommitted, Data: events.RolloverCommitted{AgentRef: ref,
+		WindowID: windowID, PreviousWindowID: s.WindowID, CompactionEntryID: compactionEntryID}}), nil
+}
+
+// Fail decides a failed compaction. Without a prepared rollover it is the
+// failure of an attempt memoryd refused or never saw, and is ignored.
+func Fail(ref events.AgentRef, s State, aborted bool, msg string) Decision {
+	if s.PendingWindowID == "" {
+		return Decision{Outcome: Outcome{Ignored: true}}
+	}
+	return record(events.Pending{Type: events.TypeRolloverFailed, Data: events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}})
+}
+
+// Manual actions.
+const (
+	ActionRequest    = "request"
+	ActionSaved      = "saved"
+	ActionCompacting = "compacting"
+	ActionCancel     = "cancel"
+)
+
+// ManualAction decides a manual /compact checkpoint phase change.
+func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decision, error) {
+	m := s.Manual
+	switch action {
+	case ActionRequest:
+		if s.PendingWindowID != "" {
+			return Decision{}, illegal(s, "a rollover to %s is in progress", s.PendingWindowID)
+		}
+		if m != nil && m.Phase != PhaseReusable {
+			return Decision{}, nil // duplicate /compact commands merge
+		}
+		phase := PhaseAwaiting
+		if m != nil {
+			phase = PhaseSaved // reuse the checkpoint saved before a failed compaction
+		}
+		return record(events.Pending{Type: events.TypeManualRequested,
+			Data: events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase}}), nil
+	case ActionSaved, ActionCompacting, ActionCancel:
+		if m == nil {
+			return Decision{}, illegal(s, "no manual checkpoint is in progress")
+		}
+		if requestID != "" && requestID != m.RequestID {
+			return Decision{}, illegal(s, "the manual checkpoint in progress is %q, not %q", m.RequestID, requestID)
+		}
+	}
+	switch action {
+	case ActionSaved:
+		if m.Phase == PhaseSaved {
+			return Decision{}, nil
+		}
+		if m.Phase != PhaseAwaiting {
+			return Decision{}, illegal(s, "the manual checkpoint is %s, not awaiting", m.Phase)
+		}
+	case ActionCompacting:
+		if m.Phase == PhaseCompacting {
+			return Decision{}, nil
+		}
+		if m.Phase != PhaseSaved {
+			return Decision{}, illegal(s, "the manual checkpoint is %s, not saved", m.Phase)
+		}
+	case ActionCancel:
+		return record(events.Pending{Type: events.TypeManualCancelled, Data: events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID}}), nil
+	}
+	return record(events.Pending{Type: events.TypeManualPhaseChanged,
+		Data: events.ManualPhaseChanged{AgentRef: ref, RequestID: m.RequestID, Phase: action}}), nil
+}

@@ -1,0 +1,149 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/fence"
+	"github.com/memoryd/memoryd/internal/history"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// Bootstrap bounds (seed-behaviour F).
+const (
+	bootstrapNotesFiles    = 25
+	bootstrapNotesChars    = 6000
+	bootstrapUserRequests  = 25
+	bootstrapRequestChars  = 160
+	bootstrapRequestsChars = 6000
+)
+
+// bootstrapInput is everything the bootstrap text is made of.
+type bootstrapInput struct {
+	agent, reason                  string
+	firstWindow, current, previous string
+	requests                       []requestLine
+	olderRequests                  int
+	notes                          []projections.NoteInfo
+	notesErr                       error
+}
+
+type requestLine struct {
+	WindowID string `json:"window_id"`
+	ItemID   string `json:"item_id"`
+	Preview  string `json:"preview"`
+}
+
+type notesLine struct {
+	Path      string `json:"path"`
+	Bytes     int64  `json:"bytes"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// buildBootstrap gathers the caller's notes and user requests and renders
+// the bootstrap of the window after st's: the one builder for every reason.
+func buildBootstrap(ctx context.Context, r *projections.Reader, c caller, st fence.State, reason string) string {
+	in := bootstrapInput{agent: c.agent.Agent, reason: reason, firstWindow: "w1",
+		current: st.NextWindowID(), previous: st.WindowID}
+	in.notes, in.notesErr = r.Notes(ctx, c.taskID, c.agent.Agent, "")
+	in.requests, in.olderRequests = userRequests(ctx, r, c)
+	return renderBootstrap(in)
+}
+
+// userRequests returns the newest user requests of the caller's branch,
+// by raw role user only (control messages normalised to user are not
+// requests), oldest first, and how many older ones were left out.
+func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]requestLine, int) {
+	items, err := r.Items(ctx, c.taskID, c.agent.Agent)
+	if err != nil {
+		return nil, 0
+	}
+	var reqs []projections.Item
+	for _, it := range items {
+		if it.RawRole == "user" && !it.Hidden {
+			reqs = append(reqs, it)
+		}
+	}
+	older := max(0, len(reqs)-bootstrapUserRequests)
+	var out []requestLine
+	for _, it := range reqs[older:] {
+		text, err := r.ItemText(ctx, c.taskID, c.agent.Agent, it.EntryID)
+		if err != nil {
+			continue
+		}
+		p := strings.Join(strings.Fields(sliceChars(text, 0, bootstrapRequestChars+1)), " ")
+		if history.Chars(p) > bootstrapRequestChars {
+			p = sliceChars(p, 0, bootstrapRequestChars-1) + "…"
+		}
+		out = append(out, requestLine{WindowID: it.WindowID, ItemID: it.EntryID, Preview: p})
+	}
+	return out, older
+}
+
+// renderBootstrap renders the bootstrap text. It is pure: golden files in
+// testdata/bootstrap pin its output.
+func renderBootstrap(in bootstrapInput) string {
+	var b strings.Builder
+	b.WriteString(history.ResetMarker + "\n")
+	b.WriteString("This is a context-window reset notice, NOT a conversation summary. The previous context window was closed and none of its conversation is kept here.\n\n")
+	fmt.Fprintf(&b, "Agent: %s\n", in.agent)
+	fmt.Fprintf(&b, "First context window id: %s\n", in.firstWindow)
+	fmt.Fprintf(&b, "Current context window id: %s\n", in.current)
+	if in.previous != "" {
+		fmt.Fprintf(&b, "Previous context window id: %s\n", in.previous)
+	}
+	fmt.Fprintf(&b, "Reset reason: %s\n\n", in.reason)
+
+	b.WriteString("Recovery protocol:\n")
+	b.WriteString("1. Read your notes checkpoint first (for example notes_read_file with path checkpoint.md).\n")
+	fmt.Fprintf(&b, "2. For missing details use history: read a known item directly with history_read_item (window_id and item_id), or find it first: history_list_items with window_id %s and role user for the requirements, history_search_contents with a keyword for evidence, then history_read_item with the offset_chars and limit_chars it returned.\n", in.previous)
+	b.WriteString("3. Do not ask the user again for anything you can recover from notes or history.\n")
+	b.WriteString("4. A reminder or fallback whose source_context_window_id is not the current window is stale: ignore it.\n")
+	b.WriteString("5. Take incremental notes while you work so you do not miss important info. Call new_context after saving your checkpoint.\n\n")
+
+	b.WriteString("Recent user requests (oldest first; read one with history_read_item):\n")
+	if len(in.requests) == 0 {
+		b.WriteString("There are no user requests in the history of this agent.\n")
+	} else {
+		lines := make([]string, len(in.requests))
+		for i, rq := range in.requests {
+			lines[i] = compactJSON(rq)
+		}
+		// Keep the newest requests that fit, shown oldest first.
+		first, used := len(lines), 0
+		for first > 0 && used+chars(lines[first-1])+1 <= bootstrapRequestsChars {
+			first--
+			used += chars(lines[first]) + 1
+		}
+		for _, l := range lines[first:] {
+			b.WriteString(l + "\n")
+		}
+		if older := in.olderRequests + first; older > 0 {
+			fmt.Fprintf(&b, "(%d older user request(s) not shown; use history_list_items with role user to see them)\n", older)
+		}
+	}
+	b.WriteString("\n")
+
+	fmt.Fprintf(&b, "Existing notes for %s at this context-window reset (newest first; bodies are not included):\n", in.agent)
+	switch {
+	case in.notesErr != nil:
+		b.WriteString("The notes index is unavailable right now; use notes_list_files_by_prefix and notes_search_contents to find your notes.\n")
+	case len(in.notes) == 0:
+		b.WriteString("There are no note files for this agent yet.\n")
+	default:
+		notes := slices.Clone(in.notes)
+		slices.SortStableFunc(notes, func(x, y projections.NoteInfo) int { return int(y.UpdatedPosition - x.UpdatedPosition) })
+		omitted := max(0, len(notes)-bootstrapNotesFiles)
+		notes = notes[:min(len(notes), bootstrapNotesFiles)]
+		lines := make([]string, len(notes))
+		for i, n := range notes {
+			lines[i] = compactJSON(notesLine{Path: address.Full(in.agent, n.Path), Bytes: n.Bytes, UpdatedAt: n.UpdatedAt})
+		}
+		_, text := fitLines(lines, bootstrapNotesChars, omitted, "use notes_list_files_by_prefix to see every note file")
+		b.WriteString(text + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,400 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
+	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// StateView is an agent's lifecycle state as GET /v1/state shows it.
+type StateView struct {
+	TaskID string `json:"task_id"`
+	Agent  string `json:"agent"`
+	Phase  string `json:"phase"`
+	fence.State
+}
+
+func view(c caller, s fence.State) StateView {
+	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s}
+}
+
+// LifecycleResult is the response of a lifecycle call: the outcome fields
+// that apply to it and the agent's new state.
+type LifecycleResult struct {
+	Stale            *bool      `json:"stale,omitempty"`
+	Ignored          *bool      `json:"ignored,omitempty"`
+	Allow            *bool      `json:"allow,omitempty"`
+	Terminate        *bool      `json:"terminate,omitempty"`
+	Reason           *string    `json:"reason,omitempty"`
+	WindowID         string     `json:"window_id,omitempty"`
+	PreviousWindowID string     `json:"previous_window_id,omitempty"`
+	Bootstrap        *string    `json:"bootstrap,omitempty"`
+	State            *StateView `json:"state"`
+}
+
+// lifecycle runs one lifecycle decision for the caller in a write
+// transaction and returns its outcome and the new state.
+func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID string,
+	decide func(r *projections.Reader, c caller, st fence.State) (fence.Decision, error)) (fence.Outcome, StateView, error) {
+	var out fence.Outcome
+	var sv StateView
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+		r := projections.NewReader(tx.SQL())
+		c, err := identify(ctx, r, cc)
+		if err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
+		if err != nil {
+			return err
+		}
+		d, err := decide(r, c, st)
+		if err != nil {
+			return illegalError(err)
+		}
+		if err := appendOwn(ctx, tx, c, d.Events); err != nil {
+			return err
+		}
+		if st, err = r.AgentState(ctx, c.taskID, c.agent.Agent); err != nil {
+			return err
+		}
+		out, sv = d.Outcome, view(c, st)
+		return nil
+	})
+	return out, sv, err
+}
+
+// illegalError turns a fence refusal into a conflict naming the state.
+func illegalError(err error) error {
+	if errors.Is(err, fence.ErrIllegal) {
+		return conflictf("%s", strings.TrimPrefix(err.Error(), fence.ErrIllegal.Error()+": "))
+	}
+	return err
+}
+
+// appendOwn appends events to the caller's own stream.
+func appendOwn(ctx context.Context, tx *events.Tx, c caller, evs []events.Pending) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	stream := events.Stream(c.taskID, c.agent.Agent)
+	version, err := tx.StreamVersion(ctx, stream)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Append(ctx, stream, version, evs...)
+	return err
+}
+
+func ref(c caller) events.AgentRef { return events.AgentRef{TaskID: c.taskID, Agent: c.agent.Agent} }
+
+func ptr[T any](v T) *T { return &v }
+
+// State returns an agent's lifecycle state (GET /v1/state).
+func (s *Service) State(ctx context.Context, cc CallContext) (StateView, error) {
+	var sv StateView
+	err := s.read(ctx, func(r *projections.Reader) error {
+		c, err := identify(ctx, r, cc)
+		if err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
+		sv = view(c, st)
+		return err
+	})
+	return sv, err
+}
+
+// UsageResult is the response of a usage report: the threshold first
+// crossed now (null for none) and the new state.
+type UsageResult struct {
+	Due   *string    `json:"due"`
+	State *StateView `json:"state"`
+}
+
+// ReportUsage records token usage and says which threshold, if any, it
+// made due (POST /v1/lifecycle/usage).
+func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string) (UsageResult, error) {
+	if tokensUsed != nil && *tokensUsed < 0 {
+		return UsageResult{}, invalidf("tokens_used must be 0 or more, or null when unknown")
+	}
+	if contextWindow != nil && *contextWindow < 1 {
+		return UsageResult{}, invalidf("context_window must be at least 1")
+	}
+	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Usage(ref(c), st, c.agent.Budget, tokensUsed, contextWindow), nil
+	})
+	if err != nil {
+		return UsageResult{}, err
+	}
+	res := UsageResult{State: &sv}
+	if out.Due != "" {
+		res.Due = &out.Due
+	}
+	return res, nil
+}
+
+func checkKind(kind string, allowed ...string) error {
+	if !slices.Contains(allowed, kind) {
+		return invalidf("kind must be one of %s", strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+// Delivered records a control message queued for the model
+// (POST /v1/lifecycle/delivered).
+func (s *Service) Delivered(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
+	if err := checkKind(kind, fence.KindReminder, fence.KindFallback, fence.KindManualCheckpoint); err != nil {
+		return LifecycleResult{}, err
+	}
+	if windowID == "" {
+		return LifecycleResult{}, invalidf("window_id is required")
+	}
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Deliver(ref(c), st, kind, windowID, requestID)
+	})
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return LifecycleResult{State: &sv, Stale: ptr(out.Stale)}, nil
+}
+
+// Arm records a fallback or manual checkpoint request entering the
+// branch: the fence is active (POST /v1/lifecycle/arm).
+func (s *Service) Arm(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
+	if err := checkKind(kind, fence.KindFallback, fence.KindManualCheckpoint); err != nil {
+		return LifecycleResult{}, err
+	}
+	if windowID == "" {
+		return LifecycleResult{}, invalidf("window_id is required")
+	}
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Arm(ref(c), st, kind, windowID, requestID)
+	})
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return LifecycleResult{State: &sv, Stale: ptr(out.Stale)}, nil
+}
+
+// ownNotesWrite reports whether a tool call is a notes write whose target
+// is not another agent (an invalid path counts as the caller's own: it is
+// admitted and then fails, releasing the claim).
+func ownNotesWrite(c caller, tool string, args json.RawMessage) bool {
+	if tool != tools.NotesWriteFile && tool != tools.NotesAppendToFile {
+		return false
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return true
+	}
+	np, err := address.ParseNotePath(c.agent.Agent, a.Path)
+	return err != nil || np.Agent == c.agent.Agent
+}
+
+// Admit decides whether the host may run a tool call while the fence may
+// be active (POST /v1/lifecycle/admit).
+func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string, args json.RawMessage, reqID string) (LifecycleResult, error) {
+	if tool == "" {
+		return LifecycleResult{}, invalidf("tool_name is required")
+	}
+	if callID == "" {
+		callID = cc.CallID
+	}
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Admit(ref(c), st, callID, tool, ownNotesWrite(c, tool, args)), nil
+	})
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return LifecycleResult{State: &sv, Allow: ptr(out.Allow), Terminate: ptr(out.Terminate), Reason: ptr(out.Reason)}, nil
+}
+
+// ToolResult reports the result of a host tool call; a claimed call that
+// failed releases the claim (POST /v1/lifecycle/tool-result).
+func (s *Service) ToolResult(ctx context.Context, cc CallContext, callID string, isError bool, reqID string) (LifecycleResult, error) {
+	if callID == "" {
+		callID = cc.CallID
+	}
+	if callID == "" {
+		return LifecycleResult{}, invalidf("call_id is required")
+	}
+	_, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.ToolResult(ref(c), st, callID, isError), nil
+	})
+	return LifecycleResult{State: &sv}, err
+}
+
+// UserInput records an ordinary user message (POST /v1/lifecycle/user-input).
+func (s *Service) UserInput(ctx context.Context, cc CallContext, reqID string) (LifecycleResult, error) {
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.UserInput(ref(c), st), nil
+	})
+	return LifecycleResult{State: &sv, Ignored: ptr(out.Ignored)}, err
+}
+
+var rolloverReasons = []string{fence.ReasonNewContext, fence.ReasonFallback, fence.ReasonHardRollover, fence.ReasonManual, fence.ReasonOverflow}
+
+// PrepareRollover builds the next window's bootstrap
+// (POST /v1/lifecycle/rollover/prepare).
+func (s *Service) PrepareRollover(ctx context.Context, cc CallContext, reason, reqID string) (LifecycleResult, error) {
+	if !slices.Contains(rolloverReasons, reason) {
+		return LifecycleResult{}, invalidf("reason must be one of %s", strings.Join(rolloverReasons, ", "))
+	}
+	var prev string
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(r *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		prev = st.WindowID
+		if st.PendingWindowID != "" {
+			return fence.Prepare(ref(c), st, reason, "")
+		}
+		text := buildBootstrap(ctx, r, c, st, reason)
+		return fence.Prepare(ref(c), st, reason, text)
+	})
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return LifecycleResult{State: &sv, WindowID: out.WindowID, PreviousWindowID: prev, Bootstrap: ptr(out.Bootstrap)}, nil
+}
+
+// CommitRollover makes the prepared window live
+// (POST /v1/lifecycle/rollover/commit).
+func (s *Service) CommitRollover(ctx context.Context, cc CallContext, windowID, compactionEntryID, reqID string) (LifecycleResult, error) {
+	if windowID == "" {
+		return LifecycleResult{}, invalidf("window_id is required")
+	}
+	_, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Commit(ref(c), st, windowID, compactionEntryID)
+	})
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return LifecycleResult{State: &sv, WindowID: sv.WindowID, PreviousWindowID: sv.PreviousWindowID}, nil
+}
+
+// FailRollover records a failed compaction (POST /v1/lifecycle/rollover/fail).
+func (s *Service) FailRollover(ctx context.Context, cc CallContext, aborted bool, msg, reqID string) (LifecycleResult, error) {
+	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.Fail(ref(c), st, aborted, truncate(msg, 2000)), nil
+	})
+	return LifecycleResult{State: &sv, Ignored: ptr(out.Ignored)}, err
+}
+
+var manualActions = []string{fence.ActionRequest, fence.ActionSaved, fence.ActionCompacting, fence.ActionCancel}
+
+// Manual moves a manual /compact checkpoint through its phases
+// (POST /v1/lifecycle/manual).
+func (s *Service) Manual(ctx context.Context, cc CallContext, action, requestID, reqID string) (LifecycleResult, error) {
+	if !slices.Contains(manualActions, action) {
+		return LifecycleResult{}, invalidf("action must be one of %s", strings.Join(manualActions, ", "))
+	}
+	if action == fence.ActionRequest && requestID == "" {
+		return LifecycleResult{}, invalidf("request_id is required to request a manual checkpoint")
+	}
+	_, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.ManualAction(ref(c), st, action, requestID)
+	})
+	return LifecycleResult{State: &sv}, err
+}
+
+func truncate(s string, n int) string {
+	if chars(s) <= n {
+		return s
+	}
+	return sliceChars(s, 0, n)
+}
+
+// fencedError is the error of a tool call the fence blocks.
+func fencedError(tool, reason string) error {
+	e := newError(ErrFenced, "%s is blocked: %s", tool, reason)
+	e.Details = map[string]any{"reason": reason, "terminate": true}
+	return e
+}
+
+// gateRead refuses a read-only tool while the fence is active.
+func gateRead(ctx context.Context, r *projections.Reader, c caller, tool string) (fence.State, error) {
+	st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
+	if err != nil {
+		return st, err
+	}
+	if v, reason := st.Gate(c.callID, false); v == fence.Blocked {
+		return st, fencedError(tool, reason)
+	}
+	return st, nil
+}
+
+type newContextDetails struct {
+	Pending  bool   `json:"pending"`
+	WindowID string `json:"window_id"`
+}
+
+// newContextTool is new_context: an idempotent rollover request.
+func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string) (ToolResult, error) {
+	var d newContextDetails
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+		r := projections.NewReader(tx.SQL())
+		c, err := identify(ctx, r, cc)
+		if err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
+		if err != nil {
+			return err
+		}
+		dec, err := fence.NewContext(ref(c), st, c.callID)
+		if err != nil {
+			return fencedError(tools.NewContext, dec.Outcome.Reason)
+		}
+		d = newContextDetails{Pending: true, WindowID: dec.Outcome.WindowID}
+		return appendOwn(ctx, tx, c, dec.Events)
+	})
+	if err != nil {
+		return ToolResult{}, err
+	}
+	res := textResult(compactJSON(d), d)
+	res.Terminate = true
+	return res, nil
+}
+
+// contextRemaining is get_context_remaining.
+func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ struct{}) (ToolResult, error) {
+	st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	agents, err := r.TaskAgents(ctx, c.taskID)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	d := contextRemainingDetails{Agent: c.agent.Agent, WindowID: st.WindowID, RegisteredAgents: agents}
+	w := st.ContextWindow
+	if w == nil {
+		w = c.agent.Budget.ContextWindow
+	}
+	if st.TokensUsed != nil {
+		if w != nil {
+			d.RemainingTokens = ptr(max(0, *w-*st.TokensUsed))
+		}
+		if hard := c.agent.Budget.HardRolloverUsedTokens; hard > 0 {
+			d.HardRemainingTokens = ptr(max(0, hard-*st.TokensUsed))
+		}
+	}
+	return textResult(compactJSON(d), d), nil
+}
+
+type contextRemainingDetails struct {
+	Agent               string   `json:"agent"`
+	WindowID            string   `json:"window_id"`
+	RemainingTokens     *int64   `json:"remaining_tokens"`
+	HardRemainingTokens *int64   `json:"hard_remaining_tokens"`
+	RegisteredAgents    []string `json:"registered_agents"`
+}
