@@ -2,15 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/forensics"
 )
 
 // runExport is the export verb: the log (or one task's events, or those up
@@ -66,50 +64,13 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer store.Close()
-	lr := &lineReader{sc: bufio.NewScanner(in)}
-	lr.sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	n, err := store.Import(ctx, lr.next)
+	lr := forensics.NewLogReader(in)
+	report, done := progress(stderr, "import", -1)
+	n, err := store.Import(ctx, forensics.Counted(lr.Next, report))
+	done()
 	if err != nil {
-		if lr.failed {
-			return err
-		}
-		return fmt.Errorf("line %d: %w", lr.line, err)
+		return lr.AtLine(err)
 	}
 	fmt.Fprintf(stdout, "imported %d events\n", n)
 	return store.Close()
-}
-
-// lineReader yields the events of a JSON-lines log and knows the line
-// number of the last one, so errors can name it.
-type lineReader struct {
-	sc     *bufio.Scanner
-	line   int
-	failed bool // the error came from reading, and names its line already
-}
-
-func (lr *lineReader) next() (events.Event, bool, error) {
-	for lr.sc.Scan() {
-		lr.line++
-		b := lr.sc.Bytes()
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		var ev events.Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
-			lr.failed = true
-			return ev, false, fmt.Errorf("line %d: not an event envelope: %v", lr.line, err)
-		}
-		return ev, true, nil
-	}
-	lr.failed = true
-	if err := lr.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return events.Event{}, false, fmt.Errorf("line %d: longer than 64 MiB", lr.line+1)
-		}
-		return events.Event{}, false, err
-	}
-	lr.failed = false
-	return events.Event{}, false, nil
 }

@@ -1,6 +1,7 @@
 // Command server is memoryd: a local HTTP JSON service that keeps a coding
 // agent's history, notes and checkpoint fence in an SQLite event log. Verbs:
-// serve (default), export, import. See the README.
+// serve (default), export, import, replay, verify, call, import-session.
+// See the README.
 package main
 
 import (
@@ -32,6 +33,10 @@ func exitCode(err error) int {
 const usage = `usage: server [serve] [flags]
        server export --db F [--task T] [--until P]
        server import --db F FILE
+       server replay FILE [--until P] [--db OUT] [--check-reads]
+       server verify --db F
+       server call (--db F | --log FILE) [--until P] --task T --agent A TOOL 'ARGS-JSON'
+       server import-session --db F SESSION.jsonl
 Run "server VERB -h" for the flags of a verb.`
 
 // run is the whole program: it parses args, reads configuration through
@@ -48,6 +53,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runExport(ctx, args, getenv, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, getenv, stdin, stdout, stderr)
+	case "replay":
+		return runReplay(ctx, args, stdin, stdout, stderr)
+	case "verify":
+		return runVerify(ctx, args, getenv, stdout, stderr)
+	case "call":
+		return runCall(ctx, args, stdin, stdout, stderr)
+	case "import-session":
+		return runImportSession(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -27,6 +27,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
 	syncMode := fs.String("sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	audit := fs.Bool("audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,9 +69,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if !loopback {
 		log.Warn("listening on a non-loopback address: the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
 	}
+	svc := memory.NewWithOptions(store, memory.Options{AuditCalls: *audit, Logger: log})
+	defer svc.Close()
 	srv := &http.Server{
 		Handler: api.NewServer(api.Config{
-			Service: memory.New(store), Logger: log, Token: token, MaxBody: *maxBody, CheckHost: loopback,
+			Service: svc, Logger: log, Token: token, MaxBody: *maxBody, CheckHost: loopback,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
@@ -98,6 +101,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	svc.Close()
 	return store.Close()
 }
 

@@ -71,10 +71,35 @@ var fixedMessages = map[string]string{
 	"internal":         "internal error",
 }
 
-// writeError writes err as the error envelope. Only messages of
-// *memory.Error and *httpError are shown; everything else gets a fixed
-// message, and 5xx causes are logged with the request id.
+// writeError writes err as the error envelope; 5xx causes are logged with
+// the request id.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	st, body := ErrorEnvelope(err)
+	if st >= 500 {
+		code, _ := status(err)
+		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("code", code), slog.String("error", err.Error()))
+	}
+	encode(w, st, body)
+}
+
+// httpError is an error of the HTTP layer with a safe message.
+type httpError struct {
+	kind    error
+	message string
+}
+
+func (e *httpError) Error() string { return e.message }
+func (e *httpError) Unwrap() error { return e.kind }
+
+func httpErr(kind error, message string) error { return &httpError{kind: kind, message: message} }
+
+// ErrorEnvelope returns the status and body memoryd answers err with over
+// HTTP (the offline call verb prints the same JSON). Only messages of
+// *memory.Error and *httpError are shown; everything else gets a fixed
+// message, so no internal text leaks.
+func ErrorEnvelope(err error) (int, any) {
 	code, st := status(err)
 	body := apiError{Code: code, Message: fixedMessages[code], Details: map[string]any{}}
 	var me *memory.Error
@@ -89,23 +114,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.As(err, &he):
 		body.Message = he.message
 	}
-	if st >= 500 {
-		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", middleware.GetReqID(r.Context())),
-			slog.String("code", code), slog.String("error", err.Error()))
-	}
-	encode(w, st, struct {
+	return st, struct {
 		Error apiError `json:"error"`
-	}{body})
+	}{body}
 }
-
-// httpError is an error of the HTTP layer with a safe message.
-type httpError struct {
-	kind    error
-	message string
-}
-
-func (e *httpError) Error() string { return e.message }
-func (e *httpError) Unwrap() error { return e.kind }
-
-func httpErr(kind error, message string) error { return &httpError{kind: kind, message: message} }

@@ -32,6 +32,8 @@ const (
 	TypeManualRequested     = "lifecycle.manual_requested"
 	TypeManualPhaseChanged  = "lifecycle.manual_phase_changed"
 	TypeManualCancelled     = "lifecycle.manual_cancelled"
+
+	TypeToolCalled = "audit.tool_called"
 )
 
 // Catalog lists every event type with its current schema number and a
@@ -60,6 +62,7 @@ var Catalog = []CatalogEntry{
 	{Type: TypeManualRequested, Schema: 1, New: func() any { return new(ManualRequested) }},
 	{Type: TypeManualPhaseChanged, Schema: 1, New: func() any { return new(ManualPhaseChanged) }},
 	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
+	{Type: TypeToolCalled, Schema: 1, New: func() any { return new(ToolCalled) }},
 }
 
 // CatalogEntry describes one event type.
@@ -307,4 +310,18 @@ type ManualPhaseChanged struct {
 type ManualCancelled struct {
 	AgentRef
 	RequestID string `json:"request_id"`
+}
+
+// ToolCalled is the read audit: one tool call, its arguments, the log
+// position its reads saw and a digest of what it returned (a result or an
+// error). Recorded after the call, in batches, so that no read waits for
+// an fsync. Projections ignore it; replay --check-reads re-executes it.
+type ToolCalled struct {
+	AgentRef
+	CallID       string          `json:"call_id,omitempty"`
+	Tool         string          `json:"tool"`
+	Arguments    json.RawMessage `json:"arguments"`
+	ReadPosition int64           `json:"read_position"`
+	Outcome      string          `json:"outcome"`
+	ResultDigest string          `json:"result_digest"`
 }

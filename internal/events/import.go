@@ -19,16 +19,27 @@ var ErrInvalidEvent = errors.New("invalid event")
 // kept. next returns ok=false at the end. Returns the number of events
 // imported, ErrNotEmpty, ErrInvalidEvent or ErrUnknownEvent.
 func (s *Store) Import(ctx context.Context, next func() (ev Event, ok bool, err error)) (int64, error) {
+	return s.importEvents(ctx, true, next)
+}
+
+// Continue is Import into a store that may already hold events: the
+// first event must continue its log (the next position, the next version
+// of its stream). Replays use it to commit a log in several steps.
+func (s *Store) Continue(ctx context.Context, next func() (ev Event, ok bool, err error)) (int64, error) {
+	return s.importEvents(ctx, false, next)
+}
+
+func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event, bool, error)) (int64, error) {
 	var n int64
 	err := s.Update(ctx, "", func(tx *Tx) error {
 		last, err := tx.q.LastPosition(ctx)
 		if err != nil {
 			return err
 		}
-		if last != 0 {
+		if empty && last != 0 {
 			return fmt.Errorf("%w: it holds %d events", ErrNotEmpty, last)
 		}
-		tx.last = 0
+		tx.last = last
 		for {
 			ev, ok, err := next()
 			if err != nil {

@@ -94,7 +94,8 @@ type Options struct {
 	Apply Applier
 	// Now is the clock for recorded_at and event ids (default time.Now).
 	Now func() time.Time
-	// Synchronous is "full" (default) or "normal". See docs/durability.md.
+	// Synchronous is "full" (default) or "normal" (see docs/durability.md),
+	// or "off" for scratch databases that can be rebuilt (replays).
 	Synchronous string
 	// BusyTimeout bounds how long a statement waits for a lock (default 5s).
 	BusyTimeout time.Duration
@@ -126,9 +127,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	switch sync {
 	case "":
 		sync = "FULL"
-	case "FULL", "NORMAL":
+	case "FULL", "NORMAL", "OFF":
 	default:
-		return nil, fmt.Errorf("events: synchronous must be full or normal, not %q", opts.Synchronous)
+		return nil, fmt.Errorf("events: synchronous must be full, normal or off, not %q", opts.Synchronous)
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
@@ -453,4 +454,20 @@ func WriteJSONLines(w io.Writer, evs []Event) error {
 		}
 	}
 	return nil
+}
+
+// Position returns the position of the newest event this transaction sees,
+// its own appends included.
+func (t *Tx) Position(ctx context.Context) (int64, error) {
+	if t.last >= 0 {
+		return t.last, nil
+	}
+	return t.q.LastPosition(ctx)
+}
+
+// PositionIn returns the newest position that db (a connection or a read
+// transaction) sees: the position a read in that transaction reads at.
+func PositionIn(ctx context.Context, db eventsdb.DBTX) (int64, error) {
+	p, err := eventsdb.New(db).LastPosition(ctx)
+	return p, classify(err)
 }

@@ -338,9 +338,10 @@ type newContextDetails struct {
 }
 
 // newContextTool is new_context: an idempotent rollover request.
-func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string) (ToolResult, error) {
+func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string, pos *int64) (ToolResult, error) {
 	var d newContextDetails
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+		defer func() { *pos, _ = tx.Position(ctx) }()
 		r := projections.NewReader(tx.SQL())
 		c, err := identify(ctx, r, cc)
 		if err != nil {

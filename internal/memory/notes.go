@@ -338,7 +338,7 @@ type writeNoteArgs struct {
 
 // writeNoteTool is notes_append_to_file (appendMode) and notes_write_file:
 // idempotent per (task, calling agent, call_id), capped in UTF-8 bytes.
-func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw []byte, requestID string, appendMode bool) (ToolResult, error) {
+func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw []byte, requestID string, appendMode bool, pos *int64) (ToolResult, error) {
 	var a writeNoteArgs
 	if err := decodeArgs(name, raw, &a); err != nil {
 		return ToolResult{}, err
@@ -346,6 +346,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	var res projections.NoteWriteResult
 	terminate := false
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+		defer func() { *pos, _ = tx.Position(ctx) }()
 		r := projections.NewReader(tx.SQL())
 		c, err := identify(ctx, r, cc)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 // Service runs memoryd's commands and tools over an event store.
 type Service struct {
 	store *events.Store
+	audit *auditor // nil: the read audit is off
 }
 
 // New returns a Service over store, whose applier must be projections.Apply.

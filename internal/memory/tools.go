@@ -8,13 +8,25 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // CallTool runs one of the 11 tools for the caller cc with the given JSON
-// arguments. requestID is recorded on any event the call appends.
+// arguments. requestID is recorded on any event the call appends. When the
+// read audit is on, the call is recorded after it returns.
 func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string) (ToolResult, error) {
+	var pos int64
+	res, err := s.callTool(ctx, name, cc, args, requestID, &pos)
+	if s.audit != nil && tools.Known(name) {
+		s.audit.record(name, cc, args, pos, res, err)
+	}
+	return res, err
+}
+
+// callTool runs a tool and sets *pos to the log position it read at.
+func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64) (ToolResult, error) {
 	if !tools.Known(name) {
 		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the 11 tools", name)
 	}
@@ -31,30 +43,30 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 	}
 	switch name {
 	case tools.NotesListFilesByPrefix:
-		return readTool(ctx, s, name, cc, args, listNotes)
+		return readTool(ctx, s, name, cc, args, pos, listNotes)
 	case tools.NotesReadFile:
-		return readTool(ctx, s, name, cc, args, readNote)
+		return readTool(ctx, s, name, cc, args, pos, readNote)
 	case tools.NotesSearchContents:
-		return readTool(ctx, s, name, cc, args, searchNotes)
+		return readTool(ctx, s, name, cc, args, pos, searchNotes)
 	case tools.NotesAppendToFile:
-		return writeNoteTool(ctx, s, name, cc, args, requestID, true)
+		return writeNoteTool(ctx, s, name, cc, args, requestID, true, pos)
 	case tools.NotesWriteFile:
-		return writeNoteTool(ctx, s, name, cc, args, requestID, false)
+		return writeNoteTool(ctx, s, name, cc, args, requestID, false, pos)
 	case tools.HistoryListWindows:
-		return readTool(ctx, s, name, cc, args, listWindows)
+		return readTool(ctx, s, name, cc, args, pos, listWindows)
 	case tools.HistoryListItems:
-		return readTool(ctx, s, name, cc, args, listItems)
+		return readTool(ctx, s, name, cc, args, pos, listItems)
 	case tools.HistoryReadItem:
-		return readTool(ctx, s, name, cc, args, readItem)
+		return readTool(ctx, s, name, cc, args, pos, readItem)
 	case tools.HistorySearchContents:
-		return readTool(ctx, s, name, cc, args, searchHistory)
+		return readTool(ctx, s, name, cc, args, pos, searchHistory)
 	case tools.GetContextRemaining:
-		return readTool(ctx, s, name, cc, args, contextRemaining)
+		return readTool(ctx, s, name, cc, args, pos, contextRemaining)
 	case tools.NewContext:
 		if err := decodeArgs(name, args, &struct{}{}); err != nil {
 			return ToolResult{}, err
 		}
-		return newContextTool(ctx, s, cc, requestID)
+		return newContextTool(ctx, s, cc, requestID, pos)
 	}
 	return ToolResult{}, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
 }
@@ -74,14 +86,14 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 
 // readTool runs a read-only tool in one read transaction, so every query
 // it makes sees the same snapshot. The checkpoint fence blocks it.
-func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage,
+func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64,
 	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
 	var args A
 	if err := decodeArgs(name, raw, &args); err != nil {
 		return ToolResult{}, err
 	}
 	var res ToolResult
-	err := s.read(ctx, func(r *projections.Reader) error {
+	err := s.readAt(ctx, pos, func(r *projections.Reader) error {
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err
@@ -97,10 +109,21 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 
 // read runs fn over one read-only snapshot of the projections.
 func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error) error {
+	return s.readAt(ctx, nil, fn)
+}
+
+// readAt is read that also sets *pos (if pos is not nil) to the log
+// position of the snapshot.
+func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections.Reader) error) error {
 	tx, err := s.store.Reader().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer tx.Rollback()
+	if pos != nil {
+		if *pos, err = events.PositionIn(ctx, tx); err != nil {
+			return err
+		}
+	}
 	return fn(projections.NewReader(tx))
 }

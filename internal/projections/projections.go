@@ -59,6 +59,8 @@ func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
 		return applyEntryRecorded(ctx, q, ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
+	case *events.ToolCalled:
+		return nil // the read audit changes no projection
 	}
 	if ref, ok := lifecycleRef(payload); ok {
 		return applyLifecycle(ctx, q, ev, ref, payload)

@@ -1,0 +1,358 @@
+// Package forensics reproduces what memoryd answered, offline: it replays
+// an exported log into a scratch or named database, verifies live
+// projections against a rebuild, runs one tool at any past position, re-
+// executes the read audit to detect recovery regressions, and imports Pi
+// session files.
+package forensics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// Next yields the events of a log in order; ok is false at the end.
+type Next func() (ev events.Event, ok bool, err error)
+
+// LogReader reads an exported log (JSON lines, the event envelope) and
+// names the line of any error.
+type LogReader struct {
+	sc   *bufio.Scanner
+	line int
+}
+
+// NewLogReader returns a reader of the log in r.
+func NewLogReader(r io.Reader) *LogReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	return &LogReader{sc: sc}
+}
+
+// Line is the number of the last line read.
+func (lr *LogReader) Line() int { return lr.line }
+
+// LineError is an error about one line of a log.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// AtLine returns err as a *LineError about the reader's current line,
+// unless it is one already.
+func (lr *LogReader) AtLine(err error) error {
+	var le *LineError
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	return &LineError{Line: lr.line, Err: err}
+}
+
+// Next returns the next event of the log.
+func (lr *LogReader) Next() (events.Event, bool, error) {
+	for lr.sc.Scan() {
+		lr.line++
+		b := lr.sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		var ev events.Event
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ev); err != nil {
+			return ev, false, &LineError{Line: lr.line, Err: fmt.Errorf("not an event envelope: %v", err)}
+		}
+		ev.Data = bytes.Clone(ev.Data)
+		return ev, true, nil
+	}
+	if err := lr.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return events.Event{}, false, &LineError{Line: lr.line + 1, Err: errors.New("longer than 256 MiB")}
+		}
+		return events.Event{}, false, err
+	}
+	return events.Event{}, false, nil
+}
+
+// Until stops next after position until (0: no bound).
+func Until(next Next, until int64) Next {
+	if until <= 0 {
+		return next
+	}
+	done := false
+	return func() (events.Event, bool, error) {
+		if done {
+			return events.Event{}, false, nil
+		}
+		ev, ok, err := next()
+		if err != nil || !ok {
+			return ev, ok, err
+		}
+		if ev.Position > until {
+			done = true
+			return events.Event{}, false, nil
+		}
+		return ev, true, nil
+	}
+}
+
+// Counted calls progress with the number of events next has yielded.
+func Counted(next Next, progress func(int64)) Next {
+	if progress == nil {
+		return next
+	}
+	var n int64
+	return func() (events.Event, bool, error) {
+		ev, ok, err := next()
+		if ok {
+			n++
+			if n%1024 == 0 {
+				progress(n)
+			}
+		}
+		return ev, ok, err
+	}
+}
+
+// StoreEvents yields every event of store (up to until, 0 for all).
+func StoreEvents(ctx context.Context, store *events.Store, until int64) Next {
+	var page []events.Event
+	after, done := int64(0), false
+	return func() (events.Event, bool, error) {
+		if len(page) == 0 && !done {
+			var err error
+			page, err = store.Read(ctx, events.Filter{After: after, Until: until, Limit: 2000})
+			if err != nil {
+				return events.Event{}, false, err
+			}
+			if len(page) < 2000 {
+				done = true
+			}
+			if len(page) > 0 {
+				after = page[len(page)-1].Position
+			}
+		}
+		if len(page) == 0 {
+			return events.Event{}, false, nil
+		}
+		ev := page[0]
+		page = page[1:]
+		return ev, true, nil
+	}
+}
+
+// Open opens (creating and migrating) a database for a replay. A replay can
+// always be run again, so it skips fsync (synchronous=OFF).
+func Open(ctx context.Context, path string) (*events.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return events.Open(ctx, path, events.Options{Apply: projections.Apply, Synchronous: "off"})
+}
+
+// Scratch opens a fresh database in a new temporary folder; cleanup closes
+// and removes it.
+func Scratch(ctx context.Context) (store *events.Store, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "memoryd-replay-")
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err = Open(ctx, filepath.Join(dir, "replay.db"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return store, func() { store.Close(); os.RemoveAll(dir) }, nil
+}
+
+// Summary describes a replayed log and fingerprints its projections.
+type Summary struct {
+	Events       int64                     `json:"events"`
+	LastPosition int64                     `json:"last_position"`
+	Tasks        int64                     `json:"tasks"`
+	Agents       int64                     `json:"agents"`
+	Windows      int64                     `json:"windows"`
+	Notes        int64                     `json:"notes"`
+	Digest       string                    `json:"digest"`
+	Tables       []projections.TableDigest `json:"tables"`
+}
+
+// Summarize describes store.
+func Summarize(ctx context.Context, store *events.Store) (Summary, error) {
+	var s Summary
+	var err error
+	if s.LastPosition, err = store.LastPosition(ctx); err != nil {
+		return s, err
+	}
+	s.Events = s.LastPosition // positions are gapless from 1
+	c, err := projections.Count(ctx, store.Reader())
+	if err != nil {
+		return s, err
+	}
+	s.Tasks, s.Agents, s.Windows, s.Notes = c.Tasks, c.Agents, c.Windows, c.Notes
+	if s.Tables, err = projections.Digest(ctx, store.Reader()); err != nil {
+		return s, err
+	}
+	s.Digest = projections.Combined(s.Tables)
+	return s, nil
+}
+
+// ReadMismatch is an audited call whose re-execution at its read position
+// returned something else.
+type ReadMismatch struct {
+	Position     int64  `json:"position"`
+	ReadPosition int64  `json:"read_position"`
+	TaskID       string `json:"task_id"`
+	Agent        string `json:"agent"`
+	CallID       string `json:"call_id,omitempty"`
+	Tool         string `json:"tool"`
+	WantOutcome  string `json:"want_outcome"`
+	GotOutcome   string `json:"got_outcome"`
+	WantDigest   string `json:"want_digest"`
+	GotDigest    string `json:"got_digest"`
+}
+
+// ReadCheck is the result of re-executing the read audit.
+type ReadCheck struct {
+	Checked    int            `json:"checked"`
+	Skipped    int            `json:"skipped"`
+	Mismatches []ReadMismatch `json:"mismatches"`
+}
+
+// readOnly reports whether a tool can be re-executed without writing.
+func readOnly(tool string) bool {
+	switch tool {
+	case tools.NotesAppendToFile, tools.NotesWriteFile, tools.NewContext:
+		return false
+	}
+	return tools.Known(tool)
+}
+
+// AuditedCall is one audit.tool_called event to re-execute.
+type AuditedCall struct {
+	position int64
+	rec      events.ToolCalled
+}
+
+// CollectAudit returns the read-only audited calls of a log, by the
+// position they read at.
+func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
+	out := map[int64][]AuditedCall{}
+	skipped := 0
+	for {
+		ev, ok, err := next()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			return out, skipped, nil
+		}
+		if ev.Type != events.TypeToolCalled {
+			continue
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			return nil, 0, fmt.Errorf("event %d: %w", ev.Position, err)
+		}
+		rec := *p.(*events.ToolCalled)
+		if !readOnly(rec.Tool) {
+			skipped++
+			continue
+		}
+		out[rec.ReadPosition] = append(out[rec.ReadPosition], AuditedCall{position: ev.Position, rec: rec})
+	}
+}
+
+// Replay imports the events of next into dst (which must be empty). With
+// audit (from CollectAudit over the same log), it commits at every audited
+// read position and re-executes the calls that read there.
+func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
+	check := ReadCheck{Mismatches: []ReadMismatch{}}
+	if len(audit) == 0 {
+		_, err := dst.Import(ctx, next)
+		return check, err
+	}
+	stops := make([]int64, 0, len(audit))
+	for p := range audit {
+		stops = append(stops, p)
+	}
+	sort.Slice(stops, func(i, j int) bool { return stops[i] < stops[j] })
+	svc := memory.New(dst)
+	run := func(p int64) {
+		for _, c := range audit[p] {
+			cc := memory.CallContext{TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID}
+			res, err := svc.CallTool(ctx, c.rec.Tool, cc, c.rec.Arguments, "")
+			outcome, digest := memory.ResultDigest(res, err)
+			check.Checked++
+			if outcome != c.rec.Outcome || digest != c.rec.ResultDigest {
+				check.Mismatches = append(check.Mismatches, ReadMismatch{Position: c.position, ReadPosition: p,
+					TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID, Tool: c.rec.Tool,
+					WantOutcome: c.rec.Outcome, GotOutcome: outcome, WantDigest: c.rec.ResultDigest, GotDigest: digest})
+			}
+		}
+	}
+	// Calls that read an empty log run first.
+	i := 0
+	for i < len(stops) && stops[i] <= 0 {
+		run(stops[i])
+		i++
+	}
+	var pending *events.Event
+	// segment yields the events up to stop (all of them when stop < 0).
+	segment := func(stop int64) Next {
+		return func() (events.Event, bool, error) {
+			var ev events.Event
+			if pending != nil {
+				ev, pending = *pending, nil
+			} else {
+				e, ok, err := next()
+				if err != nil || !ok {
+					return e, false, err
+				}
+				ev = e
+			}
+			if stop >= 0 && ev.Position > stop {
+				pending = &ev
+				return events.Event{}, false, nil
+			}
+			return ev, true, nil
+		}
+	}
+	for {
+		stop := int64(-1)
+		if i < len(stops) {
+			stop = stops[i]
+		}
+		if _, err := dst.Continue(ctx, segment(stop)); err != nil {
+			return check, err
+		}
+		if stop < 0 {
+			return check, nil
+		}
+		run(stop) // past the end of a cut log, at its last position
+		i++
+	}
+}
+
+// Verify rebuilds the projections of live from its log into scratch and
+// returns every table that differs.
+func Verify(ctx context.Context, live, scratch *events.Store, samples int) ([]projections.TableDiff, error) {
+	if _, err := scratch.Import(ctx, StoreEvents(ctx, live, 0)); err != nil {
+		return nil, err
+	}
+	return projections.Diff(ctx, live.Reader(), scratch.Reader(), samples)
+}

@@ -1,0 +1,179 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// Options configure a Service.
+type Options struct {
+	// AuditCalls records every tool call as an audit.tool_called event,
+	// in batches after the call returns (the read audit).
+	AuditCalls bool
+	// Logger receives audit failures (default: discard).
+	Logger *slog.Logger
+}
+
+// NewWithOptions returns a Service over store with opts. Close it to
+// flush the audit.
+func NewWithOptions(store *events.Store, opts Options) *Service {
+	s := New(store)
+	if opts.AuditCalls {
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		s.audit = newAuditor(store, log)
+	}
+	return s
+}
+
+// Close flushes and stops the read audit. The store stays open.
+func (s *Service) Close() {
+	if s.audit != nil {
+		s.audit.close()
+	}
+}
+
+// Audit batching: a batch commits when it holds auditBatch records or
+// when auditDelay has passed since its first record.
+const (
+	auditBatch = 512
+	auditDelay = 20 * time.Millisecond
+	auditQueue = 8192
+)
+
+// auditor appends audit records in batches from one goroutine, so that a
+// read never waits for an fsync. A full queue makes callers wait (no
+// record is dropped while the database works).
+type auditor struct {
+	store *events.Store
+	log   *slog.Logger
+	ch    chan events.ToolCalled
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newAuditor(store *events.Store, log *slog.Logger) *auditor {
+	a := &auditor{store: store, log: log, ch: make(chan events.ToolCalled, auditQueue), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+// ResultDigest fingerprints what a tool call returned: its result, or its
+// error kind, message and details.
+func ResultDigest(res ToolResult, err error) (outcome, digest string) {
+	var b []byte
+	outcome = "ok"
+	if err != nil {
+		outcome = ErrorKind(err)
+		var me *Error
+		msg, details := "", map[string]any(nil)
+		if errors.As(err, &me) {
+			msg, details = me.Message, me.Details
+		}
+		b, _ = json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
+	} else {
+		b, _ = json.Marshal(res)
+	}
+	sum := sha256.Sum256(b)
+	return outcome, hex.EncodeToString(sum[:])
+}
+
+// ErrorKind names the kind of err in the vocabulary of errors.go.
+func ErrorKind(err error) string {
+	for _, k := range []struct {
+		kind error
+		name string
+	}{
+		{ErrInvalidArgument, "invalid_argument"}, {ErrNotFound, "not_found"}, {ErrForbidden, "forbidden"},
+		{ErrConflict, "conflict"}, {ErrTooLarge, "too_large"}, {ErrFenced, "fenced"}, {ErrUnavailable, "unavailable"},
+	} {
+		if errors.Is(err, k.kind) {
+			return k.name
+		}
+	}
+	return "internal"
+}
+
+func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res ToolResult, err error) {
+	if cc.TaskID == "" || cc.Agent == "" {
+		return // no agent stream to record it on
+	}
+	outcome, digest := ResultDigest(res, err)
+	if outcome == "internal" || outcome == "unavailable" {
+		return // not a result of the log's state
+	}
+	compact := json.RawMessage("{}")
+	if len(args) > 0 && string(args) != "null" {
+		compact = append(json.RawMessage(nil), args...)
+	}
+	a.ch <- events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
+		Tool: tool, Arguments: compact, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
+}
+
+func (a *auditor) run() {
+	defer close(a.done)
+	var batch []events.ToolCalled
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
+			r := projections.NewReader(tx.SQL())
+			for _, rec := range batch {
+				// Only calls of registered agents are recorded: nobody can
+				// fill the log with streams of tasks that do not exist.
+				if _, err := r.Agent(context.Background(), rec.TaskID, rec.Agent); err != nil {
+					if errors.Is(err, projections.ErrNotFound) {
+						continue
+					}
+					return err
+				}
+				if _, err := tx.Append(context.Background(), events.Stream(rec.TaskID, rec.Agent), events.AnyVersion,
+					events.Pending{Type: events.TypeToolCalled, Data: rec}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			a.log.Error("read audit: batch not recorded", "records", len(batch), "error", err.Error())
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case rec, ok := <-a.ch:
+			if !ok {
+				flush()
+				return
+			}
+			if len(batch) == 0 {
+				timer.Reset(auditDelay)
+			}
+			if batch = append(batch, rec); len(batch) >= auditBatch {
+				timer.Stop()
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		}
+	}
+}
+
+func (a *auditor) close() {
+	a.once.Do(func() { close(a.ch) })
+	<-a.done
+}
