@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // encode writes v as JSON with the status. An encoding error can only be
@@ -28,25 +29,91 @@ func encode(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// maxJSONDepth bounds the nesting of request bodies.
+const maxJSONDepth = 100
+
 // decode reads the request body as exactly one JSON value into v,
-// refusing unknown fields, a wrong content type and trailing data.
+// refusing a wrong content type, invalid UTF-8, duplicate object keys,
+// nesting deeper than maxJSONDepth, unknown fields and trailing data.
 func decode(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if err := checkJSON(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return decodeError(err)
-		}
 		return httpErr(errBadRequest, "the request body has data after its JSON value")
 	}
 	return nil
+}
+
+// checkJSON refuses what encoding/json would accept silently: invalid
+// UTF-8 (it would become U+FFFD), duplicate keys (the last would win) and
+// deep nesting.
+func checkJSON(body []byte) error {
+	if !utf8.Valid(body) {
+		return httpErr(errBadRequest, "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]struct{}
+		key    bool // the next string token is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return decodeError(err)
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if len(stack) >= maxJSONDepth {
+					return httpErr(errBadRequest, fmt.Sprintf("the request body nests deeper than %d levels", maxJSONDepth))
+				}
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, frame{object: t == '{', key: t == '{'})
+			default:
+				stack = stack[:top]
+				continue
+			}
+			continue
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				if stack[top].keys == nil {
+					stack[top].keys = map[string]struct{}{}
+				}
+				if _, dup := stack[top].keys[t]; dup {
+					return httpErr(errBadRequest, fmt.Sprintf("the request body has the key %q twice in one object", t))
+				}
+				stack[top].keys[t] = struct{}{}
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true // a value was read: a key comes next
+		}
+	}
 }
 
 func checkJSONContentType(r *http.Request) error {

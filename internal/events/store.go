@@ -101,6 +101,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Readers is the size of the reader pool (default 2×GOMAXPROCS, min 4).
 	Readers int
+	// WriterPragmas are extra pragmas for the writer connection, e.g.
+	// "max_page_count(100)" to bound the database size.
+	WriterPragmas []string
 }
 
 // Store is the event log. It is safe for concurrent use.
@@ -143,6 +146,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wq.Add("_pragma", "journal_mode(WAL)")
 	wq.Add("_pragma", "synchronous("+sync+")")
 	wq.Add("_pragma", "foreign_keys(ON)")
+	for _, p := range opts.WriterPragmas {
+		wq.Add("_pragma", p)
+	}
 	wq.Set("_txlock", "immediate")
 	writer, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
 	if err != nil {

@@ -49,7 +49,7 @@ func ImportSession(ctx context.Context, svc *memory.Service, path string, sess h
 		return nil
 	}
 	for _, e := range sess.Entries {
-		if size+len(e) > sessionChunkBytes && len(chunk) > 0 {
+		if (size+len(e) > sessionChunkBytes || len(chunk) == memory.MaxSyncEntries) && len(chunk) > 0 {
 			if err := flush(nil); err != nil {
 				return out, err
 			}

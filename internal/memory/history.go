@@ -23,6 +23,9 @@ const (
 	maxSearchRegions          = 3
 	maxReadLimitChars         = 100_000
 	historyHint               = "narrow window_id, role or tool filters, or lower limit"
+	// MaxSyncEntries and MaxBranchLength bound one sync request.
+	MaxSyncEntries  = 10_000
+	MaxBranchLength = 1_000_000
 )
 
 // SyncRequest is the body of POST /v1/history/sync.
@@ -92,6 +95,12 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 // Sync stores new raw entries of the caller's session and replaces its
 // current branch, all in one transaction (API §4).
 func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
+	if len(req.Entries) > MaxSyncEntries {
+		return SyncResult{}, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
+	}
+	if req.Branch != nil && len(*req.Branch) > MaxBranchLength {
+		return SyncResult{}, invalidf("a branch has at most %d entries", MaxBranchLength)
+	}
 	entries, err := parseEntries(req.Entries)
 	if err != nil {
 		return SyncResult{}, err
@@ -399,6 +408,9 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	omitted := max(0, len(items)-limit)
 	items = items[:min(len(items), limit)]
 	budget := listBudget(c.agent.Budget)
+	// Room a record may take: the budget less the omission line, so that a
+	// long preview is cut to fit rather than its whole record dropped.
+	room := budget - chars(omissionLine(omitted+len(items), historyHint)) - 1
 	recs := make([]itemRecord, 0, len(items))
 	lines := make([]string, 0, len(items))
 	used := 0
@@ -411,6 +423,12 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName),
 			NChars: it.NChars, Images: it.Images, TruncatedContent: sliceChars(text, 0, preview)}
 		line := compactJSON(rec)
+		for over := chars(line) - room; over > 0 && rec.TruncatedContent != ""; over = chars(line) - room {
+			// Escaping makes a line at least as long as its preview: cutting
+			// over code points brings it within room in a pass or two.
+			rec.TruncatedContent = sliceChars(rec.TruncatedContent, 0, max(0, chars(rec.TruncatedContent)-over))
+			line = compactJSON(rec)
+		}
 		recs, lines = append(recs, rec), append(lines, line)
 		if used += chars(line) + 1; used > budget {
 			break // the rest cannot fit: fitLines counts them as omitted
@@ -561,8 +579,11 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		}
 	}
 	if len(hits) == 0 {
-		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)}),
-			searchDetails{Results: []searchRecord{}}), nil
+		note := compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)})
+		if chars(note) > listBudget(c.agent.Budget) { // a long query is not echoed past the budget
+			note = compactJSON(map[string]any{"n_returned": 0, "note": "no matches for the query"})
+		}
+		return textResult(note, searchDetails{Results: []searchRecord{}}), nil
 	}
 	limit := limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit)
 	omitted := max(0, len(hits)-limit)
