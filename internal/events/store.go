@@ -113,8 +113,12 @@ type Store struct {
 	apply  Applier
 	now    func() time.Time
 
-	mu      sync.Mutex // serialises write transactions and guards entropy
-	entropy io.Reader
+	entropy io.Reader // used by the writer goroutine only
+
+	writes chan *writeRequest
+	quit   chan struct{}
+	done   chan struct{}
+	close  sync.Once
 }
 
 // Open opens (creating if needed) the SQLite database at path, applies the
@@ -176,19 +180,31 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	reader.SetMaxOpenConns(opts.Readers)
 	reader.SetMaxIdleConns(opts.Readers)
-	return &Store{
+	s := &Store{
 		writer:  writer,
 		reader:  reader,
 		apply:   opts.Apply,
 		now:     opts.Now,
 		entropy: ulid.Monotonic(rand.Reader, 0),
-	}, nil
+		writes:  make(chan *writeRequest),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.writeLoop()
+	return s, nil
 }
 
-// Close closes both connection pools. A WAL checkpoint runs on the last
-// writer connection's close.
+// Close waits for the writes in progress, stops the writer and closes both
+// connection pools. A WAL checkpoint runs on the last writer connection's
+// close. Updates after Close return ErrUnavailable.
 func (s *Store) Close() error {
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	var err error
+	s.close.Do(func() {
+		close(s.quit)
+		<-s.done
+		err = errors.Join(s.reader.Close(), s.writer.Close())
+	})
+	return err
 }
 
 // Reader returns the read-only connection pool, for projection queries.
@@ -213,29 +229,6 @@ func (t *Tx) SQL() *sql.Tx { return t.tx }
 
 // Appended returns the events appended so far in this transaction.
 func (t *Tx) Appended() []Event { return t.appended }
-
-// Update runs fn in one write transaction. If fn returns an error, or the
-// commit fails, nothing it appended is kept. requestID is recorded on every
-// event fn appends. Storage errors are returned as ErrUnavailable or
-// ErrConflict; fn's own errors are returned unchanged.
-func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return classify(err)
-	}
-	t := &Tx{s: s, tx: sqlTx, q: eventsdb.New(sqlTx), requestID: requestID, last: -1}
-	if err := fn(t); err != nil {
-		_ = sqlTx.Rollback()
-		return classify(err)
-	}
-	if err := sqlTx.Commit(); err != nil {
-		_ = sqlTx.Rollback()
-		return classify(err)
-	}
-	return nil
-}
 
 // StreamVersion returns the current version of stream (0 if it has no events).
 func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {

@@ -1,0 +1,141 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/events/eventsdb"
+)
+
+// maxBatch bounds how many write requests one transaction commits.
+const maxBatch = 256
+
+// errClosed is returned by Update after Close.
+var errClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
+
+// writeRequest is one Update waiting for the writer.
+type writeRequest struct {
+	ctx       context.Context
+	requestID string
+	fn        func(*Tx) error
+	err       chan error
+}
+
+// Update runs fn in a write transaction and returns once that transaction
+// is durable. If fn returns an error nothing it appended is kept. requestID
+// is recorded on every event fn appends. Storage errors are returned as
+// ErrUnavailable or ErrConflict; fn's own errors are returned unchanged.
+//
+// Updates are group-committed: the single writer runs every request that
+// is waiting, in arrival order, in one transaction, each inside its own
+// savepoint, so a request sees the writes of those before it and a failing
+// request is rolled back alone. Each is acknowledged only after the
+// batch's commit; a failed commit fails every request of the batch.
+func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
+	req := &writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-s.quit:
+		return errClosed
+	}
+	return <-req.err
+}
+
+// writeLoop is the single writer: it takes the first waiting request, then
+// every other one already waiting, and commits them together.
+func (s *Store) writeLoop() {
+	defer close(s.done)
+	for {
+		var first *writeRequest
+		select {
+		case first = <-s.writes:
+		case <-s.quit:
+			return
+		}
+		batch := []*writeRequest{first}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case req := <-s.writes:
+				batch = append(batch, req)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+// commitBatch runs a batch of requests in one transaction.
+func (s *Store) commitBatch(batch []*writeRequest) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, req := range batch {
+			req.err <- results[i]
+		}
+	}
+	ctx := context.Background()
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		err = classify(err)
+		for i := range results {
+			results[i] = err
+		}
+		finish()
+		return
+	}
+	last := int64(-1)
+	ok := 0
+	for i, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT write_request"); err != nil {
+			results[i] = classify(err)
+			continue
+		}
+		t := &Tx{s: s, tx: sqlTx, q: eventsdb.New(sqlTx), requestID: req.requestID, last: last}
+		if err := req.fn(t); err != nil {
+			results[i] = classify(err)
+			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
+				// The transaction is unusable: fail the whole batch.
+				s.failBatch(sqlTx, results, classify(rerr))
+				finish()
+				return
+			}
+		} else {
+			last = t.last
+			ok++
+		}
+		if _, err := sqlTx.ExecContext(ctx, "RELEASE write_request"); err != nil {
+			s.failBatch(sqlTx, results, classify(err))
+			finish()
+			return
+		}
+	}
+	if ok == 0 {
+		_ = sqlTx.Rollback()
+		finish()
+		return
+	}
+	if err := sqlTx.Commit(); err != nil {
+		s.failBatch(sqlTx, results, classify(err))
+	}
+	finish()
+}
+
+// failBatch rolls the transaction back and gives err to every request
+// that had succeeded so far.
+func (s *Store) failBatch(sqlTx interface{ Rollback() error }, results []error, err error) {
+	_ = sqlTx.Rollback()
+	if err == nil {
+		err = errors.New("write batch failed")
+	}
+	for i := range results {
+		if results[i] == nil {
+			results[i] = err
+		}
+	}
+}
