@@ -36,6 +36,24 @@ func openLog(name string, stdin io.Reader) (*forensics.LogReader, func(), error)
 	return forensics.NewLogReader(f), func() { f.Close() }, nil
 }
 
+// spoolStdin copies stdin into a temporary file and returns its name.
+func spoolStdin(stdin io.Reader) (string, error) {
+	f, err := os.CreateTemp("", "memoryd-replay-*.jsonl")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, stdin); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
 // replayReport is what the replay verb prints.
 type replayReport struct {
 	forensics.Summary
@@ -55,10 +73,19 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if fs.NArg() != 1 {
 		return &usageError{"usage: server replay FILE [--until P] [--db OUT] [--check-reads]"}
 	}
+	name := fs.Arg(0)
 	var audit map[int64][]forensics.AuditedCall
 	var skipped int
 	if *checkReads {
-		lr, closeLog, err := openLog(fs.Arg(0), stdin)
+		if name == "-" { // the log is read twice: keep stdin in a file
+			tmp, err := spoolStdin(stdin)
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp)
+			name = tmp
+		}
+		lr, closeLog, err := openLog(name, stdin)
 		if err != nil {
 			return err
 		}
@@ -68,7 +95,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 	}
-	lr, closeLog, err := openLog(fs.Arg(0), stdin)
+	lr, closeLog, err := openLog(name, stdin)
 	if err != nil {
 		return err
 	}
@@ -90,6 +117,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	check, err := forensics.Replay(ctx, store, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
 	done()
 	if err != nil {
+		if lr.Line() == 0 { // refused before any line was read: a non-empty database
+			return err
+		}
 		return lr.AtLine(err)
 	}
 	sum, err := forensics.Summarize(ctx, store)

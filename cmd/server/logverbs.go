@@ -69,6 +69,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	n, err := store.Import(ctx, forensics.Counted(lr.Next, report))
 	done()
 	if err != nil {
+		if lr.Line() == 0 { // refused before any line was read: a non-empty database
+			return err
+		}
 		return lr.AtLine(err)
 	}
 	fmt.Fprintf(stdout, "imported %d events\n", n)

@@ -86,7 +86,7 @@ type Pending struct {
 // Applier updates projections for one event inside the append transaction.
 // It must be deterministic: it may read the event and the projection tables
 // through tx, and nothing else (no clock, no randomness).
-type Applier func(ctx context.Context, tx *sql.Tx, ev Event) error
+type Applier func(ctx context.Context, db DBTX, ev Event) error
 
 // Options configure a Store.
 type Options struct {
@@ -114,6 +114,8 @@ type Store struct {
 	now    func() time.Time
 
 	entropy io.Reader // used by the writer goroutine only
+
+	readStmts, writeStmts *stmtCache
 
 	writes chan *writeRequest
 	quit   chan struct{}
@@ -187,6 +189,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		now:     opts.Now,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		writes:  make(chan *writeRequest),
+
+		readStmts:  newStmtCache(reader),
+		writeStmts: newStmtCache(writer),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -202,6 +207,8 @@ func (s *Store) Close() error {
 	s.close.Do(func() {
 		close(s.quit)
 		<-s.done
+		s.readStmts.close()
+		s.writeStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
 	})
 	return err
@@ -217,15 +224,16 @@ func (s *Store) Now() time.Time { return s.now() }
 type Tx struct {
 	s         *Store
 	tx        *sql.Tx
+	db        DBTX
 	q         *eventsdb.Queries
 	requestID string
 	last      int64 // last position, -1 until read
 	appended  []Event
 }
 
-// SQL returns the underlying transaction, to read projections consistently
+// DB returns the transaction's queries, to read projections consistently
 // with the events about to be appended.
-func (t *Tx) SQL() *sql.Tx { return t.tx }
+func (t *Tx) DB() DBTX { return t.db }
 
 // Appended returns the events appended so far in this transaction.
 func (t *Tx) Appended() []Event { return t.appended }
@@ -303,7 +311,7 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 	if err != nil {
 		return classify(err)
 	}
-	if err := t.s.apply(ctx, t.tx, ev); err != nil {
+	if err := t.s.apply(ctx, t.db, ev); err != nil {
 		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)
 	}
 	t.last = ev.Position
@@ -313,7 +321,7 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 
 // LastPosition returns the position of the newest event (0 when empty).
 func (s *Store) LastPosition(ctx context.Context) (int64, error) {
-	p, err := eventsdb.New(s.reader).LastPosition(ctx)
+	p, err := eventsdb.New(cachedDB{s.readStmts}).LastPosition(ctx)
 	return p, classify(err)
 }
 
@@ -327,7 +335,7 @@ type Filter struct {
 
 // Read returns one page of events in position order.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Event, error) {
-	return readEvents(ctx, s.reader, f)
+	return readEvents(ctx, cachedDB{s.readStmts}, f)
 }
 
 func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error) {
@@ -421,13 +429,13 @@ func isDBClosed(err error) bool {
 
 // Read returns one page of events as this transaction sees them.
 func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
-	return readEvents(ctx, t.tx, f)
+	return readEvents(ctx, t.db, f)
 }
 
 // Reapply runs the store's applier for ev again, inside this transaction,
 // without appending it: the building block of a projection rebuild.
 func (t *Tx) Reapply(ctx context.Context, ev Event) error {
-	return t.s.apply(ctx, t.tx, ev)
+	return t.s.apply(ctx, t.db, ev)
 }
 
 // MarshalData encodes an event payload: compact JSON without HTML escaping,

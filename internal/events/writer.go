@@ -96,7 +96,8 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			results[i] = classify(err)
 			continue
 		}
-		t := &Tx{s: s, tx: sqlTx, q: eventsdb.New(sqlTx), requestID: req.requestID, last: last}
+		db := cachedTx{tx: sqlTx, c: s.writeStmts}
+		t := &Tx{s: s, tx: sqlTx, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last}
 		if err := req.fn(t); err != nil {
 			results[i] = classify(err)
 			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {

@@ -182,7 +182,10 @@ func Apply(s State, payload any) State {
 		}
 		switch p.Due {
 		case DueHardRollover:
+			// The hard rollover sends the fallback (seed-behaviour D.3 row 2):
+			// neither it nor the reminder is due again in this window.
 			s.HardLatched, s.RolloverRequested = true, true
+			s.FallbackDue, s.ReminderDue = true, true
 		case DueFallback:
 			s.FallbackDue, s.ReminderDue = true, true
 		case DueReminder:

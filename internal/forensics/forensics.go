@@ -286,6 +286,13 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 		_, err := dst.Import(ctx, next)
 		return check, err
 	}
+	// Continue, which commits each segment, does not refuse a database
+	// that holds events: refuse it here, as Import does.
+	if last, err := dst.LastPosition(ctx); err != nil {
+		return check, err
+	} else if last != 0 {
+		return check, fmt.Errorf("%w: it holds %d events", events.ErrNotEmpty, last)
+	}
 	stops := make([]int64, 0, len(audit))
 	for p := range audit {
 		stops = append(stops, p)

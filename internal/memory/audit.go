@@ -131,7 +131,7 @@ func (a *auditor) run() {
 			return
 		}
 		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
-			r := projections.NewReader(tx.SQL())
+			r := projections.NewReader(tx.DB())
 			for _, rec := range batch {
 				// Only calls of registered agents are recorded: nobody can
 				// fill the log with streams of tasks that do not exist.

@@ -107,7 +107,7 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 	}
 	var res SyncResult
 	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
-		r := projections.NewReader(tx.SQL())
+		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, req.Context)
 		if err != nil {
 			return err

@@ -47,7 +47,7 @@ func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID strin
 	var out fence.Outcome
 	var sv StateView
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
-		r := projections.NewReader(tx.SQL())
+		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err
@@ -211,6 +211,11 @@ func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string
 	if callID == "" {
 		callID = cc.CallID
 	}
+	if callID == "" {
+		// The claim is held by a call id: without one a second write
+		// would be admitted too.
+		return LifecycleResult{}, invalidf("call_id is required")
+	}
 	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.Admit(ref(c), st, callID, tool, ownNotesWrite(c, tool, args)), nil
 	})
@@ -342,7 +347,7 @@ func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID s
 	var d newContextDetails
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
 		defer func() { *pos, _ = tx.Position(ctx) }()
-		r := projections.NewReader(tx.SQL())
+		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err

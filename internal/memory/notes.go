@@ -347,7 +347,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	terminate := false
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
 		defer func() { *pos, _ = tx.Position(ctx) }()
-		r := projections.NewReader(tx.SQL())
+		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err

@@ -166,7 +166,7 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 	}
 	var res AttachResult
 	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
-		r := projections.NewReader(tx.SQL())
+		r := projections.NewReader(tx.DB())
 		known, err := r.AgentBySessionKey(ctx, req.SessionKey)
 		switch {
 		case err == nil:

@@ -3,10 +3,8 @@ package memory
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -115,15 +113,15 @@ func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error
 // readAt is read that also sets *pos (if pos is not nil) to the log
 // position of the snapshot.
 func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections.Reader) error) error {
-	tx, err := s.store.Reader().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.store.BeginRead(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return err
 	}
-	defer tx.Rollback()
+	defer tx.Close()
 	if pos != nil {
-		if *pos, err = events.PositionIn(ctx, tx); err != nil {
+		if *pos, err = events.PositionIn(ctx, tx.DB()); err != nil {
 			return err
 		}
 	}
-	return fn(projections.NewReader(tx))
+	return fn(projections.NewReader(tx.DB()))
 }

@@ -110,6 +110,10 @@ func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events
 			if e.MarkedWindow != "" && !used[e.MarkedWindow] {
 				windowID = e.MarkedWindow
 			}
+			for used[windowID] { // an ordinal a marked window already took
+				ordinal++
+				windowID = "w" + strconv.FormatInt(ordinal, 10)
+			}
 			used[windowID] = true
 		}
 		var calls []history.Call

@@ -20,12 +20,12 @@ import (
 
 // Apply updates the projections for ev. It is the events.Applier of the
 // store.
-func Apply(ctx context.Context, tx *sql.Tx, ev events.Event) error {
+func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
 		return err
 	}
-	q := projectionsdb.New(tx)
+	q := projectionsdb.New(db)
 	switch p := payload.(type) {
 	case *events.TaskCreated:
 		return q.InsertTask(ctx, projectionsdb.InsertTaskParams{

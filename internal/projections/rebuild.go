@@ -39,7 +39,7 @@ var tables = []table{
 func Rebuild(ctx context.Context, store *events.Store) error {
 	return store.Update(ctx, "", func(tx *events.Tx) error {
 		for _, t := range tables {
-			if _, err := tx.SQL().ExecContext(ctx, "DELETE FROM "+t.name); err != nil {
+			if _, err := tx.DB().ExecContext(ctx, "DELETE FROM "+t.name); err != nil {
 				return err
 			}
 		}

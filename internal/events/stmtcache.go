@@ -1,0 +1,168 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+
+	"github.com/memoryd/memoryd/internal/events/eventsdb"
+)
+
+// DBTX is what queries run on: a connection pool or a transaction whose
+// statements are prepared once per connection and reused.
+type DBTX = eventsdb.DBTX
+
+// stmtCache holds the statements prepared on one pool, by query text.
+// database/sql keeps each one prepared on every connection it has run on,
+// so a query is parsed once per connection instead of once per call.
+//
+// A query seen for the first time runs unprepared, and is prepared in the
+// background: preparing on the pool needs a free connection, and the
+// caller may hold the only one (the writer) or the last one (a reader).
+type stmtCache struct {
+	db      *sql.DB
+	mu      sync.RWMutex
+	m       map[string]*sql.Stmt
+	pending map[string]bool
+	closed  bool
+}
+
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
+
+// stmt returns the prepared statement of query, or nil (and starts
+// preparing it) when there is none yet.
+func (c *stmtCache) stmt(_ context.Context, query string) (*sql.Stmt, error) {
+	c.mu.RLock()
+	st := c.m[query]
+	c.mu.RUnlock()
+	if st != nil {
+		return st, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.m[query]; st != nil {
+		return st, nil
+	}
+	if !c.pending[query] && !c.closed {
+		c.pending[query] = true
+		go c.prepare(query)
+	}
+	return nil, errNotPrepared
+}
+
+var errNotPrepared = errors.New("statement not prepared yet")
+
+func (c *stmtCache) prepare(query string) {
+	st, err := c.db.PrepareContext(context.Background(), query)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, query)
+	if err != nil {
+		return // tried again on next use
+	}
+	if c.closed {
+		st.Close()
+		return
+	}
+	c.m[query] = st
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = map[string]*sql.Stmt{}
+}
+
+// cachedTx runs a transaction's queries through the pool's statements.
+type cachedTx struct {
+	tx *sql.Tx
+	c  *stmtCache
+}
+
+func (t cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.c.stmt(ctx, query)
+	if err != nil {
+		return t.tx.ExecContext(ctx, query, args...)
+	}
+	return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+func (t cachedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return t.tx.PrepareContext(ctx, query)
+}
+
+func (t cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := t.c.stmt(ctx, query)
+	if err != nil {
+		return t.tx.QueryContext(ctx, query, args...)
+	}
+	return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
+func (t cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.c.stmt(ctx, query)
+	if err != nil {
+		return t.tx.QueryRowContext(ctx, query, args...)
+	}
+	return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// ReadTx is a read-only transaction on the reader pool: every query in it
+// sees one snapshot of the log and the projections.
+type ReadTx struct {
+	tx *sql.Tx
+	db DBTX
+}
+
+// BeginRead starts a read transaction.
+func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &ReadTx{tx: tx, db: cachedTx{tx: tx, c: s.readStmts}}, nil
+}
+
+// DB returns the transaction's queries.
+func (r *ReadTx) DB() DBTX { return r.db }
+
+// Close ends the read transaction.
+func (r *ReadTx) Close() error { return r.tx.Rollback() }
+
+// cachedDB runs queries on the pool through its prepared statements.
+type cachedDB struct{ c *stmtCache }
+
+func (d cachedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := d.c.stmt(ctx, query)
+	if err != nil {
+		return d.c.db.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (d cachedDB) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return d.c.db.PrepareContext(ctx, query)
+}
+
+func (d cachedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := d.c.stmt(ctx, query)
+	if err != nil {
+		return d.c.db.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (d cachedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := d.c.stmt(ctx, query)
+	if err != nil {
+		return d.c.db.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
