@@ -56,11 +56,12 @@ const (
 // read never waits for an fsync. A full queue makes callers wait (no
 // record is dropped while the database works).
 type auditor struct {
-	store *events.Store
-	log   *slog.Logger
-	ch    chan events.ToolCalled
-	once  sync.Once
-	done  chan struct{}
+	store  *events.Store
+	log    *slog.Logger
+	ch     chan events.ToolCalled
+	mu     sync.RWMutex // guards closed against sends on a closed channel
+	closed bool
+	done   chan struct{}
 }
 
 func newAuditor(store *events.Store, log *slog.Logger) *auditor {
@@ -116,6 +117,11 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	compact := json.RawMessage("{}")
 	if len(args) > 0 && string(args) != "null" {
 		compact = append(json.RawMessage(nil), args...)
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return // a call that outlived Close (a shutdown timeout) is not recorded
 	}
 	a.ch <- events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
 		Tool: tool, Arguments: compact, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
@@ -174,6 +180,11 @@ func (a *auditor) run() {
 }
 
 func (a *auditor) close() {
-	a.once.Do(func() { close(a.ch) })
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.ch)
+	}
+	a.mu.Unlock()
 	<-a.done
 }

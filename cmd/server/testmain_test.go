@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// childEnv set to "serve" makes the test binary the memoryd server: it
+// runs run() with its own arguments and exits. Tests that need a real
+// server process they can SIGKILL (crash_test.go) re-execute themselves
+// with it instead of building a separate binary. This is the package's
+// only TestMain; add to it rather than writing another.
+const childEnv = "MEMORYD_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "serve" {
+		if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "memoryd:", err)
+			os.Exit(exitCode(err))
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// benchServer is a test server over a real database file with the default
+// synchronous=FULL, and a client that keeps its connections.
+func benchServer(b *testing.B) (*testServer, *http.Client, memory.CallContext) {
+	b.Helper()
+	ts := newTestServer(b, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	client := &http.Client{Transport: tr}
+	b.Cleanup(tr.CloseIdleConnections)
+	return ts, client, ts.attach(b, "bench")
+}
+
+// post sends one tool call; anything but 200 is an error.
+func post(client *http.Client, url, body string) error {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	msg, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, msg)
+	}
+	return nil
+}
+
+// appendBody is the n-th idempotent append: a new call_id each time, and a
+// new file every 1000 appends so no note nears its size limit.
+func appendBody(cc memory.CallContext, n int64) string {
+	return fmt.Sprintf(`{"context":{"task_id":%q,"agent":%q,"call_id":"toolu_%d"},"arguments":{"path":"bench/%d.md","text":"- appended line %d of the benchmark\n"}}`,
+		cc.TaskID, cc.Agent, n, n/1000, n)
+}
+
+// BenchmarkNoteAppendHTTP: one client appending sequentially, each append
+// one durable (FULL) transaction.
+func BenchmarkNoteAppendHTTP(b *testing.B) {
+	ts, client, cc := benchServer(b)
+	url := ts.URL + "/v1/tools/notes_append_to_file"
+	var n int64
+	for b.Loop() {
+		if err := post(client, url, appendBody(cc, n)); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+}
+
+// BenchmarkNoteAppendHTTPParallel: GOMAXPROCS clients appending at once.
+func BenchmarkNoteAppendHTTPParallel(b *testing.B) {
+	ts, client, cc := benchServer(b)
+	url := ts.URL + "/v1/tools/notes_append_to_file"
+	var n atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := post(client, url, appendBody(cc, n.Add(1))); err != nil {
+				b.Error(err) // Fatal may not be called from RunParallel's goroutines
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkNoteReadHTTP: notes_read_file of a ~4 KB note.
+func BenchmarkNoteReadHTTP(b *testing.B) {
+	ts, client, cc := benchServer(b)
+	var text strings.Builder
+	for i := 0; text.Len() < 4000; i++ {
+		fmt.Fprintf(&text, "line %03d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	if err := post(client, ts.URL+"/v1/tools/notes_write_file", toolBody(b, cc, fmt.Sprintf(`{"path":"big.md","text":%q}`, text.String()))); err != nil {
+		b.Fatal(err)
+	}
+	url := ts.URL + "/v1/tools/notes_read_file"
+	body := toolBody(b, cc, `{"path":"big.md"}`)
+	b.SetBytes(int64(text.Len()))
+	for b.Loop() {
+		if err := post(client, url, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/sessiongen"
+)
+
+// syncBatches syncs a linear session in requests of at most maxBytes of
+// entries each, every request moving the branch to its last entry, as a
+// client under the body limit would.
+func syncBatches(tb testing.TB, s *Service, cc CallContext, sess sessiongen.Session, maxBytes int) {
+	tb.Helper()
+	done := 0
+	for _, batch := range sessiongen.Batches(sess.Entries, maxBytes) {
+		done += len(batch)
+		if _, err := histSyncErr(s, cc, batch, sess.Branch[:done], nil); err != nil {
+			tb.Fatalf("sync batch ending at entry %d: %v", done, err)
+		}
+	}
+}
+
+// BenchmarkSync1000Entries syncs 1,000 generated entries (about 5 MB) in
+// one request into a fresh agent.
+func BenchmarkSync1000Entries(b *testing.B) {
+	s := mustOpenService(b)
+	large := sessiongen.Large(8 << 20)
+	entries := large.Entries[:1000] // Large is linear: a prefix is a branch
+	branch := large.Branch[:1000]
+	size := 0
+	for _, e := range entries {
+		size += len(e)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cc := mustAttach(b, s, fmt.Sprintf("/bench/sync-%d.jsonl", i))
+		b.StartTimer()
+		res, err := histSyncErr(s, cc, entries, branch, nil)
+		if err != nil || res.Stored != 1000 {
+			b.Fatalf("sync: %+v %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(entries))/b.Elapsed().Seconds(), "entries/s")
+}
+
+// BenchmarkSearch50MB searches a 50 MB session, synced once in setup in
+// requests of at most 8 MB, for a needle in one item and one in nearly
+// every item.
+func BenchmarkSearch50MB(b *testing.B) {
+	s := mustOpenService(b)
+	cc := mustAttach(b, s, "/bench/large.jsonl")
+	start := time.Now()
+	sess := sessiongen.Large(50 << 20)
+	generated := time.Since(start)
+	syncBatches(b, s, cc, sess, 8<<20)
+	b.Logf("setup: %d entries, %.1f MB: generated in %v, synced in %v", len(sess.Entries), float64(sess.Bytes())/(1<<20),
+		generated.Round(time.Millisecond), (time.Since(start) - generated).Round(time.Millisecond))
+	for _, c := range []struct {
+		name, query string
+		hits        int
+	}{
+		{"rare needle", sessiongen.LargeRareNeedle, 1},
+		{"common needle", sessiongen.LargeCommonNeedle, defaultHistorySearchLimit},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			args := json.RawMessage(fmt.Sprintf(`{"query":%q}`, c.query))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				res, err := s.CallTool(context.Background(), "history_search_contents", cc, args, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := res.Details.(searchDetails)
+				if got := d.NReturned + d.Omitted; c.hits == 1 && got != 1 || c.hits > 1 && got < c.hits {
+					b.Fatalf("%d hits", got)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadItem pages through the largest tool result of a 4 MB
+// session with the default read budget (12,000 characters a page).
+func BenchmarkReadItem(b *testing.B) {
+	s := mustOpenService(b)
+	cc := mustAttach(b, s, "/bench/read.jsonl")
+	sess := sessiongen.Large(4 << 20)
+	syncBatches(b, s, cc, sess, 8<<20)
+	id := sess.Marks["big"]
+	first := mustCall(b, s, cc, "history_read_item", fmt.Sprintf(`{"window_id":"w1","item_id":%q}`, id))
+	total := first.Details.(readItemDetails).NChars
+	b.ReportAllocs()
+	b.ResetTimer()
+	off := 0
+	for i := 0; i < b.N; i++ {
+		res, err := s.CallTool(context.Background(), "history_read_item", cc,
+			json.RawMessage(fmt.Sprintf(`{"window_id":"w1","item_id":%q,"offset_chars":%d}`, id, off)), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := res.Details.(readItemDetails)
+		if d.EndChars <= d.OffsetChars {
+			b.Fatalf("empty page at %d of %d", off, total)
+		}
+		off = d.EndChars % total
+	}
+}
