@@ -192,8 +192,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 		readStmts:  newStmtCache(reader),
 		writeStmts: newStmtCache(writer),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	go s.writeLoop()
 	return s, nil
