@@ -42,7 +42,7 @@ func ReminderThreshold(w int64, b events.Budget) int64 {
 
 // FallbackThreshold is the remaining-token level at which the fallback is
 // due: half the reminder threshold, so it comes before Pi's own threshold
-// compaction would (memoryd's choice, see docs/lifecycle.md).
+// compaction would (memoryd's choice, see docs/contract-notes.md).
 func FallbackThreshold(w int64, b events.Budget) int64 { return ReminderThreshold(w, b) / 2 }
 
 // Usage decides a usage report.
