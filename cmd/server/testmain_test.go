@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 )
@@ -10,12 +11,17 @@ import (
 // childEnv set to "serve" makes the test binary the memoryd server: it
 // runs run() with its own arguments and exits. Tests that need a real
 // server process they can SIGKILL (crash_test.go) re-execute themselves
-// with it instead of building a separate binary. This is the package's
-// only TestMain; add to it rather than writing another.
+// with it instead of building a separate binary. Such a child exits when
+// its stdin closes, so it cannot outlive the test process. This is the
+// package's only TestMain; add to it rather than writing another.
 const childEnv = "MEMORYD_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "serve" {
+		go func() { // the parent test holds stdin open while it lives
+			io.Copy(io.Discard, os.Stdin)
+			os.Exit(3)
+		}()
 		if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "memoryd:", err)
 			os.Exit(exitCode(err))

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,7 +36,8 @@ const maxJSONDepth = 100
 
 // decode reads the request body as exactly one JSON value into v,
 // refusing a wrong content type, invalid UTF-8, duplicate object keys,
-// nesting deeper than maxJSONDepth, unknown fields and trailing data.
+// nesting deeper than maxJSONDepth, numbers out of range, unknown fields
+// and trailing data.
 func decode(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -58,8 +61,8 @@ func decode(r *http.Request, v any) error {
 }
 
 // checkJSON refuses what encoding/json would accept silently: invalid
-// UTF-8 (it would become U+FFFD), duplicate keys (the last would win) and
-// deep nesting.
+// UTF-8 (it would become U+FFFD), duplicate keys (the last would win),
+// deep nesting and numbers past the float64 range (1e999999).
 func checkJSON(body []byte) error {
 	if !utf8.Valid(body) {
 		return httpErr(errBadRequest, "the request body is not valid UTF-8")
@@ -108,6 +111,17 @@ func checkJSON(body []byte) error {
 				stack[top].keys[t] = struct{}{}
 				stack[top].key = false
 				continue
+			}
+		case json.Number:
+			// No JSON writer of a client (JSON.stringify, encoding/json)
+			// makes a number past the float64 range; reading one would
+			// cost a big-number parse of each field for nothing.
+			if f, err := strconv.ParseFloat(t.String(), 64); err != nil && math.IsInf(f, 0) {
+				n := t.String()
+				if len(n) > 24 {
+					n = n[:24] + "…"
+				}
+				return httpErr(errBadRequest, fmt.Sprintf("the request body has the number %s, which is out of range", n))
 			}
 		}
 		if top >= 0 && stack[top].object {

@@ -101,8 +101,11 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		if err := req.fn(t); err != nil {
 			results[i] = classify(err)
 			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
-				// The transaction is unusable: fail the whole batch.
-				s.failBatch(sqlTx, results, classify(rerr))
+				// The transaction is unusable: SQLite rolls it back by
+				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,
+				// SQLITE_NOMEM), savepoints and all. Nothing of the batch
+				// is kept: fail it whole, as unavailable.
+				s.failBatch(sqlTx, results, fmt.Errorf("%w: the write transaction was rolled back: %w", ErrUnavailable, rerr))
 				finish()
 				return
 			}

@@ -1,0 +1,304 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// storageServer serves a store opened on dbPath with opts; close stops
+// the server and closes the store (also done at cleanup).
+func storageServer(tb testing.TB, dbPath string, opts events.Options) (*testServer, func()) {
+	tb.Helper()
+	opts.Apply = projections.Apply
+	store, err := events.Open(context.Background(), dbPath, opts)
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	logs := &syncBuffer{}
+	h := NewServer(Config{Service: memory.New(store), Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Token: testToken, CheckHost: true})
+	srv := httptest.NewServer(h)
+	var once sync.Once
+	closeFn := func() { once.Do(func() { srv.Close(); store.Close() }) }
+	tb.Cleanup(closeFn)
+	return &testServer{Server: srv, handler: h, store: store, dbPath: dbPath, logs: logs}, closeFn
+}
+
+// storageState is what a request that fails must leave as it was.
+type storageState struct {
+	position int64
+	digest   []projections.TableDigest
+}
+
+func storageStateOf(tb testing.TB, store *events.Store) storageState {
+	tb.Helper()
+	ctx := context.Background()
+	p, err := store.LastPosition(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := projections.Digest(ctx, store.Reader())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return storageState{p, d}
+}
+
+func (a storageState) same(b storageState) bool {
+	return a.position == b.position && reflect.DeepEqual(a.digest, b.digest)
+}
+
+// pageCount is the database's size in pages.
+func pageCount(tb testing.TB, store *events.Store) int64 {
+	tb.Helper()
+	var n int64
+	if err := store.Reader().QueryRow(`PRAGMA page_count`).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// TestDiskFull: with the database capped (max_page_count), writes fill
+// it until they fail. A write that does not fit is answered 503
+// unavailable with the error envelope and writes nothing (log position and
+// every projection unchanged), under concurrent writers too (every 200 is
+// stored, every 503 is absent); reads keep working; after a restart with
+// room again the same writes succeed and the projections still equal a
+// rebuild of the log.
+func TestDiskFull(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "memory.db")
+	// The size of a migrated database, plus a little room.
+	ts, closeFn := storageServer(t, dbPath, events.Options{})
+	base := pageCount(t, ts.store)
+	closeFn()
+	ts, closeFn = storageServer(t, dbPath, events.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+40)}})
+	cc := ts.attach(t, "/sessions/full.jsonl")
+
+	// Concurrent writers append unique chunks until the database is full.
+	chunk := func(w, i int) string {
+		return fmt.Sprintf("<w%d-%04d>", w, i) + strings.Repeat("z", 6000) + "\n"
+	}
+	const writers = 4
+	var wg sync.WaitGroup
+	type result struct {
+		w, i, status int
+		body         string
+	}
+	results := make(chan result, 10000)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				c := cc
+				c.CallID = fmt.Sprintf("toolu_%d_%d", w, i)
+				st, h, b := ts.send(t, ts.request(t, "POST", "/v1/tools/notes_append_to_file",
+					toolBody(t, c, fmt.Sprintf(`{"path":"w%d.md","text":%q}`, w, chunk(w, i)))))
+				results <- result{w, i, st, string(b)}
+				if st != http.StatusOK {
+					checkError(t, "append to a full database", st, h, b, http.StatusServiceUnavailable, "unavailable")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	acked := map[string]bool{}
+	refused := 0
+	for r := range results {
+		switch r.status {
+		case http.StatusOK:
+			acked[fmt.Sprintf("<w%d-%04d>", r.w, r.i)] = true
+		case http.StatusServiceUnavailable:
+			refused++
+			for _, bad := range []string{"SQLITE", "sql", "full (13)", "database or disk"} {
+				if strings.Contains(r.body, bad) {
+					t.Errorf("503 body leaks %q: %s", bad, r.body)
+				}
+			}
+		}
+	}
+	if refused == 0 || len(acked) == 0 {
+		t.Fatalf("%d writes acknowledged, %d refused: the cap did not bite", len(acked), refused)
+	}
+	checkChunks := func(ts *testServer, what string, want map[string]bool) {
+		t.Helper()
+		r := projections.NewReader(ts.store.Reader())
+		found := map[string]bool{}
+		for w := range writers {
+			n, err := r.Note(context.Background(), cc.TaskID, "/root", fmt.Sprintf("w%d.md", w))
+			if err != nil {
+				continue
+			}
+			if n.Bytes != int64(len(n.Content)) {
+				t.Errorf("%s: w%d.md bytes %d, content %d", what, w, n.Bytes, len(n.Content))
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(n.Content, "\n"), "\n") {
+				tok, rest, _ := strings.Cut(line, "z")
+				if found[tok] || rest != strings.Repeat("z", 5999) {
+					t.Errorf("%s: w%d.md has a broken or repeated chunk %q…", what, w, tok)
+				}
+				found[tok] = true
+			}
+		}
+		if !reflect.DeepEqual(found, want) {
+			t.Errorf("%s: the notes hold %d chunks, want exactly the %d acknowledged", what, len(found), len(want))
+		}
+	}
+	checkChunks(ts, "full", acked)
+
+	// Full: a write fails whole and changes nothing; reads work.
+	before := storageStateOf(t, ts.store)
+	for _, rt := range []route{
+		{"POST", "/v1/tools/notes_write_file", toolBody(t, cc, `{"path":"big.md","text":"`+strings.Repeat("y", 200000)+`"}`)},
+		{"POST", "/v1/sessions/attach", `{"session_key":"/sessions/another.jsonl","session_id":"` + strings.Repeat("s", 100000) + `"}`},
+	} {
+		st, h, b := ts.send(t, ts.request(t, rt.method, rt.path, rt.body))
+		checkError(t, rt.path+" when full", st, h, b, http.StatusServiceUnavailable, "unavailable")
+		if after := storageStateOf(t, ts.store); !after.same(before) {
+			t.Errorf("%s failed with 503 but changed the database: position %d → %d", rt.path, before.position, after.position)
+		}
+	}
+	if st, b := ts.tool(t, "notes_list_files_by_prefix", cc, `{}`); st != http.StatusOK {
+		t.Errorf("read while full: %d %s", st, b)
+	}
+
+	// Room again: reopen without the cap.
+	closeFn()
+	ts, _ = storageServer(t, dbPath, events.Options{})
+	checkChunks(ts, "after reopening", acked)
+	if after := storageStateOf(t, ts.store); !after.same(before) {
+		t.Errorf("reopening changed the database")
+	}
+	c := cc
+	c.CallID = "toolu_after"
+	if st, b := ts.tool(t, "notes_write_file", c, `{"path":"big.md","text":"`+strings.Repeat("y", 200000)+`"}`); st != http.StatusOK {
+		t.Fatalf("write after space returned: %d %s", st, b)
+	}
+	// The refused calls' call ids were not used up: their retry lands.
+	for w := range writers {
+		c := cc
+		i := 0
+		for acked[fmt.Sprintf("<w%d-%04d>", w, i)] {
+			i++
+		}
+		c.CallID = fmt.Sprintf("toolu_%d_%d", w, i)
+		if st, b := ts.tool(t, "notes_append_to_file", c, fmt.Sprintf(`{"path":"w%d.md","text":%q}`, w, chunk(w, i))); st != http.StatusOK {
+			t.Errorf("retry of the refused %s: %d %s", c.CallID, st, b)
+		}
+		acked[fmt.Sprintf("<w%d-%04d>", w, i)] = true
+	}
+	checkChunks(ts, "after the retries", acked)
+	checkRebuild(t, ts.store)
+}
+
+// checkRebuild rebuilds the projections from the log into a fresh
+// database and compares them with the live ones.
+func checkRebuild(t *testing.T, live *events.Store) {
+	t.Helper()
+	ctx := context.Background()
+	scratch, err := events.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), events.Options{Apply: projections.Apply, Synchronous: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scratch.Close()
+	var page []events.Event
+	after := int64(0)
+	if _, err := scratch.Import(ctx, func() (events.Event, bool, error) {
+		if len(page) == 0 {
+			var err error
+			if page, err = live.Read(ctx, events.Filter{After: after, Limit: 1000}); err != nil || len(page) == 0 {
+				return events.Event{}, false, err
+			}
+			after = page[len(page)-1].Position
+		}
+		ev := page[0]
+		page = page[1:]
+		return ev, true, nil
+	}); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	diffs, err := projections.Diff(ctx, live.Reader(), scratch.Reader(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) > 0 {
+		t.Errorf("live projections differ from a rebuild of the log: %+v", diffs)
+	}
+}
+
+// TestStorageBusy: another connection holds the write lock (BEGIN
+// IMMEDIATE) on the database file. A write waits BusyTimeout, then is
+// answered 503 unavailable and writes nothing; reads are not blocked (WAL);
+// once the lock is released the same write succeeds.
+func TestStorageBusy(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "memory.db")
+	const busy = 150 * time.Millisecond
+	ts, _ := storageServer(t, dbPath, events.Options{BusyTimeout: busy})
+	cc := ts.attach(t, "/sessions/busy.jsonl")
+	cc.CallID = "toolu_busy"
+	write := toolBody(t, cc, `{"path":"a.md","text":"written after the lock\n"}`)
+
+	other, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	before := storageStateOf(t, ts.store)
+	for _, rt := range []route{
+		{"POST", "/v1/tools/notes_append_to_file", write},
+		{"POST", "/v1/sessions/attach", `{"session_key":"/sessions/busy-2.jsonl"}`},
+		{"POST", "/v1/lifecycle/usage", `{"context":{"task_id":"` + cc.TaskID + `","agent":"/root"},"tokens_used":10}`},
+	} {
+		start := time.Now()
+		st, h, b := ts.send(t, ts.request(t, rt.method, rt.path, rt.body))
+		checkError(t, rt.path+" while locked", st, h, b, http.StatusServiceUnavailable, "unavailable")
+		if d := time.Since(start); d < busy {
+			t.Errorf("%s: refused after %v, before the %v busy timeout", rt.path, d, busy)
+		}
+		if strings.Contains(string(b), "SQLITE") || strings.Contains(string(b), "locked") {
+			t.Errorf("%s: 503 body leaks the cause: %s", rt.path, b)
+		}
+	}
+	if st, b := ts.tool(t, "notes_list_files_by_prefix", cc, `{}`); st != http.StatusOK {
+		t.Errorf("read while another connection holds the write lock: %d %s", st, b)
+	}
+	if after := storageStateOf(t, ts.store); !after.same(before) {
+		t.Errorf("refused writes changed the database: position %d → %d", before.position, after.position)
+	}
+
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if st, b := ts.do(t, "POST", "/v1/tools/notes_append_to_file", write); st != http.StatusOK {
+		t.Fatalf("write after the lock was released: %d %s", st, b)
+	}
+	n, err := projections.NewReader(ts.store.Reader()).Note(ctx, cc.TaskID, "/root", "a.md")
+	if err != nil || n.Content != "written after the lock\n" || n.Revision != 1 {
+		t.Errorf("note after the retry: %+v %v, want one write", n, err)
+	}
+}
