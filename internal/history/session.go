@@ -14,6 +14,8 @@ import (
 type Session struct {
 	// ID is the header's session id ("" without a header).
 	ID string
+	// Header is the header line {"type":"session",...} as read, or nil.
+	Header json.RawMessage
 	// Entries are the entries in file order, the header left out.
 	Entries []json.RawMessage
 	// Branch is the path from the last entry to the root, root first.
@@ -46,12 +48,12 @@ func ReadSession(r io.Reader) (Session, error) {
 		if err := json.Unmarshal(b, &head); err != nil {
 			return Session{}, fmt.Errorf("line %d: not a JSON object: %v", line, err)
 		}
-		if head.Type == "session" {
-			s.ID = head.ID
+		if head.Type == "session" && s.Header == nil && len(s.Entries) == 0 {
+			s.ID, s.Header = head.ID, json.RawMessage(bytes.Clone(b))
 			continue
 		}
-		if head.ID == "" {
-			return Session{}, fmt.Errorf("line %d: entry has no id", line)
+		if head.ID == "" || head.Type == "" {
+			return Session{}, fmt.Errorf("line %d: entry without type or id", line)
 		}
 		if _, dup := parents[head.ID]; dup {
 			return Session{}, fmt.Errorf("line %d: entry id %q appears twice", line, head.ID)

@@ -16,13 +16,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
+
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 // Session is a Pi session: its header, its entries in file order (the
@@ -110,65 +112,15 @@ func ReadFile(path string) (Session, error) {
 	return s, nil
 }
 
-// Read parses a Pi session JSONL stream: an optional header line of type
-// "session", then one entry per line (blank lines are skipped). The
-// current branch is the path from the last entry to the root through
-// parentId. It fails on a line that is not a JSON object, an entry
-// without type or id, a duplicate id, or a parentId naming no entry.
+// Read parses a Pi session JSONL stream with the parser memoryd itself
+// uses (history.ReadSession): an optional header line, one entry per
+// line, and the current branch from the last entry to the root.
 func Read(r io.Reader) (Session, error) {
-	var s Session
-	br := bufio.NewReaderSize(r, 1<<20)
-	var entries []json.RawMessage
-	var heads []head
-	for lineNo := 1; ; lineNo++ {
-		line, err := readLine(br)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return Session{}, fmt.Errorf("line %d: %w", lineNo, err)
-		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			var h head
-			if t[0] != '{' || json.Unmarshal(t, &h) != nil {
-				return Session{}, fmt.Errorf("line %d: not a JSON object", lineNo)
-			}
-			switch {
-			case h.Type == "session" && s.Header == nil && len(entries) == 0:
-				s.Header = json.RawMessage(t)
-			case h.Type == "" || h.ID == "":
-				return Session{}, fmt.Errorf("line %d: entry without type or id", lineNo)
-			default:
-				entries = append(entries, json.RawMessage(t))
-				heads = append(heads, h)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-	}
-	parents, err := parentsOf(heads)
+	hs, err := history.ReadSession(r)
 	if err != nil {
 		return Session{}, err
 	}
-	s.Entries = entries
-	if len(heads) > 0 {
-		s.Branch = pathTo(parents, heads[len(heads)-1].ID)
-	}
-	return s, nil
-}
-
-// readLine reads one line without its newline, copying it.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimSuffix(line, []byte("\n")), err
-	}
+	return Session{Header: hs.Header, Entries: hs.Entries, Branch: hs.Branch}, nil
 }
 
 // parentsOf maps each id to its parent id ("" for a root) and checks that
