@@ -50,20 +50,28 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openStore opens (creating with a 0700 folder) the database at path.
-func openStore(ctx context.Context, path, synchronous string) (*events.Store, error) {
+// openStore opens (creating with a 0700 folder) the database at path. A
+// rebuild of the projections that a migration asks for is reported on
+// stderr.
+func openStore(ctx context.Context, path, synchronous string, stderr io.Writer) (*events.Store, error) {
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
+	return openStoreLogging(ctx, path, synchronous, logf)
+}
+
+// openStoreLogging is openStore reporting through logf.
+func openStoreLogging(ctx context.Context, path, synchronous string, logf func(string, ...any)) (*events.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the database folder: %w", err)
 	}
-	return events.Open(ctx, path, events.Options{Apply: projections.Apply, Synchronous: synchronous})
+	return projections.Open(ctx, path, events.Options{Synchronous: synchronous}, logf)
 }
 
 // openExisting opens a database that must already exist.
-func openExisting(ctx context.Context, path string) (*events.Store, error) {
+func openExisting(ctx context.Context, path string, stderr io.Writer) (*events.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	return openStore(ctx, path, "")
+	return openStore(ctx, path, "", stderr)
 }
 
 // loadToken returns MEMORYD_TOKEN, else the token file beside the database,

@@ -602,7 +602,7 @@ func crashAttach(t *testing.T, c *crashClient, key string, task *map[string]stri
 func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []crashWorker, rebuild bool) int {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openExisting(ctx, db)
+	store, err := openExisting(ctx, db, io.Discard)
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}

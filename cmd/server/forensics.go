@@ -151,7 +151,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 	if *db == "" || fs.NArg() > 0 {
 		return &usageError{"usage: server verify --db F"}
 	}
-	live, err := openExisting(ctx, *db)
+	live, err := openExisting(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer cleanup()
 	if *db != "" {
-		src, err := openExisting(ctx, *db)
+		src, err := openExisting(ctx, *db, stderr)
 		if err != nil {
 			return err
 		}
@@ -263,7 +263,7 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	store, err := openStore(ctx, *db, "")
+	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err
 	}

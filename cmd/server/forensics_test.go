@@ -542,7 +542,7 @@ func TestImportSession(t *testing.T) {
 	exported := fxExport(t, "--db", db)
 
 	// The reference: the same session synced as the extension would.
-	ref, err := openStore(ctx, filepath.Join(dir, "ref", "memory.db"), "")
+	ref, err := openStore(ctx, filepath.Join(dir, "ref", "memory.db"), "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if *db == "" || fs.NArg() > 0 {
 		return &usageError{"usage: server export --db F [--task T] [--until P]"}
 	}
-	store, err := openExisting(ctx, *db)
+	store, err := openExisting(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		defer f.Close()
 		in = f
 	}
-	store, err := openStore(ctx, *db, "")
+	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err
 	}

@@ -314,7 +314,7 @@ func TestServeBusyPort(t *testing.T) {
 func workload(t *testing.T, db string) []memory.CallContext {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openStore(ctx, db, "")
+	store, err := openStore(ctx, db, "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func workload(t *testing.T, db string) []memory.CallContext {
 func snapshot(t *testing.T, db string, agents []memory.CallContext) []string {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openExisting(ctx, db)
+	store, err := openExisting(ctx, db, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

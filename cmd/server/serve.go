@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	defer ln.Close()
-	store, err := openStore(ctx, dbPath, *syncMode)
+	store, err := openStoreLogging(ctx, dbPath, *syncMode, func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) })
 	if err != nil {
 		return err
 	}

@@ -81,17 +81,44 @@ func (c *stmtCache) close() {
 }
 
 // cachedTx runs a transaction's queries through the pool's statements.
+// A query the pool has not prepared yet (its background prepare waits for
+// a free connection, and this transaction may hold the only one) is
+// prepared on the transaction itself, once: a long transaction such as an
+// import parses each query once, not once per call.
 type cachedTx struct {
-	tx *sql.Tx
-	c  *stmtCache
+	tx    *sql.Tx
+	c     *stmtCache
+	local map[string]*sql.Stmt // closed by database/sql when tx ends
+}
+
+func newCachedTx(tx *sql.Tx, c *stmtCache) cachedTx {
+	return cachedTx{tx: tx, c: c, local: map[string]*sql.Stmt{}}
+}
+
+// stmt returns query's statement bound to the transaction.
+func (t cachedTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := t.local[query]; st != nil {
+		return st, nil
+	}
+	if st, err := t.c.stmt(ctx, query); err == nil {
+		st = t.tx.StmtContext(ctx, st)
+		t.local[query] = st
+		return st, nil
+	}
+	st, err := t.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.local[query] = st
+	return st, nil
 }
 
 func (t cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.c.stmt(ctx, query)
+	st, err := t.stmt(ctx, query)
 	if err != nil {
-		return t.tx.ExecContext(ctx, query, args...)
+		return nil, err
 	}
-	return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	return st.ExecContext(ctx, args...)
 }
 
 func (t cachedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -99,19 +126,21 @@ func (t cachedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, 
 }
 
 func (t cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := t.c.stmt(ctx, query)
+	st, err := t.stmt(ctx, query)
 	if err != nil {
-		return t.tx.QueryContext(ctx, query, args...)
+		return nil, err
 	}
-	return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	return st.QueryContext(ctx, args...)
 }
 
 func (t cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := t.c.stmt(ctx, query)
+	st, err := t.stmt(ctx, query)
 	if err != nil {
+		// A *sql.Row cannot be built with an error: let the transaction
+		// report the same preparation error.
 		return t.tx.QueryRowContext(ctx, query, args...)
 	}
-	return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	return st.QueryRowContext(ctx, args...)
 }
 
 // ReadTx is a read-only transaction on the reader pool: every query in it
@@ -127,7 +156,7 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &ReadTx{tx: tx, db: cachedTx{tx: tx, c: s.readStmts}}, nil
+	return &ReadTx{tx: tx, db: newCachedTx(tx, s.readStmts)}, nil
 }
 
 // DB returns the transaction's queries.

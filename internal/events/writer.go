@@ -87,6 +87,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 	}
 	last := int64(-1)
 	ok := 0
+	db := newCachedTx(sqlTx, s.writeStmts) // statements shared by the batch
 	for i, req := range batch {
 		if err := req.ctx.Err(); err != nil {
 			results[i] = err
@@ -96,7 +97,6 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			results[i] = classify(err)
 			continue
 		}
-		db := cachedTx{tx: sqlTx, c: s.writeStmts}
 		t := &Tx{s: s, tx: sqlTx, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last}
 		if err := req.fn(t); err != nil {
 			results[i] = classify(err)

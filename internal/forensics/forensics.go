@@ -158,10 +158,16 @@ func StoreEvents(ctx context.Context, store *events.Store, until int64) Next {
 // Open opens (creating and migrating) a database for a replay. A replay can
 // always be run again, so it skips fsync (synchronous=OFF).
 func Open(ctx context.Context, path string) (*events.Store, error) {
+	return OpenLogging(ctx, path, nil)
+}
+
+// OpenLogging is Open reporting through logf when it rebuilds the
+// projections of a database a migration changed.
+func OpenLogging(ctx context.Context, path string, logf func(format string, args ...any)) (*events.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return events.Open(ctx, path, events.Options{Apply: projections.Apply, Synchronous: "off"})
+	return projections.Open(ctx, path, events.Options{Synchronous: "off"}, logf)
 }
 
 // Scratch opens a fresh database in a new temporary folder; cleanup closes

@@ -70,7 +70,7 @@ func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]reque
 	older := max(0, len(reqs)-bootstrapUserRequests)
 	var out []requestLine
 	for _, it := range reqs[older:] {
-		text, err := r.ItemText(ctx, c.taskID, c.agent.Agent, it.EntryID)
+		text, _, err := r.ItemText(ctx, c.taskID, c.agent.Agent, it.EntryID)
 		if err != nil {
 			continue
 		}

@@ -212,7 +212,7 @@ func TestConcurrentSyncsOfDifferentAgents(t *testing.T) {
 			t.Errorf("agent %d: revision %d (%v) after %d syncs", k, rev, err, syncs[k])
 		}
 		for _, id := range ids {
-			text, err := r.ItemText(ctx, cc.TaskID, cc.Agent, id)
+			text, _, err := r.ItemText(ctx, cc.TaskID, cc.Agent, id)
 			if err != nil || !strings.HasPrefix(text, marker(k)+" says ") {
 				t.Errorf("agent %d: item %s is %q (%v): another agent's entry?", k, id, text, err)
 			}

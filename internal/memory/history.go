@@ -415,7 +415,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	lines := make([]string, 0, len(items))
 	used := 0
 	for _, it := range items {
-		text, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
+		text, _, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
 		if err != nil {
 			return ToolResult{}, err
 		}
@@ -476,7 +476,7 @@ func readItem(ctx context.Context, r *projections.Reader, c caller, a readItemAr
 	if it.WindowID != a.WindowID {
 		return ToolResult{}, notFoundf("history item %q is not in window %q of %s; list or search to find its window", a.ItemID, a.WindowID, agent)
 	}
-	text, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
+	text, _, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
 	if err != nil {
 		return ToolResult{}, err
 	}
@@ -556,28 +556,24 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	if err != nil {
 		return ToolResult{}, err
 	}
-	all, err := r.Items(ctx, c.taskID, agent)
-	if err != nil {
-		return ToolResult{}, err
-	}
-	found, err := r.SearchItems(ctx, c.taskID, agent, a.Query)
-	if err != nil {
-		return ToolResult{}, err
-	}
+	// Scan the agent's texts for entries with a match; only their ids are
+	// kept, so a needle found everywhere costs no more memory than the
+	// branch's item list.
 	preview := int(c.agent.Budget.HistoryItemPreviewChars)
-	regions := make(map[int64][]region, len(found))
-	for _, m := range found {
-		if rs := findRegions(m.Text, m.Breaks, a.Query, preview); len(rs) > 0 {
-			regions[m.BranchIndex] = rs
-		}
+	var found []string
+	err = r.SearchTexts(ctx, c.taskID, agent, a.Query, func(id string) error {
+		found = append(found, id)
+		return nil
+	})
+	if err != nil {
+		return ToolResult{}, err
+	}
+	items, err := r.ItemsOf(ctx, c.taskID, agent, found)
+	if err != nil {
+		return ToolResult{}, err
 	}
 	f := newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName)
-	var hits []projections.Item
-	for _, it := range orderedItems(all, f, a.RecentFirst) {
-		if _, ok := regions[it.BranchIndex]; ok {
-			hits = append(hits, it)
-		}
-	}
+	hits := orderedItems(items, f, a.RecentFirst)
 	if len(hits) == 0 {
 		note := compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)})
 		if chars(note) > listBudget(c.agent.Budget) { // a long query is not echoed past the budget
@@ -591,9 +587,13 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	recs := make([]searchRecord, len(hits))
 	lines := make([]string, len(hits))
 	for i, it := range hits {
+		text, breaks, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
+		if err != nil {
+			return ToolResult{}, err
+		}
 		recs[i] = searchRecord{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName), NChars: it.NChars,
-			Regions: regions[it.BranchIndex]}
+			Regions: findRegions(text, breaks, a.Query, preview)}
 		lines[i] = compactJSON(recs[i])
 	}
 	kept, text := fitLines(lines, listBudget(c.agent.Budget), omitted, historyHint)

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
@@ -1155,4 +1156,123 @@ func historyDigest(tb testing.TB, store *events.Store) []projections.TableDigest
 		}
 	}
 	return d
+}
+
+// TestHistorySearchChunksProperty: texts sealed into chunks and texts still
+// open are searched exactly as a scan of each item's rendered text would:
+// a needle is found in an item iff the item's text contains it at a place
+// that spans no break, never across two items, whatever chunk the items
+// are in; and every item's text reads back whole.
+func TestHistorySearchChunksProperty(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpenService(t)
+	cc := mustAttach(t, s, "/home/u/.pi/agent/sessions/chunks.jsonl")
+	r := rand.New(rand.NewPCG(20261203, 11))
+	alphabet := []string{"a", "b", "c", " ", "é", "😀", "\n", "ab", "ca"}
+	text := func(n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		return sb.String() + "x"
+	}
+	b := sessiongen.NewBuilder(11)
+	synced := 0
+	for i := range 400 {
+		n := 1 + r.IntN(200)
+		if r.IntN(10) == 0 {
+			n = 5000 + r.IntN(30000) // large items seal chunks quickly
+		}
+		switch i % 4 {
+		case 0:
+			b.UserText(text(n))
+		case 1: // two text blocks: one break between them
+			b.Assistant(sessiongen.Text(text(n)), sessiongen.Text(text(1+r.IntN(50))))
+		case 2:
+			call := b.CallID()
+			b.Assistant(sessiongen.ToolCall(call, "bash", map[string]any{"command": text(5)}))
+			b.ToolResult(call, "bash", false, sessiongen.Text(text(n)))
+		default:
+			b.UserText(text(n))
+		}
+		if r.IntN(20) == 0 || i == 399 { // sync in batches of varying size
+			sess := b.Session()
+			if _, err := histSyncErr(s, cc, sess.Entries[synced:], sess.Branch, nil); err != nil {
+				t.Fatal(err)
+			}
+			synced = len(sess.Entries)
+		}
+	}
+	sess := b.Session()
+	type item struct {
+		id     string
+		text   string
+		breaks []int
+	}
+	var items []item
+	rd := projections.NewReader(s.Store().Reader())
+	for _, raw := range sess.Entries {
+		rr := history.Render(raw)
+		if !rr.Item {
+			continue
+		}
+		var head struct{ ID string }
+		if err := json.Unmarshal(raw, &head); err != nil {
+			t.Fatal(err)
+		}
+		got, breaks, err := rd.ItemText(ctx, cc.TaskID, cc.Agent, head.ID)
+		if err != nil || got != rr.Text || !slices.Equal(breaks, rr.Breaks) && len(breaks)+len(rr.Breaks) > 0 {
+			t.Fatalf("item %s reads back %d chars, breaks %v (%v); rendered %d chars, breaks %v", head.ID, len(got), breaks, err, len(rr.Text), rr.Breaks)
+		}
+		items = append(items, item{head.ID, rr.Text, rr.Breaks})
+	}
+	var chunks int
+	if err := s.Store().Reader().QueryRowContext(ctx, "SELECT count(*) FROM history_chunks").Scan(&chunks); err != nil || chunks < 3 {
+		t.Fatalf("%d sealed chunks (%v): the test needs several", chunks, err)
+	}
+	// want is the naive search: every match position, checked for breaks.
+	want := func(needle string) []string {
+		var out []string
+		for _, it := range items {
+			if len(findRegions(it.text, it.breaks, needle, 0)) > 0 {
+				out = append(out, it.id)
+			}
+		}
+		return out
+	}
+	runes := func(s string) []rune { return []rune(s) }
+	for k := range 300 {
+		var needle string
+		a := items[r.IntN(len(items))]
+		switch k % 4 {
+		case 0: // inside an item
+			rs := runes(a.text)
+			i := r.IntN(len(rs))
+			needle = string(rs[i : i+1+r.IntN(min(len(rs)-i, 8))])
+		case 1: // across two consecutive items
+			i := r.IntN(len(items) - 1)
+			x, y := runes(items[i].text), runes(items[i+1].text)
+			needle = string(x[max(0, len(x)-1-r.IntN(4)):]) + string(y[:min(len(y), 1+r.IntN(4))])
+		case 2: // across a break
+			if len(a.breaks) > 0 {
+				rs := runes(a.text)
+				br := a.breaks[0]
+				needle = string(rs[max(0, br-1-r.IntN(3)):min(len(rs), br+2+r.IntN(3))])
+			} else {
+				needle = "c\na"
+			}
+		default:
+			needle = text(r.IntN(3))
+		}
+		var got []string
+		if err := rd.SearchTexts(ctx, cc.TaskID, cc.Agent, needle, func(id string) error {
+			got = append(got, id)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if w := want(needle); !slices.Equal(got, w) {
+			t.Fatalf("needle %q: found %d items %v, want %d %v", needle, len(got), got, len(w), w)
+		}
+	}
 }

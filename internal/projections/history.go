@@ -46,12 +46,21 @@ func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events
 	if err != nil {
 		return err
 	}
+	text := r.Text
+	if !r.Item {
+		text = "" // only items are read or searched
+	}
+	place, err := placeText(ctx, q, p.TaskID, p.Agent, p.EntryID, text, string(breaks))
+	if err != nil {
+		return err
+	}
 	return q.InsertHistoryEntry(ctx, projectionsdb.InsertHistoryEntryParams{
-		TaskID: p.TaskID, Agent: p.Agent, EntryID: p.EntryID, Raw: string(p.Entry), Digest: EntryDigest(canon),
-		Item: b2i(r.Item), Role: r.Role, RawRole: r.RawRole, Text: []byte(r.Text), Breaks: string(breaks), NChars: int64(history.Chars(r.Text)),
-		Images: int64(r.Images), Calls: string(calls), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
+		TaskID: p.TaskID, Agent: p.Agent, EntryID: p.EntryID, Digest: EntryDigest(canon),
+		Item: b2i(r.Item), Role: r.Role, RawRole: r.RawRole, NChars: int64(history.Chars(r.Text)),
+		Images: int64(r.Images), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
 		ToolName: r.ToolName, Compaction: b2i(r.Compaction), Control: b2i(r.Control), MarkedWindow: r.WindowID,
-		Position: ev.Position,
+		Position: ev.Position, TextChunk: place.chunk, TextOffset: place.offset, TextBytes: place.bytes,
+		Calls: string(calls), Breaks: string(breaks), Raw: string(p.Entry),
 	})
 }
 

@@ -1,10 +1,11 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
@@ -111,39 +112,49 @@ func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent, entryID string)
 	return itemFrom(projectionsdb.HistoryItemsRow(row)), nil
 }
 
-// ItemText returns the rendered text of an entry.
-func (r *Reader) ItemText(ctx context.Context, taskID, agent, entryID string) (string, error) {
-	row, err := r.q.HistoryEntryText(ctx, projectionsdb.HistoryEntryTextParams{TaskID: taskID, Agent: agent, EntryID: entryID})
-	return string(row.Text), notFound(err)
+// byEntryLimit is how many entries ItemsOf looks up one by one; for more
+// it reads the whole branch once.
+const byEntryLimit = 256
+
+// ItemsOf returns the items of the current branch among the entries ids,
+// in branch order, with their tool calls. Entries not on the branch are
+// left out.
+func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, ids []string) ([]Item, error) {
+	if len(ids) > byEntryLimit {
+		all, err := r.Items(ctx, taskID, agent)
+		if err != nil {
+			return nil, err
+		}
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		return slices.DeleteFunc(all, func(it Item) bool { return !want[it.EntryID] }), nil
+	}
+	out := make([]Item, 0, len(ids))
+	for _, id := range ids {
+		it, err := r.ItemByEntry(ctx, taskID, agent, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		calls, err := r.q.HistoryCallsAt(ctx, projectionsdb.HistoryCallsAtParams{TaskID: taskID, Agent: agent, BranchIndex: it.BranchIndex})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			it.Calls = append(it.Calls, history.Call{ID: c.CallID, Name: c.ToolName})
+		}
+		out = append(out, it)
+	}
+	slices.SortFunc(out, func(a, b Item) int { return cmp.Compare(a.BranchIndex, b.BranchIndex) })
+	return out, nil
 }
 
 // EntryRaw returns an entry's raw JSON as stored.
 func (r *Reader) EntryRaw(ctx context.Context, taskID, agent, entryID string) ([]byte, error) {
 	s, err := r.q.HistoryEntryRaw(ctx, projectionsdb.HistoryEntryRawParams{TaskID: taskID, Agent: agent, EntryID: entryID})
 	return []byte(s), notFound(err)
-}
-
-// TextMatch is an item whose text contains a search query.
-type TextMatch struct {
-	BranchIndex int64
-	Text        string
-	// Breaks are the offsets of the newlines joining separate parts.
-	Breaks []int
-}
-
-// SearchItems returns the items of an agent's current branch whose text
-// contains query as a literal, case-sensitive substring, in branch order.
-func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string) ([]TextMatch, error) {
-	rows, err := r.q.SearchHistoryItems(ctx, projectionsdb.SearchHistoryItemsParams{TaskID: taskID, Agent: agent, Query: []byte(query)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]TextMatch, len(rows))
-	for i, m := range rows {
-		out[i] = TextMatch{BranchIndex: m.BranchIndex, Text: string(m.Text)}
-		if err := json.Unmarshal([]byte(m.Breaks), &out[i].Breaks); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

@@ -62,15 +62,55 @@ SELECT request_key, result FROM note_calls WHERE task_id = ? AND agent = ? AND c
 INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) VALUES (?, ?, ?, ?, ?, ?);
 
 -- name: GetHistoryEntry :one
-SELECT * FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+SELECT item, role, raw_role, n_chars, images, calls_only, tool_call_id, tool_name, compaction, control, marked_window, calls
+FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: HistoryEntryDigest :one
 SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: InsertHistoryEntry :exec
-INSERT INTO history_entries (task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images,
-    calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO history_entries (task_id, agent, entry_id, digest, item, role, raw_role, n_chars, images, calls_only,
+    tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
+    calls, breaks, raw)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: GetOpenChunk :one
+SELECT chunk_no, bytes FROM history_open_chunks WHERE task_id = ? AND agent = ?;
+
+-- name: UpsertOpenChunk :exec
+INSERT INTO history_open_chunks (task_id, agent, chunk_no, bytes) VALUES (?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET chunk_no = excluded.chunk_no, bytes = excluded.bytes;
+
+-- name: InsertOpenText :exec
+INSERT INTO history_open_texts (task_id, agent, text_offset, entry_id, breaks, text) VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: OpenTexts :many
+SELECT text_offset, entry_id, breaks, text FROM history_open_texts
+WHERE task_id = ? AND agent = ? ORDER BY text_offset;
+
+-- name: OpenText :one
+SELECT text FROM history_open_texts WHERE task_id = ? AND agent = ? AND text_offset = ?;
+
+-- name: DeleteOpenTexts :exec
+DELETE FROM history_open_texts WHERE task_id = ? AND agent = ?;
+
+-- name: InsertChunk :exec
+INSERT INTO history_chunks (task_id, agent, chunk_no, bloom, entries, data) VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: ChunkText :one
+SELECT CAST(substr(data, CAST(sqlc.arg(start) AS INTEGER), CAST(sqlc.arg(n_bytes) AS INTEGER)) AS BLOB) AS text FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sqlc.arg(chunk_no);
+
+-- name: CandidateChunks :many
+-- The chunks that may hold a needle: every trigram of the needle is in the
+-- chunk's Bloom filter (memoryd_bloom_has, registered by this package).
+SELECT chunk_no FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND memoryd_bloom_has(bloom, CAST(sqlc.arg(probes) AS BLOB))
+ORDER BY chunk_no;
+
+-- name: ChunkData :one
+SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?;
 
 -- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?;
@@ -126,23 +166,19 @@ FROM history_items WHERE task_id = ? AND agent = ? ORDER BY branch_index;
 -- name: HistoryCalls :many
 SELECT branch_index, call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? ORDER BY branch_index, call_id;
 
+-- name: HistoryCallsAt :many
+SELECT call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index = ? ORDER BY call_id;
+
 -- name: HistoryItemByEntry :one
 SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
     hidden, n_chars, images
 FROM history_items WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: HistoryEntryText :one
-SELECT text, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+SELECT text_chunk, text_offset, text_bytes, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: HistoryEntryRaw :one
 SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
-
--- name: SearchHistoryItems :many
-SELECT i.branch_index, e.text, e.breaks
-FROM history_items i
-JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
-WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND instr(e.text, CAST(sqlc.arg(query) AS BLOB)) > 0
-ORDER BY i.branch_index;
 
 -- name: GetAgentState :one
 SELECT state FROM agent_states WHERE task_id = ? AND agent = ?;

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/events"
 )
@@ -27,6 +28,9 @@ var tables = []table{
 	{"notes", "task_id, agent, path"},
 	{"note_calls", "task_id, agent, call_id"},
 	{"history_entries", "task_id, agent, entry_id"},
+	{"history_open_chunks", "task_id, agent"},
+	{"history_open_texts", "task_id, agent, text_offset"},
+	{"history_chunks", "task_id, agent, chunk_no"},
 	{"history_branches", "task_id, agent"},
 	{"history_branch_entries", "task_id, agent, branch_index"},
 	{"history_items", "task_id, agent, branch_index"},
@@ -37,29 +41,75 @@ var tables = []table{
 // Rebuild empties every projection and re-applies the whole log from
 // position 1, in one transaction.
 func Rebuild(ctx context.Context, store *events.Store) error {
-	return store.Update(ctx, "", func(tx *events.Tx) error {
-		for _, t := range tables {
-			if _, err := tx.DB().ExecContext(ctx, "DELETE FROM "+t.name); err != nil {
+	return store.Update(ctx, "", func(tx *events.Tx) error { return rebuild(ctx, tx) })
+}
+
+// Open opens the event log at path with the projections as its applier
+// (opts.Apply is set). When a migration changed a projection's shape and
+// marked the projections for a rebuild, it rebuilds them from the log
+// before returning, in one transaction, and logs why through logf.
+func Open(ctx context.Context, path string, opts events.Options, logf func(format string, args ...any)) (*events.Store, error) {
+	opts.Apply = Apply
+	store, err := events.Open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	err = store.Update(ctx, "", func(tx *events.Tx) error {
+		var reasons []string
+		rows, err := tx.DB().QueryContext(ctx, "SELECT reason FROM projection_rebuilds")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var r string
+			if err := rows.Scan(&r); err != nil {
+				rows.Close()
 				return err
 			}
+			reasons = append(reasons, r)
 		}
-		f := events.Filter{Limit: 1000}
-		for {
-			page, err := tx.Read(ctx, f)
-			if err != nil {
-				return err
-			}
-			for _, ev := range page {
-				if err := tx.Reapply(ctx, ev); err != nil {
-					return fmt.Errorf("rebuild at position %d: %w", ev.Position, err)
-				}
-			}
-			if len(page) < f.Limit {
-				return nil
-			}
-			f.After = page[len(page)-1].Position
+		rows.Close()
+		if err := rows.Err(); err != nil || len(reasons) == 0 {
+			return err
 		}
+		if logf != nil {
+			logf("rebuilding the projections from the log: %s", strings.Join(reasons, "; "))
+		}
+		if err := rebuild(ctx, tx); err != nil {
+			return err
+		}
+		_, err = tx.DB().ExecContext(ctx, "DELETE FROM projection_rebuilds")
+		return err
 	})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("rebuild the projections of %s: %w", path, err)
+	}
+	return store, nil
+}
+
+func rebuild(ctx context.Context, tx *events.Tx) error {
+	for _, t := range tables {
+		if _, err := tx.DB().ExecContext(ctx, "DELETE FROM "+t.name); err != nil {
+			return err
+		}
+	}
+	f := events.Filter{Limit: 1000}
+	for {
+		page, err := tx.Read(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page {
+			if err := tx.Reapply(ctx, ev); err != nil {
+				return fmt.Errorf("rebuild at position %d: %w", ev.Position, err)
+			}
+		}
+		if len(page) < f.Limit {
+			return nil
+		}
+		f.After = page[len(page)-1].Position
+	}
 }
 
 // TableDigest is the fingerprint of one projection table.

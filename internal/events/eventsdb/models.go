@@ -58,20 +58,25 @@ type HistoryCall struct {
 	ToolName    string
 }
 
+type HistoryChunk struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Bloom   []byte
+	Entries string
+	Data    []byte
+}
+
 type HistoryEntry struct {
 	TaskID       string
 	Agent        string
 	EntryID      string
-	Raw          string
 	Digest       string
 	Item         int64
 	Role         string
 	RawRole      string
-	Text         []byte
-	Breaks       string
 	NChars       int64
 	Images       int64
-	Calls        string
 	CallsOnly    int64
 	ToolCallID   string
 	ToolName     string
@@ -79,6 +84,12 @@ type HistoryEntry struct {
 	Control      int64
 	MarkedWindow string
 	Position     int64
+	TextChunk    int64
+	TextOffset   int64
+	TextBytes    int64
+	Calls        string
+	Breaks       string
+	Raw          string
 }
 
 type HistoryItem struct {
@@ -96,6 +107,22 @@ type HistoryItem struct {
 	Hidden        int64
 	NChars        int64
 	Images        int64
+}
+
+type HistoryOpenChunk struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Bytes   int64
+}
+
+type HistoryOpenText struct {
+	TaskID     string
+	Agent      string
+	TextOffset int64
+	EntryID    string
+	Breaks     string
+	Text       []byte
 }
 
 type Note struct {
@@ -118,6 +145,10 @@ type NoteCall struct {
 	RequestKey string
 	Result     string
 	Position   int64
+}
+
+type ProjectionRebuild struct {
+	Reason string
 }
 
 type Task struct {

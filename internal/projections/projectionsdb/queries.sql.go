@@ -98,6 +98,92 @@ func (q *Queries) CallToolName(ctx context.Context, arg CallToolNameParams) (str
 	return tool_name, err
 }
 
+const candidateChunks = `-- name: CandidateChunks :many
+SELECT chunk_no FROM history_chunks
+WHERE task_id = ?1 AND agent = ?2
+  AND memoryd_bloom_has(bloom, CAST(?3 AS BLOB))
+ORDER BY chunk_no
+`
+
+type CandidateChunksParams struct {
+	TaskID string
+	Agent  string
+	Probes []byte
+}
+
+// The chunks that may hold a needle: every trigram of the needle is in the
+// chunk's Bloom filter (memoryd_bloom_has, registered by this package).
+func (q *Queries) CandidateChunks(ctx context.Context, arg CandidateChunksParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, candidateChunks, arg.TaskID, arg.Agent, arg.Probes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var chunk_no int64
+		if err := rows.Scan(&chunk_no); err != nil {
+			return nil, err
+		}
+		items = append(items, chunk_no)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const chunkData = `-- name: ChunkData :one
+SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?
+`
+
+type ChunkDataParams struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+}
+
+type ChunkDataRow struct {
+	Entries string
+	Data    []byte
+}
+
+func (q *Queries) ChunkData(ctx context.Context, arg ChunkDataParams) (ChunkDataRow, error) {
+	row := q.db.QueryRowContext(ctx, chunkData, arg.TaskID, arg.Agent, arg.ChunkNo)
+	var i ChunkDataRow
+	err := row.Scan(&i.Entries, &i.Data)
+	return i, err
+}
+
+const chunkText = `-- name: ChunkText :one
+SELECT CAST(substr(data, CAST(?1 AS INTEGER), CAST(?2 AS INTEGER)) AS BLOB) AS text FROM history_chunks
+WHERE task_id = ?3 AND agent = ?4 AND chunk_no = ?5
+`
+
+type ChunkTextParams struct {
+	Start   int64
+	NBytes  int64
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+}
+
+func (q *Queries) ChunkText(ctx context.Context, arg ChunkTextParams) ([]byte, error) {
+	row := q.db.QueryRowContext(ctx, chunkText,
+		arg.Start,
+		arg.NBytes,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNo,
+	)
+	var text []byte
+	err := row.Scan(&text)
+	return text, err
+}
+
 const deleteBranchEntriesFrom = `-- name: DeleteBranchEntriesFrom :exec
 DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?
 `
@@ -140,6 +226,20 @@ type DeleteItemsFromParams struct {
 
 func (q *Queries) DeleteItemsFrom(ctx context.Context, arg DeleteItemsFromParams) error {
 	_, err := q.db.ExecContext(ctx, deleteItemsFrom, arg.TaskID, arg.Agent, arg.BranchIndex)
+	return err
+}
+
+const deleteOpenTexts = `-- name: DeleteOpenTexts :exec
+DELETE FROM history_open_texts WHERE task_id = ? AND agent = ?
+`
+
+type DeleteOpenTextsParams struct {
+	TaskID string
+	Agent  string
+}
+
+func (q *Queries) DeleteOpenTexts(ctx context.Context, arg DeleteOpenTextsParams) error {
+	_, err := q.db.ExecContext(ctx, deleteOpenTexts, arg.TaskID, arg.Agent)
 	return err
 }
 
@@ -207,7 +307,8 @@ func (q *Queries) GetHistoryBranch(ctx context.Context, arg GetHistoryBranchPara
 }
 
 const getHistoryEntry = `-- name: GetHistoryEntry :one
-SELECT task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images, calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+SELECT item, role, raw_role, n_chars, images, calls_only, tool_call_id, tool_name, compaction, control, marked_window, calls
+FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
 
 type GetHistoryEntryParams struct {
@@ -216,30 +317,37 @@ type GetHistoryEntryParams struct {
 	EntryID string
 }
 
-func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams) (HistoryEntry, error) {
+type GetHistoryEntryRow struct {
+	Item         int64
+	Role         string
+	RawRole      string
+	NChars       int64
+	Images       int64
+	CallsOnly    int64
+	ToolCallID   string
+	ToolName     string
+	Compaction   int64
+	Control      int64
+	MarkedWindow string
+	Calls        string
+}
+
+func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams) (GetHistoryEntryRow, error) {
 	row := q.db.QueryRowContext(ctx, getHistoryEntry, arg.TaskID, arg.Agent, arg.EntryID)
-	var i HistoryEntry
+	var i GetHistoryEntryRow
 	err := row.Scan(
-		&i.TaskID,
-		&i.Agent,
-		&i.EntryID,
-		&i.Raw,
-		&i.Digest,
 		&i.Item,
 		&i.Role,
 		&i.RawRole,
-		&i.Text,
-		&i.Breaks,
 		&i.NChars,
 		&i.Images,
-		&i.Calls,
 		&i.CallsOnly,
 		&i.ToolCallID,
 		&i.ToolName,
 		&i.Compaction,
 		&i.Control,
 		&i.MarkedWindow,
-		&i.Position,
+		&i.Calls,
 	)
 	return i, err
 }
@@ -292,6 +400,27 @@ func (q *Queries) GetNoteCall(ctx context.Context, arg GetNoteCallParams) (GetNo
 	row := q.db.QueryRowContext(ctx, getNoteCall, arg.TaskID, arg.Agent, arg.CallID)
 	var i GetNoteCallRow
 	err := row.Scan(&i.RequestKey, &i.Result)
+	return i, err
+}
+
+const getOpenChunk = `-- name: GetOpenChunk :one
+SELECT chunk_no, bytes FROM history_open_chunks WHERE task_id = ? AND agent = ?
+`
+
+type GetOpenChunkParams struct {
+	TaskID string
+	Agent  string
+}
+
+type GetOpenChunkRow struct {
+	ChunkNo int64
+	Bytes   int64
+}
+
+func (q *Queries) GetOpenChunk(ctx context.Context, arg GetOpenChunkParams) (GetOpenChunkRow, error) {
+	row := q.db.QueryRowContext(ctx, getOpenChunk, arg.TaskID, arg.Agent)
+	var i GetOpenChunkRow
+	err := row.Scan(&i.ChunkNo, &i.Bytes)
 	return i, err
 }
 
@@ -349,6 +478,44 @@ func (q *Queries) HistoryCalls(ctx context.Context, arg HistoryCallsParams) ([]H
 	return items, nil
 }
 
+const historyCallsAt = `-- name: HistoryCallsAt :many
+SELECT call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index = ? ORDER BY call_id
+`
+
+type HistoryCallsAtParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+type HistoryCallsAtRow struct {
+	CallID   string
+	ToolName string
+}
+
+func (q *Queries) HistoryCallsAt(ctx context.Context, arg HistoryCallsAtParams) ([]HistoryCallsAtRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyCallsAt, arg.TaskID, arg.Agent, arg.BranchIndex)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryCallsAtRow{}
+	for rows.Next() {
+		var i HistoryCallsAtRow
+		if err := rows.Scan(&i.CallID, &i.ToolName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const historyEntryDigest = `-- name: HistoryEntryDigest :one
 SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
@@ -384,7 +551,7 @@ func (q *Queries) HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams
 }
 
 const historyEntryText = `-- name: HistoryEntryText :one
-SELECT text, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+SELECT text_chunk, text_offset, text_bytes, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
 
 type HistoryEntryTextParams struct {
@@ -394,14 +561,21 @@ type HistoryEntryTextParams struct {
 }
 
 type HistoryEntryTextRow struct {
-	Text   []byte
-	Breaks string
+	TextChunk  int64
+	TextOffset int64
+	TextBytes  int64
+	Breaks     string
 }
 
 func (q *Queries) HistoryEntryText(ctx context.Context, arg HistoryEntryTextParams) (HistoryEntryTextRow, error) {
 	row := q.db.QueryRowContext(ctx, historyEntryText, arg.TaskID, arg.Agent, arg.EntryID)
 	var i HistoryEntryTextRow
-	err := row.Scan(&i.Text, &i.Breaks)
+	err := row.Scan(
+		&i.TextChunk,
+		&i.TextOffset,
+		&i.TextBytes,
+		&i.Breaks,
+	)
 	return i, err
 }
 
@@ -627,26 +801,48 @@ func (q *Queries) InsertCall(ctx context.Context, arg InsertCallParams) error {
 	return err
 }
 
+const insertChunk = `-- name: InsertChunk :exec
+INSERT INTO history_chunks (task_id, agent, chunk_no, bloom, entries, data) VALUES (?, ?, ?, ?, ?, ?)
+`
+
+type InsertChunkParams struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Bloom   []byte
+	Entries string
+	Data    []byte
+}
+
+func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error {
+	_, err := q.db.ExecContext(ctx, insertChunk,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNo,
+		arg.Bloom,
+		arg.Entries,
+		arg.Data,
+	)
+	return err
+}
+
 const insertHistoryEntry = `-- name: InsertHistoryEntry :exec
-INSERT INTO history_entries (task_id, agent, entry_id, raw, digest, item, role, raw_role, text, breaks, n_chars, images,
-    calls, calls_only, tool_call_id, tool_name, compaction, control, marked_window, position)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO history_entries (task_id, agent, entry_id, digest, item, role, raw_role, n_chars, images, calls_only,
+    tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
+    calls, breaks, raw)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertHistoryEntryParams struct {
 	TaskID       string
 	Agent        string
 	EntryID      string
-	Raw          string
 	Digest       string
 	Item         int64
 	Role         string
 	RawRole      string
-	Text         []byte
-	Breaks       string
 	NChars       int64
 	Images       int64
-	Calls        string
 	CallsOnly    int64
 	ToolCallID   string
 	ToolName     string
@@ -654,6 +850,12 @@ type InsertHistoryEntryParams struct {
 	Control      int64
 	MarkedWindow string
 	Position     int64
+	TextChunk    int64
+	TextOffset   int64
+	TextBytes    int64
+	Calls        string
+	Breaks       string
+	Raw          string
 }
 
 func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntryParams) error {
@@ -661,16 +863,12 @@ func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntry
 		arg.TaskID,
 		arg.Agent,
 		arg.EntryID,
-		arg.Raw,
 		arg.Digest,
 		arg.Item,
 		arg.Role,
 		arg.RawRole,
-		arg.Text,
-		arg.Breaks,
 		arg.NChars,
 		arg.Images,
-		arg.Calls,
 		arg.CallsOnly,
 		arg.ToolCallID,
 		arg.ToolName,
@@ -678,6 +876,12 @@ func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntry
 		arg.Control,
 		arg.MarkedWindow,
 		arg.Position,
+		arg.TextChunk,
+		arg.TextOffset,
+		arg.TextBytes,
+		arg.Calls,
+		arg.Breaks,
+		arg.Raw,
 	)
 	return err
 }
@@ -778,6 +982,31 @@ func (q *Queries) InsertNoteCall(ctx context.Context, arg InsertNoteCallParams) 
 		arg.RequestKey,
 		arg.Result,
 		arg.Position,
+	)
+	return err
+}
+
+const insertOpenText = `-- name: InsertOpenText :exec
+INSERT INTO history_open_texts (task_id, agent, text_offset, entry_id, breaks, text) VALUES (?, ?, ?, ?, ?, ?)
+`
+
+type InsertOpenTextParams struct {
+	TaskID     string
+	Agent      string
+	TextOffset int64
+	EntryID    string
+	Breaks     string
+	Text       []byte
+}
+
+func (q *Queries) InsertOpenText(ctx context.Context, arg InsertOpenTextParams) error {
+	_, err := q.db.ExecContext(ctx, insertOpenText,
+		arg.TaskID,
+		arg.Agent,
+		arg.TextOffset,
+		arg.EntryID,
+		arg.Breaks,
+		arg.Text,
 	)
 	return err
 }
@@ -902,6 +1131,68 @@ func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (int64, erro
 	return bytes, err
 }
 
+const openText = `-- name: OpenText :one
+SELECT text FROM history_open_texts WHERE task_id = ? AND agent = ? AND text_offset = ?
+`
+
+type OpenTextParams struct {
+	TaskID     string
+	Agent      string
+	TextOffset int64
+}
+
+func (q *Queries) OpenText(ctx context.Context, arg OpenTextParams) ([]byte, error) {
+	row := q.db.QueryRowContext(ctx, openText, arg.TaskID, arg.Agent, arg.TextOffset)
+	var text []byte
+	err := row.Scan(&text)
+	return text, err
+}
+
+const openTexts = `-- name: OpenTexts :many
+SELECT text_offset, entry_id, breaks, text FROM history_open_texts
+WHERE task_id = ? AND agent = ? ORDER BY text_offset
+`
+
+type OpenTextsParams struct {
+	TaskID string
+	Agent  string
+}
+
+type OpenTextsRow struct {
+	TextOffset int64
+	EntryID    string
+	Breaks     string
+	Text       []byte
+}
+
+func (q *Queries) OpenTexts(ctx context.Context, arg OpenTextsParams) ([]OpenTextsRow, error) {
+	rows, err := q.db.QueryContext(ctx, openTexts, arg.TaskID, arg.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpenTextsRow{}
+	for rows.Next() {
+		var i OpenTextsRow
+		if err := rows.Scan(
+			&i.TextOffset,
+			&i.EntryID,
+			&i.Breaks,
+			&i.Text,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const replaceNoteContent = `-- name: ReplaceNoteContent :exec
 UPDATE notes SET content = ?, bytes = ?, revision = revision + 1, updated_at = ?, updated_position = ?
 WHERE task_id = ? AND agent = ? AND path = ?
@@ -928,49 +1219,6 @@ func (q *Queries) ReplaceNoteContent(ctx context.Context, arg ReplaceNoteContent
 		arg.Path,
 	)
 	return err
-}
-
-const searchHistoryItems = `-- name: SearchHistoryItems :many
-SELECT i.branch_index, e.text, e.breaks
-FROM history_items i
-JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
-WHERE i.task_id = ?1 AND i.agent = ?2 AND instr(e.text, CAST(?3 AS BLOB)) > 0
-ORDER BY i.branch_index
-`
-
-type SearchHistoryItemsParams struct {
-	TaskID string
-	Agent  string
-	Query  []byte
-}
-
-type SearchHistoryItemsRow struct {
-	BranchIndex int64
-	Text        []byte
-	Breaks      string
-}
-
-func (q *Queries) SearchHistoryItems(ctx context.Context, arg SearchHistoryItemsParams) ([]SearchHistoryItemsRow, error) {
-	rows, err := q.db.QueryContext(ctx, searchHistoryItems, arg.TaskID, arg.Agent, arg.Query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []SearchHistoryItemsRow{}
-	for rows.Next() {
-		var i SearchHistoryItemsRow
-		if err := rows.Scan(&i.BranchIndex, &i.Text, &i.Breaks); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const searchNotes = `-- name: SearchNotes :many
@@ -1123,6 +1371,28 @@ func (q *Queries) UpsertHistoryBranch(ctx context.Context, arg UpsertHistoryBran
 		arg.Revision,
 		arg.Length,
 		arg.Position,
+	)
+	return err
+}
+
+const upsertOpenChunk = `-- name: UpsertOpenChunk :exec
+INSERT INTO history_open_chunks (task_id, agent, chunk_no, bytes) VALUES (?, ?, ?, ?)
+ON CONFLICT (task_id, agent) DO UPDATE SET chunk_no = excluded.chunk_no, bytes = excluded.bytes
+`
+
+type UpsertOpenChunkParams struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Bytes   int64
+}
+
+func (q *Queries) UpsertOpenChunk(ctx context.Context, arg UpsertOpenChunkParams) error {
+	_, err := q.db.ExecContext(ctx, upsertOpenChunk,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNo,
+		arg.Bytes,
 	)
 	return err
 }

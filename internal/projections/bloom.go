@@ -1,0 +1,83 @@
+package projections
+
+import (
+	"database/sql/driver"
+	"encoding/binary"
+
+	"modernc.org/sqlite"
+)
+
+// A sealed chunk carries a Bloom filter of the byte trigrams of its text:
+// bloomBits bits, one hash per trigram. A needle of at least three bytes
+// can only occur in a chunk whose filter has the bit of every trigram of
+// the needle set, so a search skips the other chunks without reading
+// their text. With 64 KiB of text (some thousands of distinct trigrams)
+// a chunk passes for a needle of 12 bytes (10 trigrams) with a
+// probability well under one in a thousand. The filter is a pure
+// function of the text, so a rebuild writes the same bytes.
+const (
+	bloomBitsLog = 14
+	bloomBits    = 1 << bloomBitsLog
+	bloomBytes   = bloomBits / 8
+)
+
+// trigramBit is the filter bit of the trigram a, b, c (Fibonacci hashing).
+func trigramBit(a, b, c byte) uint32 {
+	t := uint32(a) | uint32(b)<<8 | uint32(c)<<16
+	return (t * 0x9E3779B1) >> (32 - bloomBitsLog)
+}
+
+// trigramBloom returns the filter of data.
+func trigramBloom(data []byte) []byte {
+	f := make([]byte, bloomBytes)
+	for i := 0; i+3 <= len(data); i++ {
+		bit := trigramBit(data[i], data[i+1], data[i+2])
+		f[bit>>3] |= 1 << (bit & 7)
+	}
+	return f
+}
+
+// bloomProbes returns the filter bits of needle's trigrams as
+// little-endian uint16s (none for a needle under three bytes: every chunk
+// passes).
+func bloomProbes(needle []byte) []byte {
+	out := []byte{}
+	seen := map[uint32]bool{}
+	for i := 0; i+3 <= len(needle); i++ {
+		bit := trigramBit(needle[i], needle[i+1], needle[i+2])
+		if !seen[bit] {
+			seen[bit] = true
+			out = binary.LittleEndian.AppendUint16(out, uint16(bit))
+		}
+	}
+	return out
+}
+
+// bloomHas reports whether every probe bit is set in filter. Anything
+// malformed passes: the filter only ever skips, it never decides a match.
+func bloomHas(filter, probes []byte) bool {
+	if len(filter) != bloomBytes {
+		return true
+	}
+	for i := 0; i+2 <= len(probes); i += 2 {
+		bit := binary.LittleEndian.Uint16(probes[i:])
+		if filter[bit>>3]&(1<<(bit&7)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// The SQL function memoryd_bloom_has(filter, probes) is bloomHas, for
+// CandidateChunks. It is registered with the driver for every connection.
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("memoryd_bloom_has", 2,
+		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			filter, _ := args[0].([]byte)
+			probes, _ := args[1].([]byte)
+			if bloomHas(filter, probes) {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		})
+}
