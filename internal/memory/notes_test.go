@@ -1305,7 +1305,11 @@ func TestRetriedCallIDAppendsOnce(t *testing.T) {
 	// Another write moves the note on; the retry still returns the first result.
 	c2 := root
 	c2.CallID = "toolu_2"
-	mustCall(t, s, c2, "notes_append_to_file", `{"path":"a.md","text":"two\n"}`)
+	second := mustCall(t, s, c2, "notes_append_to_file", `{"path":"a.md","text":"two\n"}`)
+	wantFields(t, detailsMap(t, second), `{"path":"/root/notes/a.md","bytes":8,"created":false,"revision":2}`)
+	if got := mustCall(t, s, c2, "notes_append_to_file", `{"path":"a.md","text":"two\n"}`); !reflect.DeepEqual(detailsMap(t, got), detailsMap(t, second)) {
+		t.Errorf("retry of an append to an existing note gave %v, want %v", detailsMap(t, got), detailsMap(t, second))
+	}
 	pos = stateOf(t, s)
 	// The same note named by its full path is the same request.
 	late := mustCall(t, s, c1, "notes_append_to_file", `{"path":"/root/notes/a.md","text":"one\n"}`)

@@ -290,6 +290,13 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if _, err := address.ParseAgent(cc.Agent); err != nil {
 		return caller{}, invalidf("context.agent: %s", addressMessage(err))
 	}
+	a, err := r.Agent(ctx, cc.TaskID, cc.Agent)
+	if err == nil { // the common case: one query
+		return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID}, nil
+	}
+	if !errors.Is(err, projections.ErrNotFound) {
+		return caller{}, err
+	}
 	ok, err := r.TaskExists(ctx, cc.TaskID)
 	if err != nil {
 		return caller{}, err
@@ -297,8 +304,7 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if !ok {
 		return caller{}, notFoundf("unknown task %q; attach first", cc.TaskID)
 	}
-	a, err := target(ctx, r, cc.TaskID, cc.Agent)
-	if err != nil {
+	if a, err = target(ctx, r, cc.TaskID, cc.Agent); err != nil {
 		return caller{}, err
 	}
 	return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID}, nil

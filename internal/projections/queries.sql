@@ -30,7 +30,7 @@ SELECT task_id, agent, path, content, bytes, revision, created_at, updated_at, c
 FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
 
 -- name: NoteSize :one
-SELECT bytes FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
+SELECT bytes, revision FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
 
 -- name: InsertNote :exec
 INSERT INTO notes (task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position)

@@ -117,13 +117,14 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 	}, nil
 }
 
-// NoteSize returns a note's size in bytes and whether it exists.
-func (r *Reader) NoteSize(ctx context.Context, taskID, agent, path string) (int64, bool, error) {
+// NoteSize returns a note's size in bytes and revision (zeros when it does
+// not exist), without reading its content.
+func (r *Reader) NoteSize(ctx context.Context, taskID, agent, path string) (size, revision int64, err error) {
 	n, err := r.q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: taskID, Agent: agent, Path: path})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+		return 0, 0, nil
 	}
-	return n, err == nil, err
+	return n.Bytes, n.Revision, err
 }
 
 // Notes lists an agent's notes whose path starts with prefix, by path.

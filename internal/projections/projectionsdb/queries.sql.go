@@ -1115,7 +1115,7 @@ func (q *Queries) ListNotes(ctx context.Context, arg ListNotesParams) ([]ListNot
 }
 
 const noteSize = `-- name: NoteSize :one
-SELECT bytes FROM notes WHERE task_id = ? AND agent = ? AND path = ?
+SELECT bytes, revision FROM notes WHERE task_id = ? AND agent = ? AND path = ?
 `
 
 type NoteSizeParams struct {
@@ -1124,11 +1124,16 @@ type NoteSizeParams struct {
 	Path   string
 }
 
-func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (int64, error) {
+type NoteSizeRow struct {
+	Bytes    int64
+	Revision int64
+}
+
+func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (NoteSizeRow, error) {
 	row := q.db.QueryRowContext(ctx, noteSize, arg.TaskID, arg.Agent, arg.Path)
-	var bytes int64
-	err := row.Scan(&bytes)
-	return bytes, err
+	var i NoteSizeRow
+	err := row.Scan(&i.Bytes, &i.Revision)
+	return i, err
 }
 
 const openText = `-- name: OpenText :one
