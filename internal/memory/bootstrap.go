@@ -57,19 +57,26 @@ func buildBootstrap(ctx context.Context, r *projections.Reader, c caller, st fen
 // by raw role user only (control messages normalised to user are not
 // requests), oldest first, and how many older ones were left out.
 func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]requestLine, int) {
-	items, err := r.Items(ctx, c.taskID, c.agent.Agent)
+	// Newest first, keeping the bootstrapUserRequests newest and counting
+	// the older ones.
+	var reqs []projections.Item
+	older := 0
+	err := r.EachItem(ctx, c.taskID, c.agent.Agent, true, func(it projections.Item) (bool, error) {
+		if it.RawRole == "user" && !it.Hidden {
+			if len(reqs) < bootstrapUserRequests {
+				reqs = append(reqs, it)
+			} else {
+				older++
+			}
+		}
+		return true, nil
+	})
 	if err != nil {
 		return nil, 0
 	}
-	var reqs []projections.Item
-	for _, it := range items {
-		if it.RawRole == "user" && !it.Hidden {
-			reqs = append(reqs, it)
-		}
-	}
-	older := max(0, len(reqs)-bootstrapUserRequests)
+	slices.Reverse(reqs)
 	var out []requestLine
-	for _, it := range reqs[older:] {
+	for _, it := range reqs {
 		text, _, err := r.ItemText(ctx, c.taskID, c.agent.Agent, it.EntryID)
 		if err != nil {
 			continue

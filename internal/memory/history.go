@@ -394,19 +394,29 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	if err != nil {
 		return ToolResult{}, err
 	}
-	all, err := r.Items(ctx, c.taskID, agent)
+	// Walk the branch in output order keeping the first limit matches and
+	// counting the rest: memory stays bounded on a long history.
+	f := newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName)
+	limit := limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit)
+	var items []projections.Item
+	total := 0
+	err = r.EachItem(ctx, c.taskID, agent, a.RecentFirst != nil && *a.RecentFirst, func(it projections.Item) (bool, error) {
+		if f.match(it) {
+			if total++; len(items) < limit {
+				items = append(items, it)
+			}
+		}
+		return true, nil
+	})
 	if err != nil {
 		return ToolResult{}, err
 	}
-	items := orderedItems(all, newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName), a.RecentFirst)
-	if len(items) == 0 {
+	if total == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no history items match"}),
 			listItemsDetails{Results: []itemRecord{}}), nil
 	}
-	limit := limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit)
 	preview := limitOr(a.MaxCharsPerItem, int(c.agent.Budget.HistoryItemPreviewChars), maxReadLimitChars)
-	omitted := max(0, len(items)-limit)
-	items = items[:min(len(items), limit)]
+	omitted := total - len(items)
 	budget := listBudget(c.agent.Budget)
 	// Room a record may take: the budget less the omission line, so that a
 	// long preview is cut to fit rather than its whole record dropped.

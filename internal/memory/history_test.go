@@ -364,7 +364,9 @@ func histCases() []histCase {
 			e.file(t, "control.jsonl")
 			e.file(t, "branches.jsonl")
 			e.file(t, "compaction.jsonl") // the last sync is the current branch
-			items, err := projections.NewReader(e.s.Store().Reader()).Items(context.Background(), e.root.TaskID, e.root.Agent)
+			var items []projections.Item
+			err := projections.NewReader(e.s.Store().Reader()).EachItem(context.Background(), e.root.TaskID, e.root.Agent, false,
+				func(it projections.Item) (bool, error) { items = append(items, it); return true, nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1274,5 +1276,57 @@ func TestHistorySearchChunksProperty(t *testing.T) {
 		if w := want(needle); !slices.Equal(got, w) {
 			t.Fatalf("needle %q: found %d items %v, want %d %v", needle, len(got), got, len(w), w)
 		}
+	}
+}
+
+// TestHistoryLongBranchPaging: a branch of more items than one page of
+// the item walk lists, counts and searches like a short one, in both
+// orders and with a filter.
+func TestHistoryLongBranchPaging(t *testing.T) {
+	s := mustOpenService(t)
+	cc := mustAttach(t, s, "/home/u/.pi/agent/sessions/long.jsonl")
+	b := sessiongen.NewBuilder(5)
+	var users, all []string
+	for i := range 1300 {
+		if i%3 == 0 {
+			all = append(all, b.Assistant(sessiongen.Text(fmt.Sprintf("answer %d", i))))
+		} else {
+			id := b.UserText(fmt.Sprintf("question %d", i))
+			users, all = append(users, id), append(all, id)
+		}
+	}
+	histSync(t, s, cc, b.Session())
+	for _, c := range []struct {
+		args string
+		want []string
+	}{
+		{`{"limit":200}`, all},
+		{`{"limit":200,"recent_first":true}`, all},
+		{`{"limit":200,"role":"user"}`, users},
+		{`{"limit":200,"role":"user","recent_first":true}`, users},
+	} {
+		want := slices.Clone(c.want)
+		if strings.Contains(c.args, "recent_first") {
+			slices.Reverse(want)
+		}
+		d := detailsMap(t, mustCall(t, s, cc, "history_list_items", c.args))
+		var got []string
+		for _, r := range d["results"].([]any) {
+			got = append(got, r.(map[string]any)["item_id"].(string))
+		}
+		if n := num(t, d["n_returned"]) + num(t, d["omitted"]); n != len(want) || !slices.Equal(got, want[:len(got)]) || len(got) == 0 {
+			t.Fatalf("list %s: %d returned + omitted, first %v; want %d, first %v", c.args, n, got[:min(3, len(got))], len(want), want[:3])
+		}
+	}
+	// "question 1" is in question 1, 10..19, 100..199, 1000..1299 less the answers.
+	d := detailsMap(t, mustCall(t, s, cc, "history_search_contents", `{"query":"question 1","limit":200}`))
+	want := 0
+	for i := range 1300 {
+		if i%3 != 0 && strings.HasPrefix(fmt.Sprint(i), "1") {
+			want++
+		}
+	}
+	if n := num(t, d["n_returned"]) + num(t, d["omitted"]); n != want {
+		t.Fatalf("search found %d items, want %d", n, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/memoryd/memoryd/internal/history"
@@ -73,33 +74,66 @@ type Item struct {
 	Calls         []history.Call
 }
 
-func itemFrom(i projectionsdb.HistoryItemsRow) Item {
+func itemFrom(i projectionsdb.HistoryItemByEntryRow) Item {
 	return Item{BranchIndex: i.BranchIndex, EntryID: i.EntryID, WindowOrdinal: i.WindowOrdinal, WindowID: i.WindowID,
 		Role: i.Role, RawRole: i.RawRole, ToolNamespace: i.ToolNamespace, ToolName: i.ToolName, ToolCallID: i.ToolCallID,
 		Hidden: i.Hidden != 0, NChars: i.NChars, Images: i.Images}
 }
 
-// Items returns the items of an agent's current branch in branch order,
-// with their tool calls.
-func (r *Reader) Items(ctx context.Context, taskID, agent string) ([]Item, error) {
-	rows, err := r.q.HistoryItems(ctx, projectionsdb.HistoryItemsParams{TaskID: taskID, Agent: agent})
-	if err != nil {
-		return nil, err
+// itemsPage is how many items EachItem reads per query.
+const itemsPage = 512
+
+// EachItem calls fn with the items of an agent's current branch, with
+// their tool calls, in branch order (newest first when recentFirst), until
+// fn returns false or an error. It holds one page of items at a time, so
+// a long history is walked in bounded memory.
+func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst bool, fn func(Item) (bool, error)) error {
+	after, before := int64(-1), int64(math.MaxInt64)
+	for {
+		var page []Item
+		if recentFirst {
+			rows, err := r.q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: taskID, Agent: agent, Before: before, MaxItems: itemsPage})
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				page = append(page, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
+			}
+		} else {
+			rows, err := r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: after, MaxItems: itemsPage})
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				page = append(page, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
+			}
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		first, last := page[0].BranchIndex, page[len(page)-1].BranchIndex
+		calls, err := r.q.HistoryCallsBetween(ctx, projectionsdb.HistoryCallsBetweenParams{
+			TaskID: taskID, Agent: agent, Low: min(first, last), High: max(first, last),
+		})
+		if err != nil {
+			return err
+		}
+		byIndex := make(map[int64][]history.Call, len(page))
+		for _, c := range calls {
+			byIndex[c.BranchIndex] = append(byIndex[c.BranchIndex], history.Call{ID: c.CallID, Name: c.ToolName})
+		}
+		for _, it := range page {
+			it.Calls = byIndex[it.BranchIndex]
+			more, err := fn(it)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < itemsPage {
+			return nil
+		}
+		after, before = last, last
 	}
-	calls, err := r.q.HistoryCalls(ctx, projectionsdb.HistoryCallsParams{TaskID: taskID, Agent: agent})
-	if err != nil {
-		return nil, err
-	}
-	byIndex := make(map[int64][]history.Call)
-	for _, c := range calls {
-		byIndex[c.BranchIndex] = append(byIndex[c.BranchIndex], history.Call{ID: c.CallID, Name: c.ToolName})
-	}
-	out := make([]Item, len(rows))
-	for i, row := range rows {
-		out[i] = itemFrom(row)
-		out[i].Calls = byIndex[row.BranchIndex]
-	}
-	return out, nil
 }
 
 // ItemByEntry returns the item of an entry on the current branch, or
@@ -109,7 +143,7 @@ func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent, entryID string)
 	if err != nil {
 		return Item{}, notFound(err)
 	}
-	return itemFrom(projectionsdb.HistoryItemsRow(row)), nil
+	return itemFrom(row), nil
 }
 
 // byEntryLimit is how many entries ItemsOf looks up one by one; for more
@@ -121,15 +155,18 @@ const byEntryLimit = 256
 // left out.
 func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, ids []string) ([]Item, error) {
 	if len(ids) > byEntryLimit {
-		all, err := r.Items(ctx, taskID, agent)
-		if err != nil {
-			return nil, err
-		}
 		want := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			want[id] = true
 		}
-		return slices.DeleteFunc(all, func(it Item) bool { return !want[it.EntryID] }), nil
+		var out []Item
+		err := r.EachItem(ctx, taskID, agent, false, func(it Item) (bool, error) {
+			if want[it.EntryID] {
+				out = append(out, it)
+			}
+			return true, nil
+		})
+		return out, err
 	}
 	out := make([]Item, 0, len(ids))
 	for _, id := range ids {

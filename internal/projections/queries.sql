@@ -158,13 +158,22 @@ ORDER BY branch_index DESC LIMIT 1;
 SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
 WHERE task_id = ? AND agent = ? GROUP BY window_ordinal, window_id ORDER BY window_ordinal;
 
--- name: HistoryItems :many
+-- name: HistoryItemsAfter :many
 SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
     hidden, n_chars, images
-FROM history_items WHERE task_id = ? AND agent = ? ORDER BY branch_index;
+FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index > sqlc.arg(after)
+ORDER BY branch_index LIMIT sqlc.arg(max_items);
 
--- name: HistoryCalls :many
-SELECT branch_index, call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? ORDER BY branch_index, call_id;
+-- name: HistoryItemsBefore :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
+ORDER BY branch_index DESC LIMIT sqlc.arg(max_items);
+
+-- name: HistoryCallsBetween :many
+SELECT branch_index, call_id, tool_name FROM history_calls
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(low) AND branch_index <= sqlc.arg(high)
+ORDER BY branch_index, call_id;
 
 -- name: HistoryCallsAt :many
 SELECT call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index = ? ORDER BY call_id;

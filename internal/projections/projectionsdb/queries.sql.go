@@ -440,44 +440,6 @@ func (q *Queries) GetTask(ctx context.Context, taskID string) (Task, error) {
 	return i, err
 }
 
-const historyCalls = `-- name: HistoryCalls :many
-SELECT branch_index, call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? ORDER BY branch_index, call_id
-`
-
-type HistoryCallsParams struct {
-	TaskID string
-	Agent  string
-}
-
-type HistoryCallsRow struct {
-	BranchIndex int64
-	CallID      string
-	ToolName    string
-}
-
-func (q *Queries) HistoryCalls(ctx context.Context, arg HistoryCallsParams) ([]HistoryCallsRow, error) {
-	rows, err := q.db.QueryContext(ctx, historyCalls, arg.TaskID, arg.Agent)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []HistoryCallsRow{}
-	for rows.Next() {
-		var i HistoryCallsRow
-		if err := rows.Scan(&i.BranchIndex, &i.CallID, &i.ToolName); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const historyCallsAt = `-- name: HistoryCallsAt :many
 SELECT call_id, tool_name FROM history_calls WHERE task_id = ? AND agent = ? AND branch_index = ? ORDER BY call_id
 `
@@ -503,6 +465,53 @@ func (q *Queries) HistoryCallsAt(ctx context.Context, arg HistoryCallsAtParams) 
 	for rows.Next() {
 		var i HistoryCallsAtRow
 		if err := rows.Scan(&i.CallID, &i.ToolName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const historyCallsBetween = `-- name: HistoryCallsBetween :many
+SELECT branch_index, call_id, tool_name FROM history_calls
+WHERE task_id = ?1 AND agent = ?2 AND branch_index >= ?3 AND branch_index <= ?4
+ORDER BY branch_index, call_id
+`
+
+type HistoryCallsBetweenParams struct {
+	TaskID string
+	Agent  string
+	Low    int64
+	High   int64
+}
+
+type HistoryCallsBetweenRow struct {
+	BranchIndex int64
+	CallID      string
+	ToolName    string
+}
+
+func (q *Queries) HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetweenParams) ([]HistoryCallsBetweenRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyCallsBetween,
+		arg.TaskID,
+		arg.Agent,
+		arg.Low,
+		arg.High,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryCallsBetweenRow{}
+	for rows.Next() {
+		var i HistoryCallsBetweenRow
+		if err := rows.Scan(&i.BranchIndex, &i.CallID, &i.ToolName); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -626,18 +635,21 @@ func (q *Queries) HistoryItemByEntry(ctx context.Context, arg HistoryItemByEntry
 	return i, err
 }
 
-const historyItems = `-- name: HistoryItems :many
+const historyItemsAfter = `-- name: HistoryItemsAfter :many
 SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
     hidden, n_chars, images
-FROM history_items WHERE task_id = ? AND agent = ? ORDER BY branch_index
+FROM history_items WHERE task_id = ?1 AND agent = ?2 AND branch_index > ?3
+ORDER BY branch_index LIMIT ?4
 `
 
-type HistoryItemsParams struct {
-	TaskID string
-	Agent  string
+type HistoryItemsAfterParams struct {
+	TaskID   string
+	Agent    string
+	After    int64
+	MaxItems int64
 }
 
-type HistoryItemsRow struct {
+type HistoryItemsAfterRow struct {
 	BranchIndex   int64
 	EntryID       string
 	WindowOrdinal int64
@@ -652,15 +664,90 @@ type HistoryItemsRow struct {
 	Images        int64
 }
 
-func (q *Queries) HistoryItems(ctx context.Context, arg HistoryItemsParams) ([]HistoryItemsRow, error) {
-	rows, err := q.db.QueryContext(ctx, historyItems, arg.TaskID, arg.Agent)
+func (q *Queries) HistoryItemsAfter(ctx context.Context, arg HistoryItemsAfterParams) ([]HistoryItemsAfterRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyItemsAfter,
+		arg.TaskID,
+		arg.Agent,
+		arg.After,
+		arg.MaxItems,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []HistoryItemsRow{}
+	items := []HistoryItemsAfterRow{}
 	for rows.Next() {
-		var i HistoryItemsRow
+		var i HistoryItemsAfterRow
+		if err := rows.Scan(
+			&i.BranchIndex,
+			&i.EntryID,
+			&i.WindowOrdinal,
+			&i.WindowID,
+			&i.Role,
+			&i.RawRole,
+			&i.ToolNamespace,
+			&i.ToolName,
+			&i.ToolCallID,
+			&i.Hidden,
+			&i.NChars,
+			&i.Images,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const historyItemsBefore = `-- name: HistoryItemsBefore :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = ?1 AND agent = ?2 AND branch_index < ?3
+ORDER BY branch_index DESC LIMIT ?4
+`
+
+type HistoryItemsBeforeParams struct {
+	TaskID   string
+	Agent    string
+	Before   int64
+	MaxItems int64
+}
+
+type HistoryItemsBeforeRow struct {
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
+func (q *Queries) HistoryItemsBefore(ctx context.Context, arg HistoryItemsBeforeParams) ([]HistoryItemsBeforeRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyItemsBefore,
+		arg.TaskID,
+		arg.Agent,
+		arg.Before,
+		arg.MaxItems,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryItemsBeforeRow{}
+	for rows.Next() {
+		var i HistoryItemsBeforeRow
 		if err := rows.Scan(
 			&i.BranchIndex,
 			&i.EntryID,
