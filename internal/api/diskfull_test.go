@@ -3,12 +3,14 @@ package api
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -301,4 +303,100 @@ func TestStorageBusy(t *testing.T) {
 	if err != nil || n.Content != "written after the lock\n" || n.Revision != 1 {
 		t.Errorf("note after the retry: %+v %v, want one write", n, err)
 	}
+}
+
+// TestDiskFullHistorySync: history syncs that seal text chunks fill a
+// capped database until one fails. The failing sync is answered 503 and
+// writes nothing (no entry, no chunk, no branch change); what was
+// acknowledged is searchable; after a restart with room the refused batch
+// syncs, every synced entry is found, and the projections equal a rebuild
+// of the log.
+func TestDiskFullHistorySync(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "memory.db")
+	ts, closeFn := storageServer(t, dbPath, events.Options{})
+	base := pageCount(t, ts.store)
+	closeFn()
+	ts, closeFn = storageServer(t, dbPath, events.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+120)}})
+	cc := ts.attach(t, "/sessions/history-full.jsonl")
+
+	// Batches of entries of about 40 KB each, every one with a unique
+	// marker: two batches seal a 64 KiB chunk.
+	type entry struct{ id, marker string }
+	var all []entry
+	batch := func(b int) (string, []entry) {
+		var raws []string
+		var es []entry
+		for i := range 4 {
+			e := entry{id: fmt.Sprintf("e%03d%d", b, i), marker: fmt.Sprintf("<marker-%03d-%d>", b, i)}
+			parent := "null"
+			if n := len(all) + len(es); n > 0 {
+				prev := all
+				if len(es) > 0 {
+					prev = append(slices.Clone(all), es...)
+				}
+				parent = fmt.Sprintf("%q", prev[n-1].id)
+			}
+			raws = append(raws, fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-12-03T10:00:00.000Z","message":{"role":"user","content":%q}}`,
+				e.id, parent, e.marker+" "+strings.Repeat("q", 10000)))
+			es = append(es, e)
+		}
+		var branch []string
+		for _, e := range append(slices.Clone(all), es...) {
+			branch = append(branch, fmt.Sprintf("%q", e.id))
+		}
+		ctx, _ := json.Marshal(cc)
+		return fmt.Sprintf(`{"context":%s,"entries":[%s],"branch":[%s]}`, ctx, strings.Join(raws, ","), strings.Join(branch, ",")), es
+	}
+	var refused string
+	var refusedEntries []entry
+	for b := 0; b < 100; b++ {
+		body, es := batch(b)
+		before := storageStateOf(t, ts.store)
+		st, h, resp := ts.send(t, ts.request(t, "POST", "/v1/history/sync", body))
+		if st == http.StatusOK {
+			all = append(all, es...)
+			continue
+		}
+		checkError(t, "sync into a full database", st, h, resp, http.StatusServiceUnavailable, "unavailable")
+		if after := storageStateOf(t, ts.store); !after.same(before) {
+			t.Fatalf("a refused sync changed the database: position %d → %d", before.position, after.position)
+		}
+		refused, refusedEntries = body, es
+		break
+	}
+	if refused == "" || len(all) < 8 {
+		t.Fatalf("%d entries synced and none refused: the cap did not bite where chunks are sealed", len(all))
+	}
+	var chunks int
+	if err := ts.store.Reader().QueryRow(`SELECT count(*) FROM history_chunks`).Scan(&chunks); err != nil || chunks == 0 {
+		t.Fatalf("%d sealed chunks (%v) before the database filled", chunks, err)
+	}
+	t.Logf("%d entries synced in %d sealed chunks before a sync was refused", len(all), chunks)
+	found := func(ts *testServer, e entry) bool {
+		st, b := ts.tool(t, "history_search_contents", cc, fmt.Sprintf(`{"query":%q}`, e.marker))
+		if st != http.StatusOK {
+			t.Fatalf("search %s: %d %s", e.marker, st, b)
+		}
+		return strings.Contains(string(b), `"item_id":"`+e.id+`"`)
+	}
+	for _, e := range all {
+		if !found(ts, e) {
+			t.Errorf("acknowledged entry %s is not found while the database is full", e.id)
+		}
+	}
+	if found(ts, refusedEntries[0]) {
+		t.Errorf("an entry of the refused sync is found")
+	}
+
+	closeFn()
+	ts, _ = storageServer(t, dbPath, events.Options{})
+	if st, b := ts.do(t, "POST", "/v1/history/sync", refused); st != http.StatusOK {
+		t.Fatalf("the refused sync after space returned: %d %s", st, b)
+	}
+	for _, e := range append(all, refusedEntries...) {
+		if !found(ts, e) {
+			t.Errorf("entry %s is not found after the retry", e.id)
+		}
+	}
+	checkRebuild(t, ts.store)
 }
