@@ -12,13 +12,14 @@
 --
 -- history_entries is recreated with raw last: SQLite walks a large
 -- value's overflow pages to reach the columns stored after it, and every
--- metadata read would pay for the raw JSON.
+-- metadata read would pay for the raw JSON. It no longer keeps a digest
+-- of each entry's canonical JSON: a re-sent entry is compared with the
+-- stored one when it is re-sent, not hashed on every first send.
 DROP TABLE history_entries;
 CREATE TABLE history_entries (
     task_id       TEXT    NOT NULL,
     agent         TEXT    NOT NULL,
     entry_id      TEXT    NOT NULL,
-    digest        TEXT    NOT NULL,
     item          INTEGER NOT NULL,
     role          TEXT    NOT NULL,
     raw_role      TEXT    NOT NULL,

@@ -398,7 +398,7 @@ func (h *historySyncer) check(ctx context.Context, t *testing.T, r *projections.
 		t.Errorf("syncer %d: branch has %d entries, want the acknowledged %d (or the in-flight %d)", h.id, len(got), h.ackLen, h.pending)
 	}
 	for _, id := range h.ids[:h.ackLen] {
-		if _, found, err := r.EntryDigest(ctx, h.cc.TaskID, h.cc.Agent, id); err != nil || !found {
+		if found, err := r.EntryExists(ctx, h.cc.TaskID, h.cc.Agent, id); err != nil || !found {
 			t.Errorf("syncer %d: acknowledged entry %s missing (%v)", h.id, id, err)
 		}
 	}

@@ -266,7 +266,7 @@ func TestConcurrentSyncsOfDifferentAgents(t *testing.T) {
 	}
 	stored := 0
 	for i := range racers {
-		if _, found, err := r.EntryDigest(ctx, cc.TaskID, cc.Agent, fmt.Sprintf("race%d", i)); err != nil {
+		if found, err := r.EntryExists(ctx, cc.TaskID, cc.Agent, fmt.Sprintf("race%d", i)); err != nil {
 			t.Fatal(err)
 		} else if found {
 			stored++

@@ -45,15 +45,25 @@ type SyncResult struct {
 }
 
 type syncEntry struct {
-	id     string
-	raw    json.RawMessage
-	digest string
+	id  string
+	raw json.RawMessage // compact
+}
+
+// sameEntry reports whether two entries are equal after JSON
+// canonicalisation (the equality of a re-sent entry).
+func sameEntry(a, b []byte) bool {
+	ca, err := history.Canonical(a)
+	if err != nil {
+		return false
+	}
+	cb, err := history.Canonical(b)
+	return err == nil && bytes.Equal(ca, cb)
 }
 
 // parseEntries validates raw entries: JSON objects with a non-empty id.
 func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
-	seen := make(map[string]string, len(raws))
+	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
 		var head struct {
 			ID   *string `json:"id"`
@@ -71,22 +81,18 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 		if !utf8.ValidString(*head.ID) || len(*head.ID) > 256 {
 			return nil, invalidf("entries[%d] has an id that is not short valid UTF-8", i)
 		}
-		canon, err := history.Canonical(raw)
-		if err != nil {
-			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, *head.ID)
-		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, raw); err != nil {
 			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, *head.ID)
 		}
-		e := syncEntry{id: *head.ID, raw: compact.Bytes(), digest: projections.EntryDigest(canon)}
-		if d, dup := seen[e.id]; dup {
-			if d != e.digest {
+		e := syncEntry{id: *head.ID, raw: compact.Bytes()}
+		if j, dup := seen[e.id]; dup {
+			if !sameEntry(out[j].raw, e.raw) {
 				return nil, conflictf("entries has id %q twice with different content", e.id)
 			}
 			continue
 		}
-		seen[e.id] = e.digest
+		seen[e.id] = len(out)
 		out = append(out, e)
 	}
 	return out, nil
@@ -123,21 +129,25 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 		known := make(map[string]bool, len(entries))
 		var pending []events.Pending
 		for _, e := range entries {
-			d, found, err := r.EntryDigest(ctx, task, agent, e.id)
+			found, err := r.EntryExists(ctx, task, agent, e.id)
 			if err != nil {
 				return err
 			}
 			known[e.id] = true
-			switch {
-			case !found:
+			if !found {
 				pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
 					Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
 				res.Stored++
-			case d == e.digest:
-				res.Unchanged++
-			default:
+				continue
+			}
+			stored, err := r.EntryRaw(ctx, task, agent, e.id)
+			if err != nil {
+				return err
+			}
+			if !sameEntry(stored, e.raw) {
 				return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
 			}
+			res.Unchanged++
 		}
 		res.Revision = revision
 		if req.Branch != nil {
@@ -171,25 +181,11 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 }
 
 // branchChange validates a new branch and returns it as a delta from the
-// current one, or nil when it is the same.
+// current one, or nil when it is the same. Only the ids past the prefix
+// it shares with the current branch are looked up (the prefix is stored
+// already), so a long branch re-sent with a few new entries costs a few
+// lookups.
 func branchChange(ctx context.Context, r *projections.Reader, task, agent string, branch []string, sentNow map[string]bool) (*events.HistoryBranchChanged, error) {
-	seen := make(map[string]bool, len(branch))
-	for i, id := range branch {
-		if seen[id] {
-			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
-		}
-		seen[id] = true
-		if sentNow[id] {
-			continue
-		}
-		_, found, err := r.EntryDigest(ctx, task, agent, id)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", i, id)
-		}
-	}
 	current, err := r.BranchIDs(ctx, task, agent)
 	if err != nil {
 		return nil, err
@@ -197,6 +193,23 @@ func branchChange(ctx context.Context, r *projections.Reader, task, agent string
 	keep := 0
 	for keep < len(current) && keep < len(branch) && current[keep] == branch[keep] {
 		keep++
+	}
+	seen := make(map[string]bool, len(branch))
+	for i, id := range branch {
+		if seen[id] {
+			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
+		}
+		seen[id] = true
+		if i < keep || sentNow[id] {
+			continue
+		}
+		found, err := r.EntryExists(ctx, task, agent, id)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", i, id)
+		}
 	}
 	if keep == len(current) && keep == len(branch) {
 		return nil, nil

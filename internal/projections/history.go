@@ -2,9 +2,7 @@ package projections
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,13 +13,6 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// EntryDigest is the digest of an entry's canonical JSON, the equality
-// used for re-sent entries.
-func EntryDigest(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
 func b2i(b bool) int64 {
 	if b {
 		return 1
@@ -30,10 +21,6 @@ func b2i(b bool) int64 {
 }
 
 func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryEntryRecorded) error {
-	canon, err := history.Canonical(p.Entry)
-	if err != nil {
-		return fmt.Errorf("entry %s: %w", p.EntryID, err)
-	}
 	r := history.Render(p.Entry)
 	calls, err := json.Marshal(r.Calls)
 	if err != nil {
@@ -55,7 +42,7 @@ func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events
 		return err
 	}
 	return q.InsertHistoryEntry(ctx, projectionsdb.InsertHistoryEntryParams{
-		TaskID: p.TaskID, Agent: p.Agent, EntryID: p.EntryID, Digest: EntryDigest(canon),
+		TaskID: p.TaskID, Agent: p.Agent, EntryID: p.EntryID,
 		Item: b2i(r.Item), Role: r.Role, RawRole: r.RawRole, NChars: int64(history.Chars(r.Text)),
 		Images: int64(r.Images), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
 		ToolName: r.ToolName, Compaction: b2i(r.Compaction), Control: b2i(r.Control), MarkedWindow: r.WindowID,

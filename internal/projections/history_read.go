@@ -27,13 +27,10 @@ func (r *Reader) BranchIDs(ctx context.Context, taskID, agent string) ([]string,
 	return r.q.BranchEntryIDs(ctx, projectionsdb.BranchEntryIDsParams{TaskID: taskID, Agent: agent})
 }
 
-// EntryDigest returns the digest of a stored entry and whether it exists.
-func (r *Reader) EntryDigest(ctx context.Context, taskID, agent, entryID string) (string, bool, error) {
-	d, err := r.q.HistoryEntryDigest(ctx, projectionsdb.HistoryEntryDigestParams{TaskID: taskID, Agent: agent, EntryID: entryID})
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	return d, err == nil, err
+// EntryExists reports whether an agent has an entry stored.
+func (r *Reader) EntryExists(ctx context.Context, taskID, agent, entryID string) (bool, error) {
+	n, err := r.q.HistoryEntryExists(ctx, projectionsdb.HistoryEntryExistsParams{TaskID: taskID, Agent: agent, EntryID: entryID})
+	return n > 0, err
 }
 
 // Window is one window of a current branch.

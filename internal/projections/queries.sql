@@ -65,14 +65,14 @@ INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) 
 SELECT item, role, raw_role, n_chars, images, calls_only, tool_call_id, tool_name, compaction, control, marked_window, calls
 FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
--- name: HistoryEntryDigest :one
-SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+-- name: HistoryEntryExists :one
+SELECT count(*) FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: InsertHistoryEntry :exec
-INSERT INTO history_entries (task_id, agent, entry_id, digest, item, role, raw_role, n_chars, images, calls_only,
+INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
     calls, breaks, raw)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: GetOpenChunk :one
 SELECT chunk_no, bytes FROM history_open_chunks WHERE task_id = ? AND agent = ?;

@@ -71,7 +71,6 @@ type HistoryEntry struct {
 	TaskID       string
 	Agent        string
 	EntryID      string
-	Digest       string
 	Item         int64
 	Role         string
 	RawRole      string

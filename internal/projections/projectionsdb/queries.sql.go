@@ -525,21 +525,21 @@ func (q *Queries) HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetwe
 	return items, nil
 }
 
-const historyEntryDigest = `-- name: HistoryEntryDigest :one
-SELECT digest FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+const historyEntryExists = `-- name: HistoryEntryExists :one
+SELECT count(*) FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
 
-type HistoryEntryDigestParams struct {
+type HistoryEntryExistsParams struct {
 	TaskID  string
 	Agent   string
 	EntryID string
 }
 
-func (q *Queries) HistoryEntryDigest(ctx context.Context, arg HistoryEntryDigestParams) (string, error) {
-	row := q.db.QueryRowContext(ctx, historyEntryDigest, arg.TaskID, arg.Agent, arg.EntryID)
-	var digest string
-	err := row.Scan(&digest)
-	return digest, err
+func (q *Queries) HistoryEntryExists(ctx context.Context, arg HistoryEntryExistsParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryExists, arg.TaskID, arg.Agent, arg.EntryID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const historyEntryRaw = `-- name: HistoryEntryRaw :one
@@ -914,17 +914,16 @@ func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error 
 }
 
 const insertHistoryEntry = `-- name: InsertHistoryEntry :exec
-INSERT INTO history_entries (task_id, agent, entry_id, digest, item, role, raw_role, n_chars, images, calls_only,
+INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
     calls, breaks, raw)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertHistoryEntryParams struct {
 	TaskID       string
 	Agent        string
 	EntryID      string
-	Digest       string
 	Item         int64
 	Role         string
 	RawRole      string
@@ -950,7 +949,6 @@ func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntry
 		arg.TaskID,
 		arg.Agent,
 		arg.EntryID,
-		arg.Digest,
 		arg.Item,
 		arg.Role,
 		arg.RawRole,
