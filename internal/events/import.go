@@ -40,6 +40,7 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			return fmt.Errorf("%w: it holds %d events", ErrNotEmpty, last)
 		}
 		tx.last = last
+		versions := map[string]int64{} // stream versions seen in this import
 		for {
 			ev, ok, err := next()
 			if err != nil {
@@ -48,12 +49,13 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			if !ok {
 				return nil
 			}
-			if err := tx.checkImported(ctx, ev); err != nil {
+			if err := tx.checkImported(ctx, ev, versions); err != nil {
 				return err
 			}
 			if err := tx.insert(ctx, ev); err != nil {
 				return err
 			}
+			versions[ev.Stream] = ev.StreamVersion
 			n++
 		}
 	})
@@ -63,8 +65,10 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 	return n, nil
 }
 
-// checkImported validates ev as the next event of the log.
-func (t *Tx) checkImported(ctx context.Context, ev Event) error {
+// checkImported validates ev as the next event of the log. versions holds
+// the stream versions of the events imported so far in this transaction
+// (a stream not in it is looked up).
+func (t *Tx) checkImported(ctx context.Context, ev Event, versions map[string]int64) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
 	}
@@ -93,9 +97,12 @@ func (t *Tx) checkImported(ctx context.Context, ev Event) error {
 	if _, err := Decode(ev); err != nil {
 		return bad("%v", err)
 	}
-	v, err := t.q.StreamVersion(ctx, ev.Stream)
-	if err != nil {
-		return err
+	v, ok := versions[ev.Stream]
+	if !ok {
+		var err error
+		if v, err = t.q.StreamVersion(ctx, ev.Stream); err != nil {
+			return err
+		}
 	}
 	if ev.StreamVersion != v+1 {
 		return bad("stream %s version %d, expected %d", ev.Stream, ev.StreamVersion, v+1)
