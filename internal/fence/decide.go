@@ -197,6 +197,11 @@ func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, 
 		if s.FenceActive && !s.CheckpointSaved {
 			return Decision{}, illegal(s, "the checkpoint fence is active and no checkpoint is saved")
 		}
+		if s.FallbackDelivered && !s.FenceActive {
+			// Row 6: the compaction is skipped while the fallback is
+			// queued; the rollover waits for its checkpoint.
+			return Decision{}, illegal(s, "the fallback is queued and not yet in the branch")
+		}
 		switch reason {
 		case ReasonNewContext:
 			if !s.PendingNewContext {

@@ -327,6 +327,10 @@ var tRows = []tRow{
 	{row: "6", name: "no rollover while the fallback is queued", from: tFallbackQueued, do: cPrepare(ReasonFallback),
 		err: true, phase: FallbackQueued},
 
+	{row: "6", name: "no hard rollover while its fallback is queued", from: tHardQueued, do: cPrepare(ReasonHardRollover),
+		err: true, phase: FallbackQueued},
+	{row: "6", name: "no new_context rollover while a fallback is queued", from: seq(tPending, tFallbackQueued),
+		do: cPrepare(ReasonNewContext), err: true, phase: FallbackQueued},
 	{row: "7", name: "own write admitted: FENCED_CLAIMED", from: tFenced, do: cAdmit("c1", true),
 		out: outcome(Outcome{Allow: true}), events: []string{evClaim}, phase: FencedClaimed, want: map[string]string{"claim": `"c1"`}},
 	{row: "7", name: "the claimed call admitted again: no event", from: tClaimed, do: cAdmit("c1", true),
