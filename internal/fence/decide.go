@@ -294,6 +294,11 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			return Decision{}, illegal(s, "the manual checkpoint is %s, not saved", m.Phase)
 		}
 	case ActionCancel:
+		if s.PendingWindowID != "" {
+			// The prepared window is built on the saved checkpoint: the
+			// compaction is stopped by reporting its failure (rows 17, 24).
+			return Decision{}, illegal(s, "a rollover to %s is prepared; report its failure to stop it", s.PendingWindowID)
+		}
 		return record(events.Pending{Type: events.TypeManualCancelled, Data: events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID}}), nil
 	}
 	return record(events.Pending{Type: events.TypeManualPhaseChanged,

@@ -443,6 +443,10 @@ var tRows = []tRow{
 	{row: "22", name: "the checkpoint turn ends without a save: previous state", from: seq(tFallbackQueued, tManualAwaiting),
 		do: cManual(ActionCancel, "m1"), events: []string{evCancelled}, phase: FallbackQueued,
 		want: map[string]string{"manual": absent, "fence_active": "false", "fallback_delivered": "true"}},
+	{row: "21", name: "cancel in MANUAL_SAVED: the checkpoint is dropped, tools reopen", from: tManualSaved, do: cManual(ActionCancel, "m1"),
+		events: []string{evCancelled}, phase: Ready, want: map[string]string{"manual": absent, "fence_active": "false"}},
+	{row: "21", name: "cancel in MANUAL_COMPACTING before the window is prepared", from: tManualCompact, do: cManual(ActionCancel, "m1"),
+		events: []string{evCancelled}, phase: Ready, want: map[string]string{"manual": absent, "fence_active": "false"}},
 	{row: "22", name: "a cancel of another request is refused", from: tManualAwaiting, do: cManual(ActionCancel, "m9"),
 		err: true, phase: ManualAwaiting},
 
@@ -479,6 +483,13 @@ var tRows = []tRow{
 		events: nil, phase: FencedClaimed, want: map[string]string{"claim": `"c1"`}},
 	{row: "28", name: "the manual fence re-derived records nothing", from: tManualClaimed, do: cArm(KindManualCheckpoint, "w1"),
 		events: nil, phase: ManualAwaiting, want: map[string]string{"claim": `"c1"`}},
+
+	// A prepared rollover is stopped by its failure, not by cancelling
+	// the manual checkpoint it is built on.
+	{row: "20", name: "MANUAL_COMPACTING prepared: cancel refused", from: tManualRolling, do: cManual(ActionCancel, "m1"),
+		err: true, phase: ManualCompacting},
+	{row: "20", name: "ROLLING_OVER of a manual checkpoint: cancel refused", from: tManualPrepared, do: cManual(ActionCancel, "m1"),
+		err: true, phase: RollingOver},
 }
 
 func TestTransitions(t *testing.T) {
