@@ -113,6 +113,12 @@ func Arm(ref events.AgentRef, s State, kind, windowID, requestID string) (Decisi
 	if kind == KindManualCheckpoint && (s.Manual == nil || s.Manual.Phase != PhaseAwaiting) {
 		return Decision{}, illegal(s, "no manual checkpoint is awaited")
 	}
+	if kind == KindManualCheckpoint && s.FenceActive {
+		// The fallback's fence already asks for the one checkpoint the
+		// manual request asks for: it stays, with its claim, and outlives
+		// the manual checkpoint if that is cancelled.
+		return Decision{}, nil
+	}
 	return record(events.Pending{Type: events.TypeFenceArmed,
 		Data: events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
 }
@@ -265,8 +271,10 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			return Decision{}, nil // duplicate /compact commands merge
 		}
 		phase := PhaseAwaiting
-		if m != nil {
-			phase = PhaseSaved // reuse the checkpoint saved before a failed compaction
+		if m != nil || s.CheckpointSaved {
+			// Reuse the checkpoint saved before a failed compaction (row
+			// 24), or the one the fallback's fence saved.
+			phase = PhaseSaved
 		}
 		return record(events.Pending{Type: events.TypeManualRequested,
 			Data: events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase}}), nil

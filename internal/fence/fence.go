@@ -209,8 +209,12 @@ func Apply(s State, payload any) State {
 			s.FallbackDelivered = true
 		}
 	case *events.FenceArmed:
+		if !s.FenceActive {
+			s.Claim, s.CheckpointSaved = "", false
+		}
+		// A fence already active (a manual checkpoint's, which the
+		// fallback joins) keeps its claim: the admitted write is running.
 		s.FenceActive, s.FenceKind, s.FenceRequestID = true, p.Kind, p.RequestID
-		s.Claim, s.CheckpointSaved = "", false
 	case *events.ClaimTaken:
 		s.Claim = p.CallID
 	case *events.ClaimReleased:

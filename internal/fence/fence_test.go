@@ -476,6 +476,36 @@ var tRows = []tRow{
 		events: []string{evPrepared}, phase: RollingOver, want: map[string]string{"pending_reason": `"overflow"`}},
 	{row: "26", name: "MANUAL_SAVED: overflow refused", from: tManualSaved, do: cPrepare(ReasonOverflow), err: true, phase: ManualSaved},
 
+	// A manual /compact while the fallback's fence is active: one fence,
+	// one claim, one checkpoint; cancelling the manual checkpoint leaves
+	// the fallback's fence as it was (rows 18, 21, 22).
+	{row: "18", name: "FENCED /compact: the manual prompt entering the branch keeps the fallback fence",
+		from: seq(tFenced, tManualQueued, []tCmd{cDeliver(KindManualCheckpoint, "w1")}), do: cArm(KindManualCheckpoint, "w1"),
+		events: nil, phase: ManualAwaiting, want: map[string]string{"fence_kind": `"fallback"`}},
+	{row: "18", name: "FENCED_CLAIMED /compact: the claim survives the manual prompt",
+		from: seq(tClaimed, tManualQueued), do: cArm(KindManualCheckpoint, "w1"),
+		events: nil, phase: ManualAwaiting, want: map[string]string{"claim": `"c1"`}},
+	{row: "19", name: "FENCED /compact: the write saves the manual checkpoint",
+		from: seq(tClaimed, tManualQueued, []tCmd{cArm(KindManualCheckpoint, "w1")}), do: cWrite("c1"),
+		events: []string{evSaved}, phase: ManualSaved},
+	{row: "21", name: "FENCED /compact cancelled: FENCED again",
+		from: seq(tFenced, tManualQueued, []tCmd{cArm(KindManualCheckpoint, "w1")}), do: cManual(ActionCancel, "m1"),
+		events: []string{evCancelled}, phase: Fenced, want: map[string]string{"fence_kind": `"fallback"`, "manual": absent}},
+	{row: "22", name: "FENCED /compact, then a user message: FENCED again",
+		from: seq(tFenced, tManualQueued, []tCmd{cArm(KindManualCheckpoint, "w1")}), do: cUserInput(),
+		events: []string{evUser}, phase: Fenced},
+	{row: "5", name: "the fallback enters the branch during a claimed manual checkpoint: the claim is kept",
+		from: tManualClaimed, do: cArm(KindFallback, "w1"),
+		events: []string{evArmed}, phase: ManualAwaiting, want: map[string]string{"claim": `"c1"`, "fence_kind": `"fallback"`}},
+	{row: "21", name: "the fallback joined the manual fence: cancel leaves FENCED",
+		from: seq(tManualAwaiting, []tCmd{cArm(KindFallback, "w1")}), do: cManual(ActionCancel, "m1"),
+		events: []string{evCancelled}, phase: Fenced},
+	{row: "18", name: "CHECKPOINT_SAVED /compact reuses the saved checkpoint", from: tSaved, do: cManual(ActionRequest, "m1"),
+		events: []string{evManual}, phase: ManualSaved, want: map[string]string{"manual.phase": `"saved"`}},
+	{row: "21", name: "CHECKPOINT_SAVED /compact cancelled: CHECKPOINT_SAVED again",
+		from: seq(tSaved, []tCmd{cManual(ActionRequest, "m1")}), do: cManual(ActionCancel, "m1"),
+		events: []string{evCancelled}, phase: CheckpointSaved},
+
 	// Row 27 (session_shutdown) is host-side: the state memoryd keeps is
 	// not reset by a shutdown, and no command corresponds to it.
 
