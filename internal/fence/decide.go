@@ -113,6 +113,12 @@ func Arm(ref events.AgentRef, s State, kind, windowID, requestID string) (Decisi
 	if kind == KindManualCheckpoint && (s.Manual == nil || s.Manual.Phase != PhaseAwaiting) {
 		return Decision{}, illegal(s, "no manual checkpoint is awaited")
 	}
+	if kind == KindManualCheckpoint && s.FenceActive {
+		// The fallback's fence already asks for the one checkpoint the
+		// manual request asks for: it stays, with its claim, and outlives
+		// the manual checkpoint if that is cancelled.
+		return Decision{}, nil
+	}
 	return record(events.Pending{Type: events.TypeFenceArmed,
 		Data: events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
 }
@@ -197,6 +203,11 @@ func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, 
 		if s.FenceActive && !s.CheckpointSaved {
 			return Decision{}, illegal(s, "the checkpoint fence is active and no checkpoint is saved")
 		}
+		if s.FallbackDelivered && !s.FenceActive {
+			// Row 6: the compaction is skipped while the fallback is
+			// queued; the rollover waits for its checkpoint.
+			return Decision{}, illegal(s, "the fallback is queued and not yet in the branch")
+		}
 		switch reason {
 		case ReasonNewContext:
 			if !s.PendingNewContext {
@@ -260,8 +271,10 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			return Decision{}, nil // duplicate /compact commands merge
 		}
 		phase := PhaseAwaiting
-		if m != nil {
-			phase = PhaseSaved // reuse the checkpoint saved before a failed compaction
+		if m != nil || s.CheckpointSaved {
+			// Reuse the checkpoint saved before a failed compaction (row
+			// 24), or the one the fallback's fence saved.
+			phase = PhaseSaved
 		}
 		return record(events.Pending{Type: events.TypeManualRequested,
 			Data: events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase}}), nil
@@ -289,6 +302,11 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			return Decision{}, illegal(s, "the manual checkpoint is %s, not saved", m.Phase)
 		}
 	case ActionCancel:
+		if s.PendingWindowID != "" {
+			// The prepared window is built on the saved checkpoint: the
+			// compaction is stopped by reporting its failure (rows 17, 24).
+			return Decision{}, illegal(s, "a rollover to %s is prepared; report its failure to stop it", s.PendingWindowID)
+		}
 		return record(events.Pending{Type: events.TypeManualCancelled, Data: events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID}}), nil
 	}
 	return record(events.Pending{Type: events.TypeManualPhaseChanged,

@@ -172,8 +172,15 @@ func illegal(s State, format string, args ...any) error {
 }
 
 // Apply folds one lifecycle event payload into the state. Payloads of
-// other event types leave it unchanged.
+// other event types leave it unchanged. It never changes its argument:
+// State is a value, and the one field Apply writes through a pointer
+// (Manual.Phase) is copied first, so the returned state shares nothing
+// that Apply changed with the state it was given.
 func Apply(s State, payload any) State {
+	if s.Manual != nil {
+		m := *s.Manual
+		s.Manual = &m
+	}
 	switch p := payload.(type) {
 	case *events.UsageReported:
 		s.TokensUsed = p.TokensUsed
@@ -202,8 +209,12 @@ func Apply(s State, payload any) State {
 			s.FallbackDelivered = true
 		}
 	case *events.FenceArmed:
+		if !s.FenceActive {
+			s.Claim, s.CheckpointSaved = "", false
+		}
+		// A fence already active (a manual checkpoint's, which the
+		// fallback joins) keeps its claim: the admitted write is running.
 		s.FenceActive, s.FenceKind, s.FenceRequestID = true, p.Kind, p.RequestID
-		s.Claim, s.CheckpointSaved = "", false
 	case *events.ClaimTaken:
 		s.Claim = p.CallID
 	case *events.ClaimReleased:
@@ -245,9 +256,7 @@ func Apply(s State, payload any) State {
 		s.Manual = &Manual{RequestID: p.RequestID, WindowID: p.WindowID, Phase: p.Phase}
 	case *events.ManualPhaseChanged:
 		if s.Manual != nil {
-			m := *s.Manual
-			m.Phase = p.Phase
-			s.Manual = &m
+			s.Manual.Phase = p.Phase
 		}
 	case *events.ManualCancelled:
 		s.Manual = nil
