@@ -242,7 +242,11 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
         conn = { taskId: res.task_id, agent: res.agent };
         lastError = "";
         trace("attached", { ...res });
-        await refreshState();
+        const st = await refreshState();
+        // A rollover prepared by an earlier process that ended before its
+        // compaction: nothing will commit it. Report it aborted (the intent
+        // is kept) so the next settled boundary prepares it again.
+        if (st?.pending_window_id && !rollover) await abandonRollover("attach");
         return conn;
       } catch (err) {
         lastError = err instanceof Error ? err.message : String(err);
@@ -252,6 +256,15 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
       }
     })();
     return connecting;
+  }
+
+  /** Reports a prepared rollover that will never be committed as aborted (memoryd keeps the intent). */
+  async function abandonRollover(why: string): Promise<void> {
+    await quietly("fail", async () => {
+      const res = await client.rolloverFail({ context: context(), aborted: true, error: `rollover abandoned at ${why}` });
+      state = res.state;
+      trace("rollover_abandoned", { why });
+    });
   }
 
   async function refreshState(): Promise<AgentState | undefined> {
@@ -575,6 +588,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
 
   pi.on("session_shutdown", async (_event, ctx) => {
     if (conn) await quietly("sync", () => sync(ctx, "shutdown"));
+    if (conn && rollover) await abandonRollover("shutdown");
     rollover = undefined;
     claimed.clear();
     if (spawned) {

@@ -122,6 +122,41 @@ test("new_context in a session too small to compact: Pi refuses, the extension r
   }
 });
 
+test("a rollover prepared by a process that ended is reported aborted when the session attaches again", { timeout: 60_000 }, async () => {
+  // An earlier process attached, asked for a new context, prepared the
+  // rollover and ended before its compaction: nothing will commit it.
+  const key = `/sessions/abandoned-${process.pid}-${Date.now()}.jsonl`;
+  const first = await client.attach({ session_key: key, budget: { context_window: 128000 } });
+  const ctx = { task_id: first.task_id, agent: first.agent };
+  await client.newContext({ ...ctx, call_id: "toolu_nc" });
+  const prepared = await client.rolloverPrepare({ context: ctx, reason: "new_context" });
+  assert.equal(prepared.window_id, "w2");
+  assert.equal((await client.state(ctx.task_id, ctx.agent)).pending_window_id, "w2");
+
+  // The session resumes in a new process: the extension reports the
+  // orphaned rollover aborted, so the request stays and no window is stuck
+  // half prepared.
+  const traces = [];
+  const extension = createMemorydExtension({ client, sessionKey: () => key, onTrace: (event, data) => traces.push({ event, ...data }) });
+  const { session } = await createPiSession({ extension, model: () => fauxAssistantMessage("ok") });
+  try {
+    await session.prompt("hello again");
+    await waitFor(() => traces.some((t) => t.event === "rollover_abandoned"), 20_000, "the abandoned rollover");
+    // The kept request is then served at a settled boundary like any other
+    // (here Pi finds nothing to compact and that rollover fails for good).
+    await waitFor(() => traces.some((t) => t.event === "rollover_failed" || t.event === "rollover_committed"), 20_000, "the next rollover");
+    await session.waitForIdle();
+    assert.equal(traces.find((t) => t.event === "attached").resumed, true);
+    const failed = (await client.listEvents({ task_id: ctx.task_id })).events.filter((e) => e.type === "lifecycle.rollover_failed");
+    assert.equal(failed[0]?.data.aborted, true, "the orphaned rollover is reported aborted, which keeps the request");
+    const st = await client.state(ctx.task_id, ctx.agent);
+    assert.equal(st.pending_window_id ?? null, null, "no rollover is left prepared");
+    assert.equal(st.window_id, "w1");
+  } finally {
+    session.dispose();
+  }
+});
+
 test("a child session joins its parent's task through the task option and shares notes", { timeout: 60_000 }, async () => {
   const parentTraces = [];
   const parent = await createPiSession({
