@@ -325,16 +325,12 @@ func fencedError(tool, reason string) error {
 	return e
 }
 
-// gateRead refuses a read-only tool while the fence is active.
-func gateRead(ctx context.Context, r *projections.Reader, c caller, tool string) (fence.State, error) {
-	st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-	if err != nil {
-		return st, err
+// gateRead refuses a read-only tool while the caller's fence is active.
+func gateRead(c caller, tool string) error {
+	if v, reason := c.state.Gate(c.callID, false); v == fence.Blocked {
+		return fencedError(tool, reason)
 	}
-	if v, reason := st.Gate(c.callID, false); v == fence.Blocked {
-		return st, fencedError(tool, reason)
-	}
-	return st, nil
+	return nil
 }
 
 type newContextDetails struct {

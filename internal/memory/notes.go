@@ -352,10 +352,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if err != nil {
 			return err
 		}
-		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-		if err != nil {
-			return err
-		}
+		st := c.state
 		np, pathErr := parseNotePath(name, c, a.Path)
 		key := requestKey(name, np.Full(), a.Text)
 		if c.callID != "" && pathErr == nil {

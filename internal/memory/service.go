@@ -16,6 +16,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -277,6 +278,9 @@ type caller struct {
 	taskID string
 	agent  projections.Agent
 	callID string
+	// state is the agent's lifecycle state when the call began (in the
+	// call's transaction).
+	state fence.State
 }
 
 // identify validates a call context against the projections.
@@ -290,9 +294,9 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if _, err := address.ParseAgent(cc.Agent); err != nil {
 		return caller{}, invalidf("context.agent: %s", addressMessage(err))
 	}
-	a, err := r.Agent(ctx, cc.TaskID, cc.Agent)
+	a, st, err := r.AgentWithState(ctx, cc.TaskID, cc.Agent)
 	if err == nil { // the common case: one query
-		return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID}, nil
+		return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID, state: st}, nil
 	}
 	if !errors.Is(err, projections.ErrNotFound) {
 		return caller{}, err
@@ -307,7 +311,10 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if a, err = target(ctx, r, cc.TaskID, cc.Agent); err != nil {
 		return caller{}, err
 	}
-	return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID}, nil
+	if st, err = r.AgentState(ctx, cc.TaskID, cc.Agent); err != nil {
+		return caller{}, err
+	}
+	return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID, state: st}, nil
 }
 
 // target returns a registered agent of the task, or forbidden (it belongs

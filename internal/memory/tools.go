@@ -96,7 +96,7 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 		if err != nil {
 			return err
 		}
-		if _, err := gateRead(ctx, r, c, name); err != nil {
+		if err := gateRead(c, name); err != nil {
 			return err
 		}
 		res, err = fn(ctx, r, c, args)

@@ -40,6 +40,25 @@ func agentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent str
 	return s, json.Unmarshal([]byte(raw), &s)
 }
 
+// AgentWithState returns a registered agent of a task and its lifecycle
+// state in one query, or ErrNotFound.
+func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agent, fence.State, error) {
+	row, err := r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent})
+	if err != nil {
+		return Agent{}, fence.State{}, notFound(err)
+	}
+	a, err := agentFrom(projectionsdb.Agent{TaskID: row.TaskID, Agent: row.Agent, ParentAgent: row.ParentAgent,
+		SessionKey: row.SessionKey, SessionID: row.SessionID, SessionFile: row.SessionFile, Budget: row.Budget, Position: row.Position})
+	if err != nil {
+		return Agent{}, fence.State{}, err
+	}
+	if row.State == "" {
+		return a, fence.Initial(), nil
+	}
+	var s fence.State
+	return a, s, json.Unmarshal([]byte(row.State), &s)
+}
+
 // AgentState returns an agent's lifecycle state (the initial state if it
 // has none yet).
 func (r *Reader) AgentState(ctx context.Context, taskID, agent string) (fence.State, error) {

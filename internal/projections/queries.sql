@@ -15,6 +15,12 @@ UPDATE agents SET session_id = ?, session_file = ?, budget = ? WHERE task_id = ?
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE task_id = ? AND agent = ?;
 
+-- name: GetAgentWithState :one
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+WHERE a.task_id = ? AND a.agent = ?;
+
 -- name: AgentBySessionKey :one
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE session_key = ?;

@@ -285,6 +285,47 @@ func (q *Queries) GetAgentState(ctx context.Context, arg GetAgentStateParams) (s
 	return state, err
 }
 
+const getAgentWithState = `-- name: GetAgentWithState :one
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+WHERE a.task_id = ? AND a.agent = ?
+`
+
+type GetAgentWithStateParams struct {
+	TaskID string
+	Agent  string
+}
+
+type GetAgentWithStateRow struct {
+	TaskID      string
+	Agent       string
+	ParentAgent string
+	SessionKey  string
+	SessionID   string
+	SessionFile string
+	Budget      string
+	Position    int64
+	State       string
+}
+
+func (q *Queries) GetAgentWithState(ctx context.Context, arg GetAgentWithStateParams) (GetAgentWithStateRow, error) {
+	row := q.db.QueryRowContext(ctx, getAgentWithState, arg.TaskID, arg.Agent)
+	var i GetAgentWithStateRow
+	err := row.Scan(
+		&i.TaskID,
+		&i.Agent,
+		&i.ParentAgent,
+		&i.SessionKey,
+		&i.SessionID,
+		&i.SessionFile,
+		&i.Budget,
+		&i.Position,
+		&i.State,
+	)
+	return i, err
+}
+
 const getHistoryBranch = `-- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
 `
