@@ -111,6 +111,13 @@ func TestHostileInput(t *testing.T) {
 		{"duplicate path", write, tool(`{"path":"a.md","path":"/root/other/notes/b.md","text":"x"}`), 400, "invalid_argument", "twice"},
 		{"duplicate agent", write, `{"context":{"task_id":"` + cc.TaskID + `","agent":"/root","agent":"/root/x"},"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", "twice"},
 		{"duplicate id in an entry", "/v1/history/sync", sync(`{"type":"message","id":"e2","id":"e1"}`, `["e1"]`), 400, "invalid_argument", "twice"},
+		// encoding/json matches keys case-insensitively: a case variant of a
+		// field would be a duplicate the check above does not see.
+		{"case variant of agent", write, `{"context":{"task_id":"` + cc.TaskID + `","agent":"/root","Agent":"/root/x"},"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", `"Agent"`},
+		{"case variant of context", write, `{"Context":` + ctx + `,"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", "case-sensitive"},
+		{"Kelvin sign in task_id", write, `{"context":{"tas\u212a_id":"` + cc.TaskID + `","agent":"/root"},"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", "unknown field"},
+		{"long s in session_key", "/v1/sessions/attach", `{"session_key":"/s/a.jsonl","\u017fession_key":"/s/b.jsonl"}`, 400, "invalid_argument", "unknown field"},
+		{"case variant in a budget", "/v1/sessions/attach", `{"session_key":"/s/c.jsonl","budget":{"context_window":1000,"Context_Window":5}}`, 400, "invalid_argument", "Context_Window"},
 		// NUL in note paths.
 		{"escaped NUL in a path", write, tool(`{"path":"a\u0000b.md","text":"x"}`), 400, "invalid_argument", "NUL"},
 		{"escaped NUL in a full path", write, tool(`{"path":"/root/notes/a\u0000.md","text":"x"}`), 400, "invalid_argument", "NUL"},
