@@ -23,6 +23,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -730,5 +731,91 @@ func TestDefaultDBPath(t *testing.T) {
 	}
 	if _, err := defaultDBPath(env(nil)); err == nil {
 		t.Error("defaultDBPath without HOME succeeded")
+	}
+}
+
+// TestLongVerbsNoProgressWhenNotATerminal: export, import, replay and
+// import-session draw a progress bar only on a terminal. With stderr a
+// buffer or a plain file they write nothing there at all.
+func TestLongVerbsNoProgressWhenNotATerminal(t *testing.T) {
+	if report, done := progress(&bytes.Buffer{}, "x", 10); report != nil {
+		done()
+		t.Fatal("progress to a bytes.Buffer reports")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	// A session of 1100 entries; imported, a log of over 1100 events, so
+	// that a bar reporting every 1024 events would draw.
+	b := sessiongen.NewBuilder(11)
+	for i := range 1100 {
+		b.UserText(fmt.Sprintf("step %d", i))
+	}
+	var sb bytes.Buffer
+	if err := b.Session().WriteJSONL(&sb); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(dir, "session.jsonl")
+	if err := os.WriteFile(session, sb.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "memory.db")
+	if err := run(ctx, []string{"import-session", "--db", db, session}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log.jsonl")
+	exported := export(t, "--db", db)
+	if n := bytes.Count(exported, []byte("\n")); n < 1100 {
+		t.Fatalf("the log has %d events", n)
+	}
+	if err := os.WriteFile(log, exported, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every verb with stderr a buffer; a plain file (not a terminal: the
+	// isatty check) for two of them.
+	for _, tc := range []struct {
+		args  []string
+		kinds []string
+	}{
+		{[]string{"export", "--db", db}, []string{"buffer", "file"}},
+		{[]string{"import", "--db", filepath.Join(dir, "imported-%s.db"), log}, []string{"buffer"}},
+		{[]string{"replay", log}, []string{"buffer", "file"}},
+		{[]string{"import-session", "--db", filepath.Join(dir, "session-%s.db"), session}, []string{"buffer"}},
+	} {
+		for _, kind := range tc.kinds {
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if strings.Contains(a, "%s") {
+					args[i] = fmt.Sprintf(a, kind)
+				}
+			}
+			var stderr io.Writer
+			var buf bytes.Buffer
+			var f *os.File
+			if kind == "buffer" {
+				stderr = &buf
+			} else {
+				var err error
+				if f, err = os.Create(filepath.Join(dir, "stderr-"+args[0])); err != nil {
+					t.Fatal(err)
+				}
+				stderr = f
+			}
+			if err := run(ctx, args, env(nil), nil, io.Discard, stderr); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			got := buf.String()
+			if f != nil {
+				f.Close()
+				b, err := os.ReadFile(f.Name())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if got != "" {
+				t.Errorf("%v with stderr a %s wrote %.200q to it, want nothing", args, kind, got)
+			}
+		}
 	}
 }
