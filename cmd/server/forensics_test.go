@@ -308,6 +308,33 @@ func TestReplayCheckReads(t *testing.T) {
 	}
 }
 
+// TestReplayPiSDKRolloverLog replays the committed log of a real Pi SDK
+// session (clients/pi-extension/test/rollover.test.mjs writes it with
+// UPDATE_LOGS=1) with --check-reads: every audited read gives the same
+// result again. The file is part of the repository; its absence fails.
+func TestReplayPiSDKRolloverLog(t *testing.T) {
+	const log = "../../testdata/logs/pi-sdk-rollover.jsonl"
+	lines := fxLines(t, log)
+	out, stderr, err := fxRun(t, nil, "replay", log, "--check-reads")
+	if err != nil { // exit 0
+		t.Fatalf("replay --check-reads %s: %v (exit %d)\nstdout %s\nstderr %s", log, err, exitCode(err), out, stderr)
+	}
+	rep := fxJSON(t, out)
+	if rep["events"] != float64(len(lines)) || rep["last_position"] != float64(len(lines)) || rep["windows"] != float64(2) {
+		t.Errorf("replay summary %v, want %d events and the two windows of the rollover", rep, len(lines))
+	}
+	cr, _ := rep["check_reads"].(map[string]any)
+	if cr == nil {
+		t.Fatalf("no check_reads in %s", out)
+	}
+	if ms, ok := cr["mismatches"].([]any); !ok || len(ms) != 0 {
+		t.Errorf("mismatches %v, want none", cr["mismatches"])
+	}
+	if n, _ := cr["checked"].(float64); n == 0 {
+		t.Errorf("check_reads %v checked no read: the log should hold the session's audited history reads", cr)
+	}
+}
+
 func TestReplayCheckReadsTampered(t *testing.T) {
 	log := fxLog("fenced-checkpoint-retry")
 	lines := fxLines(t, log)

@@ -30,9 +30,15 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer store.Close()
 	w := bufio.NewWriterSize(stdout, 1<<16)
+	report, done := progress(stderr, "export", -1)
+	var n int64
 	err = store.Each(ctx, events.Filter{TaskID: *task, Until: *until, Limit: 1000}, func(ev events.Event) error {
+		if n++; report != nil && n%1024 == 0 {
+			report(n)
+		}
 		return events.WriteJSONLines(w, []events.Event{ev})
 	})
+	done()
 	if err != nil {
 		return err
 	}

@@ -16,12 +16,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -60,11 +62,18 @@ var listeningLine = regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[0-9]
 // "listening on" line and a healthy /healthz.
 func startServe(t *testing.T, db string, getenv func(string) string) *server {
 	t.Helper()
+	return startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, getenv)
+}
+
+// startRun runs the program with args, which must serve on a loopback
+// address, and waits for its "listening on" line and a healthy /healthz.
+func startRun(t *testing.T, args []string, getenv func(string) string) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	s := &server{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		err := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, getenv, strings.NewReader(""), pw, s.stderr)
+		err := run(ctx, args, getenv, strings.NewReader(""), pw, s.stderr)
 		pw.Close()
 		s.done <- err
 	}()
@@ -293,6 +302,152 @@ func TestServeCreatesTokenAndFolder(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(tokenPath); string(again) != string(raw) {
 		t.Errorf("token file rewritten: %q, was %q", again, raw)
+	}
+}
+
+// TestServeDefaults runs the program with no verb and no flags: the
+// database and its token are made under $XDG_DATA_HOME/memoryd (0700,
+// token 0600), nothing under $HOME, and it serves on MEMORYD_ADDR until
+// stopped. (The default address itself, 127.0.0.1:7411, may be taken on
+// the machine: TestServeDefaultAddress checks it without listening.)
+func TestServeDefaults(t *testing.T) {
+	xdg, home := t.TempDir(), t.TempDir()
+	getenv := env(map[string]string{"XDG_DATA_HOME": xdg, "HOME": home, "MEMORYD_ADDR": "127.0.0.1:0"})
+	s := startRun(t, nil, getenv)
+
+	dir := filepath.Join(xdg, "memoryd")
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+		dir  bool
+	}{{dir, 0o700, true}, {filepath.Join(dir, "token"), 0o600, false}, {filepath.Join(dir, "memory.db"), 0, false}} {
+		fi, err := os.Stat(f.path)
+		if err != nil {
+			t.Fatalf("%s: %v", f.path, err)
+		}
+		if fi.IsDir() != f.dir || f.mode != 0 && fi.Mode().Perm() != f.mode {
+			t.Errorf("%s: mode %v, want %v (dir %v)", f.path, fi.Mode(), f.mode, f.dir)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(token) {
+		t.Errorf("token %q is not 32 random bytes in hex", token)
+	}
+	var h struct {
+		Status string `json:"status"`
+	}
+	if st := s.call(t, "", "GET", "/healthz", "", &h); st != 200 || h.Status != "ok" {
+		t.Errorf("healthz: %d %+v", st, h)
+	}
+	var att memory.AttachResult
+	if st := s.call(t, token, "POST", "/v1/sessions/attach", `{"session_key":"/s/defaults.jsonl"}`, &att); st != 200 || att.Agent != "/root" {
+		t.Errorf("attach with the file's token: %d %+v", st, att)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("run returned %v when stopped; stderr:\n%s", err, s.stderr.String())
+	}
+	if _, err := http.Get(s.url + "/healthz"); err == nil {
+		t.Error("server still answers after it stopped")
+	}
+	if entries, err := os.ReadDir(home); err != nil || len(entries) != 0 {
+		t.Errorf("$HOME has %v (%v), want nothing: $XDG_DATA_HOME takes precedence", entries, err)
+	}
+	// The database was closed cleanly and holds the attach.
+	out := export(t, "--db", filepath.Join(dir, "memory.db"))
+	if !strings.Contains(string(out), `"type":"task.created"`) {
+		t.Errorf("export after stop:\n%s", out)
+	}
+}
+
+// TestServeDefaultAddress: without --addr and MEMORYD_ADDR, serve listens
+// on 127.0.0.1:7411 (read from the flag's default, as -h prints it).
+func TestServeDefaultAddress(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"serve", "-h"}, env(nil), nil, io.Discard, &stderr)
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("serve -h: %v, want a usage error", err)
+	}
+	_, addr, _ := strings.Cut(stderr.String(), "-addr string")
+	addr, _, _ = strings.Cut(addr, "\n  -")
+	if !strings.Contains(addr, `(default "127.0.0.1:7411")`) {
+		t.Errorf("serve -h describes --addr as %q, want the default \"127.0.0.1:7411\"; output:\n%s", addr, stderr.String())
+	}
+	// MEMORYD_ADDR replaces the default.
+	stderr.Reset()
+	_ = run(context.Background(), []string{"serve", "-h"}, env(map[string]string{"MEMORYD_ADDR": "127.0.0.1:9"}), nil, io.Discard, &stderr)
+	if !strings.Contains(stderr.String(), `(default "127.0.0.1:9")`) {
+		t.Errorf("with MEMORYD_ADDR the default is not shown:\n%s", stderr.String())
+	}
+}
+
+// TestServeSIGTERM sends SIGTERM to a serving process (the test binary
+// re-executed as the server, see TestMain): it exits 0 having closed the
+// database, so the WAL the writes left was checkpointed into the database
+// file and removed (SQLite does so when the last connection closes; a
+// process that exits without closing leaves it behind), and the database
+// opens and verifies with every acknowledged write in it.
+func TestServeSIGTERM(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "memory.db")
+	c := startCrashChild(t, db, "full")
+	cl := newCrashClient(c.url)
+	defer cl.close()
+	ctx := context.Background()
+	st, b, err := cl.do(ctx, "POST", "/v1/sessions/attach", map[string]any{"session_key": "/s/sigterm.jsonl"})
+	if err != nil || st != http.StatusOK {
+		t.Fatalf("attach: %d %s %v", st, b, err)
+	}
+	var att memory.AttachResult
+	if err := json.Unmarshal(b, &att); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		st, b, err := cl.do(ctx, "POST", "/v1/tools/notes_append_to_file", map[string]any{
+			"context":   map[string]string{"task_id": att.TaskID, "agent": "/root", "call_id": fmt.Sprintf("toolu_%d", i)},
+			"arguments": map[string]string{"path": "log.md", "text": fmt.Sprintf("line %d\n", i)}})
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("append %d: %d %s %v", i, st, b, err)
+		}
+	}
+	if fi, err := os.Stat(db + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("while serving, the WAL is %v, %v; the check below would prove nothing", fi, err)
+	}
+
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil || c.cmd.ProcessState.ExitCode() != 0 {
+			t.Fatalf("after SIGTERM the server exited with %v (code %d), want 0; stderr:\n%s", err, c.cmd.ProcessState.ExitCode(), c.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server did not exit within 30 s of SIGTERM; stderr:\n%s", c.stderr.String())
+	}
+	if s := c.stderr.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic") || strings.Contains(s, `"level":"ERROR"`) {
+		t.Fatalf("the server's stderr:\n%s", s)
+	}
+	if fi, err := os.Stat(db + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("the WAL (%d bytes) is still there after a clean exit: the database was not closed", fi.Size())
+	}
+
+	store, err := openExisting(ctx, db, io.Discard)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	n, err := projections.NewReader(store.Reader()).Note(ctx, att.TaskID, "/root", "log.md")
+	store.Close()
+	if err != nil || strings.Count(n.Content, "\n") != 20 || !strings.HasSuffix(n.Content, "line 19\n") {
+		t.Errorf("after the restart the note is %q, %v", n.Content, err)
+	}
+	if out, stderr, err := fxRun(t, nil, "verify", "--db", db); err != nil {
+		t.Errorf("verify after SIGTERM: %v\n%s%s", err, out, stderr)
 	}
 }
 
@@ -576,5 +731,91 @@ func TestDefaultDBPath(t *testing.T) {
 	}
 	if _, err := defaultDBPath(env(nil)); err == nil {
 		t.Error("defaultDBPath without HOME succeeded")
+	}
+}
+
+// TestLongVerbsNoProgressWhenNotATerminal: export, import, replay and
+// import-session draw a progress bar only on a terminal. With stderr a
+// buffer or a plain file they write nothing there at all.
+func TestLongVerbsNoProgressWhenNotATerminal(t *testing.T) {
+	if report, done := progress(&bytes.Buffer{}, "x", 10); report != nil {
+		done()
+		t.Fatal("progress to a bytes.Buffer reports")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	// A session of 1100 entries; imported, a log of over 1100 events, so
+	// that a bar reporting every 1024 events would draw.
+	b := sessiongen.NewBuilder(11)
+	for i := range 1100 {
+		b.UserText(fmt.Sprintf("step %d", i))
+	}
+	var sb bytes.Buffer
+	if err := b.Session().WriteJSONL(&sb); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(dir, "session.jsonl")
+	if err := os.WriteFile(session, sb.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "memory.db")
+	if err := run(ctx, []string{"import-session", "--db", db, session}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log.jsonl")
+	exported := export(t, "--db", db)
+	if n := bytes.Count(exported, []byte("\n")); n < 1100 {
+		t.Fatalf("the log has %d events", n)
+	}
+	if err := os.WriteFile(log, exported, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every verb with stderr a buffer; a plain file (not a terminal: the
+	// isatty check) for two of them.
+	for _, tc := range []struct {
+		args  []string
+		kinds []string
+	}{
+		{[]string{"export", "--db", db}, []string{"buffer", "file"}},
+		{[]string{"import", "--db", filepath.Join(dir, "imported-%s.db"), log}, []string{"buffer"}},
+		{[]string{"replay", log}, []string{"buffer", "file"}},
+		{[]string{"import-session", "--db", filepath.Join(dir, "session-%s.db"), session}, []string{"buffer"}},
+	} {
+		for _, kind := range tc.kinds {
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if strings.Contains(a, "%s") {
+					args[i] = fmt.Sprintf(a, kind)
+				}
+			}
+			var stderr io.Writer
+			var buf bytes.Buffer
+			var f *os.File
+			if kind == "buffer" {
+				stderr = &buf
+			} else {
+				var err error
+				if f, err = os.Create(filepath.Join(dir, "stderr-"+args[0])); err != nil {
+					t.Fatal(err)
+				}
+				stderr = f
+			}
+			if err := run(ctx, args, env(nil), nil, io.Discard, stderr); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			got := buf.String()
+			if f != nil {
+				f.Close()
+				b, err := os.ReadFile(f.Name())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if got != "" {
+				t.Errorf("%v with stderr a %s wrote %.200q to it, want nothing", args, kind, got)
+			}
+		}
 	}
 }

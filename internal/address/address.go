@@ -16,7 +16,10 @@ const Root = "/root"
 // MaxSegments is the most segments an address may have (root included).
 const MaxSegments = 16
 
-// MaxPathChars is the longest note path or prefix accepted, in code points.
+// MaxPathChars is the longest note path or prefix accepted, in code points,
+// counted below the notes root: the relative path as given, or what follows
+// /notes/ in a full path. The full path of any accepted note is therefore
+// accepted too, however long its agent's address.
 const MaxPathChars = 512
 
 // notesSegment separates an agent address from a note path in a full
@@ -138,6 +141,9 @@ func ParseNotePath(current, p string) (NotePath, error) {
 	if err := checkRelPath(p, rel); err != nil {
 		return NotePath{}, err
 	}
+	if err := checkLength("note path", p, rel); err != nil {
+		return NotePath{}, err
+	}
 	return NotePath{Agent: agent, Path: rel}, nil
 }
 
@@ -150,6 +156,9 @@ func ParsePrefix(current, prefix string) (NotePath, error) {
 		return NotePath{}, err
 	}
 	if !strings.HasPrefix(prefix, "/") {
+		if err := checkLength("prefix", prefix, prefix); err != nil {
+			return NotePath{}, err
+		}
 		return NotePath{Agent: current, Path: prefix}, nil
 	}
 	if agent, err := ParseAgent(strings.TrimSuffix(prefix, "/"+notesSegment)); err == nil && strings.HasSuffix(prefix, "/"+notesSegment) {
@@ -158,6 +167,9 @@ func ParsePrefix(current, prefix string) (NotePath, error) {
 	agent, rel, err := splitFull(prefix)
 	if err != nil {
 		return NotePath{}, invalid("prefix %q starts with / but does not name a notes root like /root/agent_x/notes/", prefix)
+	}
+	if err := checkLength("prefix", prefix, rel); err != nil {
+		return NotePath{}, err
 	}
 	return NotePath{Agent: agent, Path: rel}, nil
 }
@@ -182,10 +194,20 @@ func checkText(what, s string) error {
 	if strings.IndexByte(s, 0) >= 0 {
 		return invalid("%s contains a NUL character", what)
 	}
-	if n := utf8.RuneCountInString(s); n > MaxPathChars {
+	return nil
+}
+
+// checkLength applies MaxPathChars to rel, the part of given below its
+// notes root.
+func checkLength(what, given, rel string) error {
+	n := utf8.RuneCountInString(rel)
+	switch {
+	case n <= MaxPathChars:
+		return nil
+	case rel == given:
 		return invalid("%s is %d characters long; the limit is %d", what, n, MaxPathChars)
 	}
-	return nil
+	return invalid("%s is %d characters long below its notes root; the limit is %d", what, n, MaxPathChars)
 }
 
 // checkRelPath validates a path below a notes root.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // deep returns /root followed by n child segments s1..sn.
@@ -171,6 +170,10 @@ func TestParseNotePath(t *testing.T) {
 		{name: "512 chars", in: long, agent: cur, p: long},
 		{name: "512 code points of 4 bytes", in: strings.Repeat("😀", MaxPathChars), agent: cur, p: strings.Repeat("😀", MaxPathChars)},
 		{name: "deepest agent", in: deep(MaxSegments-1) + "/notes/x", agent: deep(MaxSegments - 1), p: "x"},
+		// The limit counts the path below the notes root, so the full path
+		// of a 512-char note is accepted too (it is what responses carry).
+		{name: "512 chars below an absolute root", in: "/root/notes/" + long, agent: "/root", p: long},
+		{name: "512 chars below a deep agent's root", in: deep(MaxSegments-1) + "/notes/" + long, agent: deep(MaxSegments - 1), p: long},
 
 		{name: "empty", in: "", err: "empty"},
 		{name: "../x", in: "../x", err: `".."`},
@@ -193,7 +196,7 @@ func TestParseNotePath(t *testing.T) {
 		{name: "invalid UTF-8", in: "a\xffb", err: "UTF-8"},
 		{name: "513 chars", in: long + "x", err: "513 characters"},
 		{name: "513 code points", in: strings.Repeat("é", MaxPathChars+1), err: "513 characters"},
-		{name: "513-char absolute", in: "/root/notes/" + strings.Repeat("a", MaxPathChars-11), err: "513 characters"},
+		{name: "513 chars below an absolute root", in: "/root/notes/" + strings.Repeat("a", MaxPathChars+1), err: "513 characters long below its notes root"},
 		{name: "uppercase agent", in: "/root/Agent/notes/c.md", err: "[a-z0-9_]+"},
 		{name: "root as child", in: "/root/root/notes/c.md", err: "reserved"},
 		{name: "dot dot agent", in: "/root/a/../b/notes/c.md", err: `".."`},
@@ -218,11 +221,7 @@ func TestParseNotePath(t *testing.T) {
 			if full != tc.agent+"/notes/"+tc.p {
 				t.Errorf("Full() = %q", full)
 			}
-			// The full path names the same note from any caller (when it
-			// is itself short enough to be accepted).
-			if utf8.RuneCountInString(full) > MaxPathChars {
-				return
-			}
+			// The full path names the same note from any caller.
 			if back, err := ParseNotePath("/root/elsewhere", full); err != nil || back != got {
 				t.Errorf("ParseNotePath(%q) = %+v, %v; want %+v", full, back, err, got)
 			}
@@ -250,6 +249,7 @@ func TestParsePrefix(t *testing.T) {
 		{name: "prefix named notes", in: "/root/notes/notes", agent: "/root", p: "notes"},
 		{name: "nested notes segment", in: "/root/a/notes/b/notes/", agent: "/root/a", p: "b/notes/"},
 		{name: "512 chars", in: strings.Repeat("p", MaxPathChars), agent: cur, p: strings.Repeat("p", MaxPathChars)},
+		{name: "512 chars below an absolute root", in: "/root/agent_y/notes/" + strings.Repeat("p", MaxPathChars), agent: "/root/agent_y", p: strings.Repeat("p", MaxPathChars)},
 
 		{name: "/x", in: "/x", err: "notes root"},
 		{name: "agent without notes", in: "/root/agent_y", err: "notes root"},
@@ -264,6 +264,7 @@ func TestParsePrefix(t *testing.T) {
 		{name: "NUL", in: "a\x00", err: "NUL"},
 		{name: "invalid UTF-8", in: "\xfe", err: "UTF-8"},
 		{name: "513 chars", in: strings.Repeat("p", MaxPathChars+1), err: "513 characters"},
+		{name: "513 chars below an absolute root", in: "/root/notes/" + strings.Repeat("p", MaxPathChars+1), err: "513 characters long below its notes root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParsePrefix(cur, tc.in)

@@ -7,14 +7,21 @@ import (
 )
 
 // FuzzParseNotePath checks that note path resolution never panics, that
-// a resolved path stays in a valid agent's notes root, and that its full
-// form resolves back to the same note from any agent.
+// a resolved path stays in a valid agent's notes root, and that the full
+// form of every accepted path is accepted too and resolves back to the
+// same note from any agent.
 func FuzzParseNotePath(f *testing.F) {
 	for _, s := range []string{"checkpoint.md", "a/b/c.md", "/root/notes/x", "/root/agent_x/notes/c.md",
 		"../x", "a/./b", "a//b", "/x", "a/", "\x00", "/root/a/notes/b/notes/c", "/root/Agent/notes/x", "😀/é.md"} {
 		f.Add("/root", s)
 		f.Add("/root/reviewer", s)
 	}
+	// Paths at the length limit, relative and absolute, from a deep agent.
+	deepAgent := "/root" + strings.Repeat("/abcdefghijklmnopqrstuvwxyz", MaxSegments-1)
+	f.Add("/root/reviewer", strings.Repeat("a", MaxPathChars))
+	f.Add(deepAgent, strings.Repeat("é", MaxPathChars-3)+".md")
+	f.Add("/root", deepAgent+"/notes/"+strings.Repeat("x", MaxPathChars))
+	f.Add("/root", "/root/notes/"+strings.Repeat("y", MaxPathChars-len("/root/notes/")))
 	f.Fuzz(func(t *testing.T, current, p string) {
 		if _, err := ParseAgent(current); err != nil {
 			return
@@ -34,10 +41,13 @@ func FuzzParseNotePath(f *testing.F) {
 				t.Fatalf("ParseNotePath(%q, %q) kept segment %q", current, p, seg)
 			}
 		}
-		if len(np.Full()) <= MaxPathChars*4 { // a full form over the limit is refused, not mis-resolved
-			back, err := ParseNotePath("/root/other", np.Full())
-			if err == nil && back != np {
-				t.Fatalf("full path %q resolves to %+v, want %+v", np.Full(), back, np)
+		// Responses carry the full form, and a client passes it back
+		// unchanged (API §5): from any agent it names the same note.
+		for _, from := range []string{current, "/root/other", Root} {
+			back, err := ParseNotePath(from, np.Full())
+			if err != nil || back != np {
+				t.Fatalf("ParseNotePath(%q, %q) = %+v; its full path %q from %s gives %+v, %v",
+					current, p, np, np.Full(), from, back, err)
 			}
 		}
 	})

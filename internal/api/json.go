@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ const maxJSONDepth = 100
 // decode reads the request body as exactly one JSON value into v,
 // refusing a wrong content type, invalid UTF-8, duplicate object keys,
 // nesting deeper than maxJSONDepth, numbers out of range, unknown fields
-// and trailing data.
+// (field names are matched exactly) and trailing data.
 func decode(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -46,7 +47,7 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		return decodeError(err)
 	}
-	if err := checkJSON(body); err != nil {
+	if err := checkJSON(body, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -62,8 +63,12 @@ func decode(r *http.Request, v any) error {
 
 // checkJSON refuses what encoding/json would accept silently: invalid
 // UTF-8 (it would become U+FFFD), duplicate keys (the last would win),
-// deep nesting and numbers past the float64 range (1e999999).
-func checkJSON(body []byte) error {
+// deep nesting, numbers past the float64 range (1e999999) and, in the
+// objects that decode into a struct of target (the type decoded into),
+// keys that are not exactly a field's name: encoding/json matches them
+// case-insensitively ("Agent", "tas\u212a_id"), so a key and its case
+// variant would be a duplicate that escapes the check, the last winning.
+func checkJSON(body []byte, target reflect.Type) error {
 	if !utf8.Valid(body) {
 		return httpErr(errBadRequest, "the request body is not valid UTF-8")
 	}
@@ -72,9 +77,12 @@ func checkJSON(body []byte) error {
 	type frame struct {
 		object bool
 		keys   map[string]struct{}
-		key    bool // the next string token is a key
+		key    bool         // the next string token is a key
+		typ    reflect.Type // what this object or array decodes into; nil: anything
+		value  reflect.Type // what the next value in it decodes into
 	}
 	var stack []frame
+	root := shape(target)
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -94,7 +102,18 @@ func checkJSON(body []byte) error {
 				if top >= 0 && stack[top].object {
 					stack[top].key = true
 				}
-				stack = append(stack, frame{object: t == '{', key: t == '{'})
+				f := frame{object: t == '{', key: t == '{'}
+				into := root
+				if top >= 0 {
+					into = stack[top].value
+				}
+				if k := kindOf(into); t == '{' && (k == reflect.Struct || k == reflect.Map) || t == '[' && (k == reflect.Slice || k == reflect.Array) {
+					f.typ = into
+					if k != reflect.Struct {
+						f.value = shape(into.Elem())
+					}
+				}
+				stack = append(stack, f)
 			default:
 				stack = stack[:top]
 				continue
@@ -110,6 +129,16 @@ func checkJSON(body []byte) error {
 				}
 				stack[top].keys[t] = struct{}{}
 				stack[top].key = false
+				if st := stack[top].typ; kindOf(st) == reflect.Struct {
+					ft, ok, near := structField(st, t)
+					if !ok && near != "" {
+						return httpErr(errBadRequest, fmt.Sprintf("unknown field %q (field names are case-sensitive: %q)", t, near))
+					}
+					if !ok {
+						return httpErr(errBadRequest, fmt.Sprintf("unknown field %q", t))
+					}
+					stack[top].value = shape(ft)
+				}
 				continue
 			}
 		case json.Number:
@@ -128,6 +157,55 @@ func checkJSON(body []byte) error {
 			stack[top].key = true // a value was read: a key comes next
 		}
 	}
+}
+
+// shape returns the type whose JSON shape checkJSON follows for a value
+// decoded into t: t without pointers, or nil when anything goes there
+// (raw JSON, an interface, a type with its own UnmarshalJSON).
+func shape(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	return t
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func kindOf(t reflect.Type) reflect.Kind {
+	if t == nil {
+		return reflect.Invalid
+	}
+	return t.Kind()
+}
+
+// structField returns the type of the field of struct t that the JSON key
+// name decodes into, matching the name exactly; when there is none, near
+// is a field name that differs only in case. A struct with embedded
+// fields is not followed (every key is accepted).
+func structField(t reflect.Type, name string) (typ reflect.Type, ok bool, near string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil, true, ""
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return f.Type, true, ""
+		}
+		if strings.EqualFold(tag, name) {
+			near = tag
+		}
+	}
+	return nil, false, near
 }
 
 func checkJSONContentType(r *http.Request) error {

@@ -948,6 +948,60 @@ func histCases() []histCase {
 			// its own task's root.
 			wantIDs(t, "stranger reads its root", ids(t, mustCall(t, e.s, stranger, "history_list_windows", hargs(t, "agent_name", "/root"))))
 		}},
+		// H22
+		{name: "H22 from /root/reviewer, agent_name checker is /root/reviewer/checker for the history tools", run: func(t *testing.T, e *histEnv) {
+			task := e.root.TaskID
+			reviewer := mustAttachChild(t, e.s, task, e.key+".reviewer", "reviewer")
+			res, err := e.s.Attach(context.Background(), AttachRequest{SessionKey: e.key + ".checker",
+				Task: &TaskRef{TaskID: task, ParentAgent: "/root/reviewer", AgentName: "checker"}}, "")
+			if err != nil || res.Agent != "/root/reviewer/checker" {
+				t.Fatalf("attach checker under /root/reviewer: %+v, %v", res, err)
+			}
+			checker := CallContext{TaskID: task, Agent: res.Agent}
+			histSync(t, e.s, checker, histFile(t, "tools.jsonl"))
+			// A decoy /root/checker with other history: "checker" must not
+			// resolve under /root when /root/reviewer asks.
+			decoy := mustAttachChild(t, e.s, task, e.key+".decoy", "checker")
+			histSync(t, e.s, decoy, histFile(t, "image.jsonl"))
+
+			as := func(cc CallContext, tool string, kv ...any) ToolResult {
+				t.Helper()
+				return mustCall(t, e.s, cc, tool, hargs(t, kv...))
+			}
+			wantIDs(t, "reviewer lists checker", ids(t, as(reviewer, "history_list_items", "agent_name", "checker")), toolsVisible...)
+			wantIDs(t, "reviewer lists /root/reviewer/checker", ids(t, as(reviewer, "history_list_items", "agent_name", "/root/reviewer/checker")), toolsVisible...)
+			wantIDs(t, "reviewer searches checker", ids(t, as(reviewer, "history_search_contents", "agent_name", "checker", "query", "TestParse")),
+				toolsUser, toolsBashResult, toolsAnswer)
+			wantIDs(t, "reviewer lists checker's windows", ids(t, as(reviewer, "history_list_windows", "agent_name", "checker")), "w1")
+			if d := detailsMap(t, as(reviewer, "history_read_item", "agent_name", "checker", "window_id", "w1", "item_id", toolsUser)); d["agent"] != "/root/reviewer/checker" ||
+				d["content"] != "Why does TestParse fail? Fix it." {
+				t.Fatalf("reviewer reads checker's item: %v", d)
+			}
+			// From /root the same relative name is /root/checker, the decoy.
+			wantIDs(t, "root lists checker", ids(t, as(e.root, "history_list_items", "agent_name", "checker", "limit", 1)), "20000001")
+			wantIDs(t, "root searches checker", ids(t, as(e.root, "history_search_contents", "agent_name", "checker", "query", "TestParse")))
+			// The reviewer's own history is empty: agent_name absent is itself.
+			wantIDs(t, "reviewer's own items", ids(t, as(reviewer, "history_list_items")))
+
+			// An absolute name of another task's agent is forbidden, for
+			// both tools, relative or not; a name that is nowhere not_found.
+			other := histAttach(t, e.s, e.key+".other", nil)
+			stranger := mustAttachChild(t, e.s, other.TaskID, e.key+".stranger", "stranger")
+			histSync(t, e.s, stranger, histFile(t, "tools.jsonl"))
+			for _, tc := range []struct {
+				name string
+				kind error
+			}{{"/root/stranger", ErrForbidden}, {"stranger", ErrNotFound}, {"/root/reviewer/nobody", ErrNotFound}} {
+				for _, tool := range []string{"history_list_items", "history_search_contents"} {
+					kv := []any{"agent_name", tc.name}
+					if tool == "history_search_contents" {
+						kv = append(kv, "query", "TestParse")
+					}
+					_, err := call(t, e.s, reviewer, tool, hargs(t, kv...))
+					histWantErr(t, err, tc.kind)
+				}
+			}
+		}},
 		// Unicode coordinates.
 		{name: "H30 code-point offsets with emoji, combining characters and CJK", run: func(t *testing.T, e *histEnv) {
 			sess := sessiongen.Unicode()

@@ -755,17 +755,34 @@ func TestNotesEdgeCases(t *testing.T) {
 					t.Errorf("relative read %q, want t", got)
 				}
 			}},
-		{name: "H19 a 512-char path is accepted",
+		{name: "H19 a 512-char path is accepted, and so is its full path",
 			tool: "notes_write_file", args: args("path", strings.Repeat("a", 509)+".md", "text", "t"),
-			want: `{"created":true}`},
+			want: `{"created":true}`,
+			check: func(t *testing.T, e *notesEnv, d map[string]any) {
+				// Responses carry the full path; it can be passed back unchanged.
+				full := d["path"].(string)
+				if full != "/root/notes/"+strings.Repeat("a", 509)+".md" {
+					t.Fatalf("path %q", full)
+				}
+				if got := readText(t, e.s, e.cc(t, ""), full); got != "t" {
+					t.Errorf("read by its full path %q", got)
+				}
+				l := detailsMap(t, mustCall(t, e.s, e.cc(t, ""), "notes_list_files_by_prefix", args("prefix", full)))
+				if got := filePaths(t, l); len(got) != 1 || got[0] != full {
+					t.Errorf("list by the full path as a prefix: %v", got)
+				}
+			}},
 		{name: "H19 a 512-code-point path of multi-byte chars is accepted",
 			tool: "notes_write_file", args: args("path", strings.Repeat("é", 509)+".md", "text", "t"),
 			want: `{"created":true}`},
 		{name: "H19 a 512-char absolute path is accepted",
 			tool: "notes_write_file", args: args("path", "/root/notes/"+strings.Repeat("a", 500), "text", "t"),
 			want: `{"created":true}`},
-		{name: "H19 a 513-char absolute path is rejected",
-			tool: "notes_write_file", args: args("path", "/root/notes/"+strings.Repeat("a", 501), "text", "t"),
+		{name: "H19 an absolute path with 512 chars below its notes root is accepted",
+			tool: "notes_write_file", args: args("path", "/root/notes/"+strings.Repeat("a", 512), "text", "t"),
+			want: `{"created":true}`},
+		{name: "H19 an absolute path with 513 chars below its notes root is rejected",
+			tool: "notes_write_file", args: args("path", "/root/notes/"+strings.Repeat("a", 513), "text", "t"),
 			err: ErrInvalidArgument, msg: "512"},
 		{name: "H19 a relative path named notes/ stays in the own root",
 			tool: "notes_write_file", args: args("path", "notes/x.md", "text", "t"),

@@ -250,12 +250,12 @@ test("a Pi session is fenced at the fallback, checkpoints, rolls over and recove
     writeFileSync(file, exp.stdout);
     const replay = await runMemoryd(["replay", file, "--check-reads"]);
     assert.equal(replay.code, 0, `replay --check-reads: ${replay.stdout}\n${replay.stderr}`);
-    // The committed log (testdata/logs) replays clean too.
+    // The committed log (testdata/logs) replays clean too. It is part of the
+    // repository: a missing file is a failure, not a skipped check.
     const committedLog = join(repoRoot, "testdata", "logs", "pi-sdk-rollover.jsonl");
-    if (existsSync(committedLog)) {
-      const r = await runMemoryd(["replay", committedLog, "--check-reads"]);
-      assert.equal(r.code, 0, `replay --check-reads ${committedLog}: ${r.stdout}\n${r.stderr}`);
-    }
+    assert.ok(existsSync(committedLog), `${committedLog} is missing (regenerate it with UPDATE_LOGS=1)`);
+    const r = await runMemoryd(["replay", committedLog, "--check-reads"]);
+    assert.equal(r.code, 0, `replay --check-reads ${committedLog}: ${r.stdout}\n${r.stderr}`);
     if (process.env.MEMORYD_DEBUG === "1") console.log(traces.map((t) => JSON.stringify(t)).join("\n"), replay.stdout, replay.stderr);
   } finally {
     session.dispose();
