@@ -72,8 +72,6 @@ func checkJSON(body []byte, target reflect.Type) error {
 	if !utf8.Valid(body) {
 		return httpErr(errBadRequest, "the request body is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
 	type frame struct {
 		object bool
 		keys   map[string]struct{}
@@ -83,44 +81,48 @@ func checkJSON(body []byte, target reflect.Type) error {
 	}
 	var stack []frame
 	root := shape(target)
+	z := tokenizer{b: body}
 	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
+		kind, raw, err := z.next()
 		if err != nil {
-			return decodeError(err)
+			return err
 		}
 		top := len(stack) - 1
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(stack) >= maxJSONDepth {
-					return httpErr(errBadRequest, fmt.Sprintf("the request body nests deeper than %d levels", maxJSONDepth))
-				}
-				if top >= 0 && stack[top].object {
-					stack[top].key = true
-				}
-				f := frame{object: t == '{', key: t == '{'}
-				into := root
-				if top >= 0 {
-					into = stack[top].value
-				}
-				if k := kindOf(into); t == '{' && (k == reflect.Struct || k == reflect.Map) || t == '[' && (k == reflect.Slice || k == reflect.Array) {
-					f.typ = into
-					if k != reflect.Struct {
-						f.value = shape(into.Elem())
-					}
-				}
-				stack = append(stack, f)
-			default:
-				stack = stack[:top]
-				continue
+		switch kind {
+		case tokEOF:
+			return nil
+		case tokOpen:
+			if len(stack) >= maxJSONDepth {
+				return httpErr(errBadRequest, fmt.Sprintf("the request body nests deeper than %d levels", maxJSONDepth))
 			}
+			if top >= 0 && stack[top].object {
+				stack[top].key = true
+			}
+			f := frame{object: raw[0] == '{', key: raw[0] == '{'}
+			into := root
+			if top >= 0 {
+				into = stack[top].value
+			}
+			if k := kindOf(into); f.object && (k == reflect.Struct || k == reflect.Map) || !f.object && (k == reflect.Slice || k == reflect.Array) {
+				f.typ = into
+				if k != reflect.Struct {
+					f.value = shape(into.Elem())
+				}
+			}
+			stack = append(stack, f)
 			continue
-		case string:
+		case tokClose:
+			if top < 0 || stack[top].object != (raw[0] == '}') {
+				return errNotJSON
+			}
+			stack = stack[:top]
+			continue
+		case tokString:
 			if top >= 0 && stack[top].object && stack[top].key {
+				t, err := unquote(raw)
+				if err != nil {
+					return err
+				}
 				if stack[top].keys == nil {
 					stack[top].keys = map[string]struct{}{}
 				}
@@ -141,22 +143,100 @@ func checkJSON(body []byte, target reflect.Type) error {
 				}
 				continue
 			}
-		case json.Number:
+		case tokNumber:
 			// No JSON writer of a client (JSON.stringify, encoding/json)
 			// makes a number past the float64 range; reading one would
-			// cost a big-number parse of each field for nothing.
-			if f, err := strconv.ParseFloat(t.String(), 64); err != nil && math.IsInf(f, 0) {
-				n := t.String()
-				if len(n) > 24 {
-					n = n[:24] + "…"
+			// cost a big-number parse of each field for nothing. Only a
+			// long number or one with an exponent can be out of range.
+			if len(raw) > 15 || bytes.ContainsAny(raw, "eE") {
+				if f, err := strconv.ParseFloat(string(raw), 64); err != nil && math.IsInf(f, 0) {
+					n := string(raw)
+					if len(n) > 24 {
+						n = n[:24] + "…"
+					}
+					return httpErr(errBadRequest, fmt.Sprintf("the request body has the number %s, which is out of range", n))
 				}
-				return httpErr(errBadRequest, fmt.Sprintf("the request body has the number %s, which is out of range", n))
 			}
 		}
 		if top >= 0 && stack[top].object {
 			stack[top].key = true // a value was read: a key comes next
 		}
 	}
+}
+
+var errNotJSON = httpErr(errBadRequest, "the request body is not valid JSON")
+
+// The tokens checkJSON reads.
+const (
+	tokEOF = iota
+	tokOpen
+	tokClose
+	tokString
+	tokNumber
+	tokLiteral
+)
+
+// tokenizer splits a JSON text into tokens without allocating, skipping
+// the separators (':' and ','). It checks only what it must to split
+// correctly; the syntax is checked in full by the decoding that follows
+// checkJSON.
+type tokenizer struct {
+	b []byte
+	i int
+}
+
+// next returns the next token and its bytes (a string with its quotes).
+func (z *tokenizer) next() (int, []byte, error) {
+	for z.i < len(z.b) {
+		switch c := z.b[z.i]; c {
+		case ' ', '\t', '\n', '\r', ':', ',':
+			z.i++
+		case '{', '[':
+			z.i++
+			return tokOpen, z.b[z.i-1 : z.i], nil
+		case '}', ']':
+			z.i++
+			return tokClose, z.b[z.i-1 : z.i], nil
+		case '"':
+			start := z.i
+			for z.i++; z.i < len(z.b); z.i++ {
+				switch z.b[z.i] {
+				case '\\':
+					z.i++ // the escaped byte
+				case '"':
+					z.i++
+					return tokString, z.b[start:z.i], nil
+				}
+			}
+			return 0, nil, errNotJSON
+		default:
+			start := z.i
+			kind := tokLiteral
+			if c == '-' || c >= '0' && c <= '9' {
+				kind = tokNumber
+			} else if c < 'a' || c > 'z' {
+				return 0, nil, errNotJSON
+			}
+			for z.i < len(z.b) && strings.IndexByte(" \t\n\r,:{}[]\"", z.b[z.i]) < 0 {
+				z.i++
+			}
+			return kind, z.b[start:z.i], nil
+		}
+	}
+	return tokEOF, nil, nil
+}
+
+// unquote returns the value of a JSON string token.
+func unquote(raw []byte) (string, error) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", errNotJSON
+	}
+	return s, nil
 }
 
 // shape returns the type whose JSON shape checkJSON follows for a value
