@@ -369,10 +369,13 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	if err := b.syncHistory(ctx, sess); err != nil {
 		return err
 	}
-	entries := len(sess.Entries)
+	branch := sess.Branch
 	sess = sessiongen.Session{} // free the gigabyte before measuring anything
 	runtime.GC()
 	debug.FreeOSMemory()
+	if err := b.syncProbe(ctx, branch); err != nil {
+		return err
+	}
 	err = b.hist.stop()
 	b.hist = nil
 	if err != nil {
@@ -389,8 +392,13 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.info = append(b.info, fmt.Sprintf("History server restart on the %s database (%s entries, position %s): %s to the first 200 from /healthz.",
-		fileSize(db), num(float64(entries), 0), num(float64(pos), 0), ms(time.Since(t1).Seconds())))
+	b.info = append(b.info, fmt.Sprintf("History server restart on the %s database (position %s): %s to the first 200 from /healthz.",
+		fileSize(db), num(float64(pos), 0), ms(time.Since(t1).Seconds())))
+	hwm, rss, err := procMemory(b.hist.pid())
+	if err != nil {
+		return err
+	}
+	b.info = append(b.info, fmt.Sprintf("History server memory after the restart, before any search: VmHWM %s, VmRSS %s.", mb(hwm), mb(rss)))
 	b.logf("memoryd(history) restarted at %s; warming both searches", b.hist.url)
 	for _, needle := range []string{b.rare, b.common} {
 		if _, err := b.searchMemoryd(ctx, needle); err != nil {
@@ -483,6 +491,53 @@ func (b *bench) syncHistory(ctx context.Context, sess sessiongen.Session) error 
 		mb(maxSyncRequest), num(float64(len(sess.Entries)), 0), mb(total), requests, el.Round(100*time.Millisecond),
 		float64(total)/1e6/el.Seconds(), num(float64(len(sess.Entries))/el.Seconds(), 0),
 		tenth/firstTenth.Seconds(), tenth/lastTenth.Seconds()))
+	return nil
+}
+
+// syncProbe times what a client pays per turn once the history is large:
+// three syncs of one new user message each, every one carrying the whole
+// branch as the contract requires (informational; the texts contain no
+// needle).
+func (b *bench) syncProbe(ctx context.Context, branch []string) error {
+	known := make(map[string]bool, len(branch))
+	for _, id := range branch {
+		known[id] = true
+	}
+	var took []float64
+	var size int
+	for i := range 3 {
+		id := fmt.Sprintf("be5c%04x", i)
+		for known[id] {
+			id = fmt.Sprintf("%08x", len(known)+i)
+		}
+		known[id] = true
+		entry := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2027-01-01T00:00:0%dZ","message":{"role":"user","content":"probe %d: one more turn","timestamp":%d}}`,
+			id, branch[len(branch)-1], i, i, 1798761600000+i)
+		branch = append(branch, id)
+		var body bytes.Buffer
+		fmt.Fprintf(&body, `{"context":{"task_id":%q,"agent":"/root"},"entries":[%s],"branch":`, b.histTask, entry)
+		ids, err := json.Marshal(branch)
+		if err != nil {
+			return err
+		}
+		body.Write(ids)
+		body.WriteString("}")
+		size = body.Len()
+		var res struct {
+			Stored int `json:"stored"`
+		}
+		t := time.Now()
+		if err := b.cl.postJSON(ctx, b.hist.url+"/v1/history/sync", body.Bytes(), &res); err != nil {
+			return fmt.Errorf("sync probe: %w", err)
+		}
+		took = append(took, time.Since(t).Seconds())
+		if res.Stored != 1 {
+			return fmt.Errorf("sync probe: stored %d entries, want 1", res.Stored)
+		}
+	}
+	b.info = append(b.info, fmt.Sprintf("One more turn on the full history: a sync of 1 new entry with the whole branch (%s ids, a %s body) "+
+		"took %s per request (3 requests).", num(float64(len(branch)), 0), mb(int64(size)), spreadOf(took).format(ms)))
+	b.logf("sync probe: %s per one-entry sync", spreadOf(took).format(ms))
 	return nil
 }
 

@@ -106,6 +106,9 @@ func (s spread) format(f func(float64) string) string {
 		return f(s.med)
 	}
 	med, lo, hi := f(s.med), f(s.lo), f(s.hi)
+	if lo == hi {
+		return med
+	}
 	if i := strings.IndexByte(med, ' '); i > 0 {
 		unit := med[i:]
 		if strings.HasSuffix(lo, unit) && strings.HasSuffix(hi, unit) {
