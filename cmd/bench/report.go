@@ -17,8 +17,17 @@ import (
 
 // machine describes where the run happened.
 type machine struct {
-	cpu, ram, kernel, goBench, goServer, sqlite, fs string
-	cpus                                            int
+	cpu, ram, kernel, goBench, goServer, sqlite, fs, load string
+	cpus                                                  int
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 func describeMachine(ctx context.Context, scratch, bin string) (machine, error) {
@@ -65,6 +74,7 @@ func describeMachine(ctx context.Context, scratch, bin string) (machine, error) 
 	}
 	m.sqlite = v
 	m.fs = filesystemOf(scratch)
+	m.load = loadAverage()
 	return m, nil
 }
 
@@ -172,7 +182,8 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 	p("| Go (bench) | %s |\n", m.goBench)
 	p("| Go (memoryd binary) | %s |\n", m.goServer)
 	p("| SQLite | %s (`select sqlite_version()`) |\n", m.sqlite)
-	p("| Scratch filesystem | %s |\n\n", m.fs)
+	p("| Scratch filesystem | %s |\n", m.fs)
+	p("| Load average (1, 5, 15 min) | %s at the start, %s at the end (other processes share the machine) |\n\n", m.load, loadAverage())
 
 	p("## Command\n\n```sh\n%s\n```\n\n", commandLine(b.cfg.args))
 	p("Settings: -reps %d, -history-bytes %s (%s), -events %s, -dur %v, -rows %s.\n\n", b.cfg.reps, num(float64(b.cfg.historyBytes), 0),
