@@ -137,8 +137,8 @@ func specs(b *bench) map[string]rowSpec {
 		"search-rare": {ms, ms, 2, true, "≥ 2× (stretch ≤ 20 ms)",
 			fmt.Sprintf("memoryd: one `history_search_contents` `{\"query\":%q,\"limit\":20}` over HTTP on the restarted server, timed by the client; "+
 				"it must return exactly 1 result (details.n_returned + omitted). Ceiling: `SELECT count(*) FROM t WHERE CAST(body AS TEXT) GLOB '*…*'` "+
-				"over a copy of the same rendered item texts (%s items, %s) in a fresh ceiling.db. Both warm: in every repetition each runs once untimed, then both are timed; "+
-				"it must count 1. Ratio = ceiling time / memoryd time.", b.rare, num(float64(b.textItems), 0), mb(b.textBytes))},
+				"over a copy of the same rendered item texts (%s items, %s) in a fresh ceiling.db; it must count 1. "+
+				"Both are warm: in every repetition each runs once untimed before the timed runs. Ratio = ceiling time / memoryd time.", b.rare, num(float64(b.textItems), 0), mb(b.textBytes))},
 		"search-common": {ms, ms, 1, true, "≥ 1×",
 			fmt.Sprintf("As search-rare with the needle %q, which occurs nowhere and whose first byte is the most frequent letter of the text "+
 				"(the worst case for first-byte skipping); both must find 0. %s of text scanned.", b.common, mb(b.textBytes))},
