@@ -1,20 +1,14 @@
 package forensics_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
-	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
@@ -31,82 +25,15 @@ func benchEvents(b *testing.B) int {
 	return n
 }
 
-// writeSyntheticLog writes an exported log of n events: one task, four
-// agents, and note.appended events spread over 2,000 notes per agent
-// (so no note grows large), with valid ULIDs and gapless positions.
+// writeSyntheticLog writes forensics.WriteSyntheticLog's log of n events
+// to path.
 func writeSyntheticLog(b *testing.B, path string, n int) {
 	b.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	entropy := ulid.Monotonic(rand.NewChaCha8([32]byte{1}), 0)
-	task := ulid.MustNew(ulid.Timestamp(start), entropy).String()
-	agents := []string{"/root", "/root/builder", "/root/reviewer", "/root/tester"}
-	versions := make([]int64, len(agents))
-	pos := int64(0)
-	var line []byte
-	emit := func(agent int, typ string, data []byte, at time.Time) {
-		pos++
-		versions[agent]++
-		id := ulid.MustNew(ulid.Timestamp(at), entropy)
-		line = append(line[:0], `{"position":`...)
-		line = strconv.AppendInt(line, pos, 10)
-		line = append(line, `,"id":"`...)
-		line = append(line, id.String()...)
-		line = append(line, `","stream":"`...)
-		line = append(line, task...)
-		line = append(line, agents[agent]...)
-		line = append(line, `","stream_version":`...)
-		line = strconv.AppendInt(line, versions[agent], 10)
-		line = append(line, `,"type":"`...)
-		line = append(line, typ...)
-		line = append(line, `","schema":1,"recorded_at":"`...)
-		line = at.AppendFormat(line, events.TimeFormat)
-		line = append(line, `","data":`...)
-		line = append(line, data...)
-		line = append(line, "}\n"...)
-		w.Write(line)
-	}
-	mustJSON := func(v any) []byte {
-		d, err := events.MarshalData(v)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return d
-	}
-	emit(0, events.TypeTaskCreated, mustJSON(events.TaskCreated{TaskID: task, SessionKey: "/bench/root.jsonl"}), start)
-	for i, a := range agents {
-		reg := events.AgentRegistered{TaskID: task, Agent: a, SessionKey: fmt.Sprintf("/bench/%d.jsonl", i),
-			Budget: events.Budget{ReminderRemainingPercent: 0.25, ReminderRemainingFloorTokens: 21384,
-				ReminderRemainingCeilingTokens: 60000, MaxToolOutputChars: 12000, NotesMaxFileBytes: 1000000, HistoryItemPreviewChars: 400}}
-		if i > 0 {
-			reg.ParentAgent = "/root"
-		}
-		emit(i, events.TypeAgentRegistered, mustJSON(reg), start)
-	}
-	var data []byte
-	for i := int(pos); i < n; i++ {
-		a := i % len(agents)
-		data = append(data[:0], `{"task_id":"`...)
-		data = append(data, task...)
-		data = append(data, `","agent":"`...)
-		data = append(data, agents[a]...)
-		data = append(data, `","path":"log/`...)
-		data = strconv.AppendInt(data, int64((i/len(agents))%2000), 10)
-		data = append(data, `.md","text":"step `...)
-		data = strconv.AppendInt(data, int64(i), 10)
-		data = append(data, ` done\n","by":"`...)
-		data = append(data, agents[a]...)
-		data = append(data, `"}`...)
-		if i < 100 && !json.Valid(data) {
-			b.Fatalf("synthetic payload is not JSON: %s", data)
-		}
-		emit(a, events.TypeNoteAppended, data, start.Add(time.Duration(i)*time.Millisecond))
-	}
-	if err := w.Flush(); err != nil {
+	if err := forensics.WriteSyntheticLog(f, n); err != nil {
 		b.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

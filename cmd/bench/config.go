@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const usageText = `usage: bench [flags] > report.md
+
+bench measures memoryd against the ceilings of this machine and prints a
+Markdown report on stdout (progress on stderr). memoryd runs as a subprocess
+(built from ./cmd/server unless -server is given); each figure and its
+ceiling run interleaved in the same repetition. Rows:
+
+  append16       durable note appends/s over HTTP, 16 clients, vs raw SQLite
+                 inserting 1000 rows per FULL transaction       (target ≥ 0.6×)
+  append1        one client's append p50 latency, vs one raw single-insert
+                 FULL transaction                               (target ≤ 3×)
+  search-rare    history_search_contents over -history-bytes of history, rare
+                 needle, vs a raw SQLite GLOB scan of the same text (≥ 2× as fast)
+  search-common  the same with a needle whose first byte is common (≥ 1×)
+  replay         "memoryd replay" of an -events event log, vs a raw batched
+                 insert of the same events                      (target ≥ 0.75×)
+  read8          notes_read_file req/s, 8 clients, vs a bare net/http handler
+                 returning the same bytes                       (target ≥ 0.3×)
+  rss            peak RSS of the server serving the history     (≤ 150 MB)
+  startup        exec to the first 200 from /healthz on the replayed
+                 -events database                               (≤ 300 ms)
+
+Sizes accept 1048576, 1<<20, 64KiB, 64MiB, 1GiB (also KB/MB/GB, powers of
+1000). Exit status: 0 when the run completed (whatever the results), 1 on
+any failure (a non-200 response, a process that died), 2 on bad usage.
+
+flags:
+`
+
+// allRows are the rows of the report, in its order.
+var allRows = []string{"append16", "append1", "search-rare", "search-common", "replay", "read8", "rss", "startup"}
+
+// config is the parsed command line.
+type config struct {
+	reps         int
+	historyBytes int64
+	events       int
+	dur          time.Duration
+	rows         []string
+	dir          string
+	keep         bool
+	server       string
+	args         []string
+}
+
+// has reports whether row is selected.
+func (c *config) has(rows ...string) bool {
+	for _, r := range rows {
+		if slices.Contains(c.rows, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseConfig parses the command line; it returns nil, nil for -h.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := &config{historyBytes: 1 << 30, args: args}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&c.reps, "reps", 3, "repetitions of every figure and its ceiling")
+	fs.Var((*byteSize)(&c.historyBytes), "history-bytes", "`bytes` of generated Pi session history to search")
+	fs.IntVar(&c.events, "events", 1_000_000, "events in the log to replay (and in the startup database)")
+	fs.DurationVar(&c.dur, "dur", 3*time.Second, "duration of each throughput loop")
+	rows := fs.String("rows", strings.Join(allRows, ","), "comma-separated `rows` to run")
+	fs.StringVar(&c.dir, "dir", "", "scratch `folder` (default a new temporary one); removed at the end unless -keep")
+	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
+	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, &usageError{fmt.Sprintf("bench takes no arguments, got %q", fs.Args())}
+	}
+	if c.reps < 1 {
+		return nil, &usageError{"-reps must be at least 1"}
+	}
+	if c.dur <= 0 {
+		return nil, &usageError{"-dur must be positive"}
+	}
+	if c.events < 1000 {
+		return nil, &usageError{"-events must be at least 1000"}
+	}
+	if c.historyBytes < 1<<20 || c.historyBytes > 1<<40 {
+		return nil, &usageError{"-history-bytes must be between 1MiB and 1TiB"}
+	}
+	for _, r := range strings.Split(*rows, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !slices.Contains(allRows, r) {
+			return nil, &usageError{fmt.Sprintf("-rows: unknown row %q (rows: %s)", r, strings.Join(allRows, ", "))}
+		}
+		if !slices.Contains(c.rows, r) {
+			c.rows = append(c.rows, r)
+		}
+	}
+	if len(c.rows) == 0 {
+		return nil, &usageError{"-rows names no row"}
+	}
+	return c, nil
+}
+
+// byteSize is a flag value in bytes: 1048576, 1<<20, 64KiB, 64MiB, 1GiB,
+// 500MB.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if a, sh, ok := strings.Cut(s, "<<"); ok {
+		x, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		y, err2 := strconv.ParseUint(strings.TrimSpace(sh), 10, 6)
+		if err1 != nil || err2 != nil || x < 0 || x > (1<<62)>>y {
+			return 0, fmt.Errorf("bad size %q", s)
+		}
+		return x << y, nil
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	x, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || x < 0 || x > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return x * mult, nil
+}

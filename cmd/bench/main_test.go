@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for the bench binary when bench
+// re-executes itself as the read8 ceiling (bench bare-server FILE).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == bareVerb {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunTiny runs the whole program at a tiny scale and checks that the
+// report has every row with a number in its figure column. It asserts
+// nothing about speed.
+func TestRunTiny(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-history-bytes", "2<<20", "-events", "2000", "-dur", "200ms", "-reps", "1", "-dir", t.TempDir()}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	report := stdout.String()
+	number := regexp.MustCompile(`^[0-9][0-9,]*(\.[0-9]+)? `)
+	for _, row := range allRows {
+		var cells []string
+		for line := range strings.Lines(report) {
+			if strings.HasPrefix(line, "| "+row+" |") {
+				cells = strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+				break
+			}
+		}
+		if len(cells) != 6 {
+			t.Errorf("row %s: no table line with 6 cells in the report:\n%s", row, report)
+			continue
+		}
+		if fig := strings.TrimSpace(cells[1]); !number.MatchString(fig) {
+			t.Errorf("row %s: figure %q is not a number", row, fig)
+		}
+		if res := strings.TrimSpace(cells[5]); res != "pass" && res != "short" {
+			t.Errorf("row %s: result %q, want pass or short", row, res)
+		}
+		if !strings.Contains(report, "### "+row+"\n") {
+			t.Errorf("row %s has no notes", row)
+		}
+	}
+	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		fmt.Println(report)
+	}
+}
+
+// TestRunSubset runs a subset of rows and checks that the others are left
+// out.
+func TestRunSubset(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-rows", "append1,startup", "-events", "1000", "-dur", "100ms", "-reps", "2"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for _, row := range allRows {
+		has := strings.Contains(stdout.String(), "| "+row+" |")
+		if want := row == "append1" || row == "startup"; has != want {
+			t.Errorf("row %s in the report: %v, want %v", row, has, want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "2<<20": 2 << 20, "64MiB": 64 << 20, "1GiB": 1 << 30, "500MB": 500e6, "4K": 4096} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "1<<99", "12QB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &stdout, &stderr); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "usage: bench") || !strings.Contains(stderr.String(), "-history-bytes") {
+		t.Errorf("-h printed:\n%s", stderr.String())
+	}
+	for _, args := range [][]string{{"-rows", "nope"}, {"-reps", "0"}, {"extra"}, {"-history-bytes", "lots"}} {
+		if _, ok := run(context.Background(), args, &stdout, &stderr).(*usageError); !ok {
+			t.Errorf("run(%q) is no usage error", args)
+		}
+	}
+}
+
+func TestSpreadFormat(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		f    func(float64) string
+		want string
+	}{
+		{[]float64{2000, 1000, 3000}, rate("req/s"), "2,000 [1,000–3,000] req/s"},
+		{[]float64{5}, rate("req/s"), "5 req/s"},
+		{[]float64{0.0005, 0.002, 0.001}, ms, "1.00 ms [500 µs–2.00 ms]"},
+		{[]float64{1, 2, 3, 4}, sig, "2.50 [1.00–4.00]"},
+	} {
+		if got := spreadOf(c.xs).format(c.f); got != c.want {
+			t.Errorf("format(%v) = %q, want %q", c.xs, got, c.want)
+		}
+	}
+}

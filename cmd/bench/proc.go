@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is a server subprocess (memoryd or the bare server) that printed
+// "listening on http://HOST:PORT".
+type proc struct {
+	name     string
+	cmd      *exec.Cmd
+	url      string
+	started  time.Time // just before exec
+	listened time.Time // when the listening line was read
+	done     chan struct{}
+	waitErr  error
+	log      *tail
+}
+
+// startProc runs argv with env added to this process's environment and
+// waits for its listening line on stdout. Its stderr is kept (the last
+// lines) and forwarded to progress, prefixed with name.
+func startProc(ctx context.Context, name string, argv []string, env []string, progress io.Writer) (*proc, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: &tail{prefix: name + ": ", out: progress}}
+	cmd.Stderr = p.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		found := false
+		for sc.Scan() {
+			if line := sc.Text(); !found && strings.HasPrefix(line, "listening on http://") {
+				found = true
+				lines <- strings.TrimPrefix(line, "listening on ")
+			}
+		}
+		close(lines)
+	}()
+	timeout := time.NewTimer(5 * time.Minute)
+	defer timeout.Stop()
+	select {
+	case u, ok := <-lines:
+		if ok {
+			p.url, p.listened = u, time.Now()
+			return p, nil
+		}
+		<-p.done
+		return nil, fmt.Errorf("%s exited before listening (%v)%s", name, p.waitErr, p.log.last())
+	case <-timeout.C:
+		err = fmt.Errorf("%s printed no listening line in 5 minutes", name)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cmd.Process.Kill()
+	<-p.done
+	return nil, err
+}
+
+// pid is the process id.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits; anything but a clean exit is an error.
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s had exited by itself (%v)%s", p.name, p.waitErr, p.log.last())
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within a minute of SIGTERM", p.name)
+	}
+	if p.waitErr != nil {
+		return fmt.Errorf("%s: %v%s", p.name, p.waitErr, p.log.last())
+	}
+	return nil
+}
+
+// alive returns an error if the process has exited.
+func (p *proc) alive() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited (%v)%s", p.name, p.waitErr, p.log.last())
+	default:
+		return nil
+	}
+}
+
+// tail forwards a process's stderr line by line and keeps the last few
+// lines for error messages.
+type tail struct {
+	prefix string
+	out    io.Writer
+	mu     sync.Mutex
+	buf    []byte
+	lines  []string
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(t.buf[:i])
+		t.buf = t.buf[i+1:]
+		fmt.Fprintf(t.out, "%s%s\n", t.prefix, line)
+		t.lines = append(t.lines, line)
+		if len(t.lines) > 20 {
+			t.lines = t.lines[1:]
+		}
+	}
+	return len(b), nil
+}
+
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return "; its last stderr lines:\n" + strings.Join(t.lines, "\n")
+}
+
+// client sends the benchmark's requests: keep-alive connections, enough
+// idle ones for every concurrent client, no compression.
+type client struct {
+	http  *http.Client
+	token string
+}
+
+func newClient(token string) *client {
+	tr := &http.Transport{
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	return &client{http: &http.Client{Transport: tr}, token: token}
+}
+
+// statusError is a response other than 200.
+type statusError struct {
+	url    string
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.url, e.status, e.body)
+}
+
+// post sends body to url with the token and returns the response body if
+// the status is 200 (keep is false: the body is read to EOF and dropped).
+func (c *client) post(ctx context.Context, url string, body []byte, keep bool) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, &statusError{url, resp.StatusCode, strings.TrimSpace(string(msg))}
+	}
+	if !keep {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return nil, err
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// postJSON posts body and decodes the response into out.
+func (c *client) postJSON(ctx context.Context, url string, body []byte, out any) error {
+	b, err := c.post(ctx, url, body, true)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("POST %s: response: %w", url, err)
+	}
+	return nil
+}
+
+// health polls GET /healthz every millisecond until a 200 and returns
+// the position it reports.
+func (c *client) health(ctx context.Context, base string) (int64, error) {
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.http.Do(req)
+		if err == nil {
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && rerr == nil {
+				var h struct {
+					Position int64 `json:"position"`
+				}
+				if err := json.Unmarshal(b, &h); err != nil {
+					return 0, fmt.Errorf("GET /healthz: %w", err)
+				}
+				return h.Position, nil
+			}
+			last = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		} else {
+			last = err
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, errors.Join(errors.New("GET /healthz: no 200 within a minute"), last)
+}
