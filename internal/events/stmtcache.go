@@ -21,11 +21,12 @@ type DBTX = eventsdb.DBTX
 // background: preparing on the pool needs a free connection, and the
 // caller may hold the only one (the writer) or the last one (a reader).
 type stmtCache struct {
-	db      *sql.DB
-	mu      sync.RWMutex
-	m       map[string]*sql.Stmt
-	pending map[string]bool
-	closed  bool
+	db        *sql.DB
+	mu        sync.RWMutex
+	m         map[string]*sql.Stmt
+	pending   map[string]bool
+	closed    bool
+	preparing sync.WaitGroup // the background prepares, waited for by close
 }
 
 func newStmtCache(db *sql.DB) *stmtCache {
@@ -48,6 +49,7 @@ func (c *stmtCache) stmt(_ context.Context, query string) (*sql.Stmt, error) {
 	}
 	if !c.pending[query] && !c.closed {
 		c.pending[query] = true
+		c.preparing.Add(1)
 		go c.prepare(query)
 	}
 	return nil, errNotPrepared
@@ -56,6 +58,7 @@ func (c *stmtCache) stmt(_ context.Context, query string) (*sql.Stmt, error) {
 var errNotPrepared = errors.New("statement not prepared yet")
 
 func (c *stmtCache) prepare(query string) {
+	defer c.preparing.Done()
 	st, err := c.db.PrepareContext(context.Background(), query)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -70,10 +73,16 @@ func (c *stmtCache) prepare(query string) {
 	c.m[query] = st
 }
 
+// close closes the prepared statements, after waiting for the prepares
+// in flight (each holds a connection the pool must get back before it
+// closes: the last connection to close checkpoints and removes the WAL).
 func (c *stmtCache) close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	c.mu.Unlock()
+	c.preparing.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, st := range c.m {
 		st.Close()
 	}

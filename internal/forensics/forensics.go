@@ -288,12 +288,11 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
 // read position and re-executes the calls that read there.
 func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
 	check := ReadCheck{Mismatches: []ReadMismatch{}}
-	if len(audit) == 0 {
-		_, err := dst.Import(ctx, next)
-		return check, err
-	}
-	// Continue, which commits each segment, does not refuse a database
-	// that holds events: refuse it here, as Import does.
+	// The log is committed in segments (at most replaySegment events, and
+	// up to each audited read position), so the WAL is checkpointed as the
+	// replay goes instead of growing to the size of the database.
+	// Continue does not refuse a database that holds events: refuse it
+	// here, as Import does.
 	if last, err := dst.LastPosition(ctx); err != nil {
 		return check, err
 	} else if last != 0 {
@@ -327,7 +326,12 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 	var pending *events.Event
 	// segment yields the events up to stop (all of them when stop < 0).
 	segment := func(stop int64) Next {
+		n := 0
 		return func() (events.Event, bool, error) {
+			if n == replaySegment {
+				return events.Event{}, false, nil
+			}
+			n++
 			var ev events.Event
 			if pending != nil {
 				ev, pending = *pending, nil
@@ -350,8 +354,12 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 		if i < len(stops) {
 			stop = stops[i]
 		}
-		if _, err := dst.Continue(ctx, segment(stop)); err != nil {
+		n, err := dst.Continue(ctx, segment(stop))
+		if err != nil {
 			return check, err
+		}
+		if n == replaySegment {
+			continue // the same stop, in the next segment
 		}
 		if stop < 0 {
 			return check, nil
@@ -360,6 +368,9 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 		i++
 	}
 }
+
+// replaySegment is the most events Replay commits in one transaction.
+const replaySegment = 50_000
 
 // Verify rebuilds the projections of live from its log into scratch and
 // returns every table that differs.
