@@ -83,8 +83,9 @@ type NoteWriteResult struct {
 }
 
 func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange) error {
-	key := projectionsdb.GetNoteParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}
-	old, err := q.GetNote(ctx, key)
+	// The note's size and revision, not its content: an append is a
+	// concatenation inside SQLite.
+	old, err := q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: c.taskID, Agent: c.agent, Path: c.path})
 	created := false
 	switch {
 	case err == sql.ErrNoRows:
@@ -95,13 +96,14 @@ func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c
 		})
 	case err != nil:
 		return err
+	case c.append:
+		err = q.AppendNoteContent(ctx, projectionsdb.AppendNoteContentParams{
+			Text: []byte(c.text), NBytes: int64(len(c.text)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
+			TaskID: c.taskID, Agent: c.agent, Path: c.path,
+		})
 	default:
-		content := []byte(c.text)
-		if c.append {
-			content = append(old.Content, c.text...)
-		}
 		err = q.ReplaceNoteContent(ctx, projectionsdb.ReplaceNoteContentParams{
-			Content: content, Bytes: int64(len(content)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
+			Content: []byte(c.text), Bytes: int64(len(c.text)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
 			TaskID: c.taskID, Agent: c.agent, Path: c.path,
 		})
 	}

@@ -42,6 +42,11 @@ SELECT bytes, revision FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
 INSERT INTO notes (task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position)
 VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?);
 
+-- name: AppendNoteContent :exec
+UPDATE notes SET content = CAST(content || CAST(sqlc.arg(text) AS BLOB) AS BLOB), bytes = bytes + sqlc.arg(n_bytes),
+  revision = revision + 1, updated_at = sqlc.arg(updated_at), updated_position = sqlc.arg(updated_position)
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND path = sqlc.arg(path);
+
 -- name: ReplaceNoteContent :exec
 UPDATE notes SET content = ?, bytes = ?, revision = revision + 1, updated_at = ?, updated_position = ?
 WHERE task_id = ? AND agent = ? AND path = ?;

@@ -41,6 +41,35 @@ func (q *Queries) AgentInAnyTask(ctx context.Context, agent string) (int64, erro
 	return count, err
 }
 
+const appendNoteContent = `-- name: AppendNoteContent :exec
+UPDATE notes SET content = CAST(content || CAST(?1 AS BLOB) AS BLOB), bytes = bytes + ?2,
+  revision = revision + 1, updated_at = ?3, updated_position = ?4
+WHERE task_id = ?5 AND agent = ?6 AND path = ?7
+`
+
+type AppendNoteContentParams struct {
+	Text            []byte
+	NBytes          int64
+	UpdatedAt       string
+	UpdatedPosition int64
+	TaskID          string
+	Agent           string
+	Path            string
+}
+
+func (q *Queries) AppendNoteContent(ctx context.Context, arg AppendNoteContentParams) error {
+	_, err := q.db.ExecContext(ctx, appendNoteContent,
+		arg.Text,
+		arg.NBytes,
+		arg.UpdatedAt,
+		arg.UpdatedPosition,
+		arg.TaskID,
+		arg.Agent,
+		arg.Path,
+	)
+	return err
+}
+
 const branchEntryIDs = `-- name: BranchEntryIDs :many
 SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index
 `
