@@ -41,6 +41,19 @@ CREATE TABLE history_entries (
     PRIMARY KEY (task_id, agent, entry_id)
 );
 
+-- history_branch_entries gains prefix_hash, a hash of the branch's ids up
+-- to and including the row's: a sync finds the prefix it shares with the
+-- current branch by comparing a few hashes instead of reading every id.
+DROP TABLE history_branch_entries;
+CREATE TABLE history_branch_entries (
+    task_id      TEXT    NOT NULL,
+    agent        TEXT    NOT NULL,
+    branch_index INTEGER NOT NULL,
+    entry_id     TEXT    NOT NULL,
+    prefix_hash  BLOB    NOT NULL,
+    PRIMARY KEY (task_id, agent, branch_index)
+);
+
 -- Projection: each agent's open chunk: its number and how many bytes of
 -- text it holds.
 CREATE TABLE history_open_chunks (
@@ -94,6 +107,14 @@ DROP TABLE projection_rebuilds;
 DROP TABLE history_chunks;
 DROP TABLE history_open_texts;
 DROP TABLE history_open_chunks;
+DROP TABLE history_branch_entries;
+CREATE TABLE history_branch_entries (
+    task_id      TEXT    NOT NULL,
+    agent        TEXT    NOT NULL,
+    branch_index INTEGER NOT NULL,
+    entry_id     TEXT    NOT NULL,
+    PRIMARY KEY (task_id, agent, branch_index)
+);
 DROP TABLE history_entries;
 CREATE TABLE history_entries (
     task_id       TEXT    NOT NULL,

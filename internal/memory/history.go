@@ -171,7 +171,7 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 				return err
 			}
 		}
-		res.WindowID, err = currentWindow(ctx, r, task, agent)
+		res.WindowID, err = r.LastWindow(ctx, task, agent)
 		return err
 	})
 	if err != nil {
@@ -186,13 +186,19 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 // already), so a long branch re-sent with a few new entries costs a few
 // lookups.
 func branchChange(ctx context.Context, r *projections.Reader, task, agent string, branch []string, sentNow map[string]bool) (*events.HistoryBranchChanged, error) {
-	current, err := r.BranchIDs(ctx, task, agent)
+	_, current, err := r.Branch(ctx, task, agent)
 	if err != nil {
 		return nil, err
 	}
-	keep := 0
-	for keep < len(current) && keep < len(branch) && current[keep] == branch[keep] {
-		keep++
+	hashes := make([][]byte, len(branch))
+	prev := []byte{}
+	for i, id := range branch {
+		prev = projections.BranchPrefixHash(prev, id)
+		hashes[i] = prev
+	}
+	keep, err := r.SharedPrefix(ctx, task, agent, hashes, current)
+	if err != nil {
+		return nil, err
 	}
 	seen := make(map[string]bool, len(branch))
 	for i, id := range branch {
@@ -211,20 +217,11 @@ func branchChange(ctx context.Context, r *projections.Reader, task, agent string
 			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", i, id)
 		}
 	}
-	if keep == len(current) && keep == len(branch) {
+	if int64(keep) == current && keep == len(branch) {
 		return nil, nil
 	}
 	return &events.HistoryBranchChanged{TaskID: task, Agent: agent, Keep: int64(keep),
 		Append: slices.Clone(branch[keep:]), Length: int64(len(branch))}, nil
-}
-
-// currentWindow is the window of the last item of the current branch.
-func currentWindow(ctx context.Context, r *projections.Reader, task, agent string) (string, error) {
-	ws, err := r.Windows(ctx, task, agent)
-	if err != nil || len(ws) == 0 {
-		return "w1", err
-	}
-	return ws[len(ws)-1].ID, nil
 }
 
 // historyTarget resolves agent_name to an agent of the caller's task.

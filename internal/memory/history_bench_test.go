@@ -112,3 +112,30 @@ func BenchmarkReadItem(b *testing.B) {
 		off = d.EndChars % total
 	}
 }
+
+// BenchmarkSyncOneOnLongBranch: the sync of every turn of a long session,
+// one new entry at the end of a branch of 100,000 (the request carries
+// the whole branch, as the extension sends it).
+func BenchmarkSyncOneOnLongBranch(b *testing.B) {
+	s := mustOpenService(b)
+	cc := mustAttach(b, s, "/bench/long-branch.jsonl")
+	gen := sessiongen.NewBuilder(3)
+	for i := range 100_000 {
+		gen.UserText(fmt.Sprintf("turn %d", i))
+	}
+	sess := gen.Session()
+	for start := 0; start < len(sess.Entries); start += 10_000 {
+		end := min(start+10_000, len(sess.Entries))
+		if _, err := histSyncErr(s, cc, sess.Entries[start:end], sess.Branch[:end], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		id := gen.UserText(fmt.Sprintf("one more %d", i))
+		next := gen.Session()
+		if _, err := histSyncErr(s, cc, next.Entries[len(next.Entries)-1:], next.Branch, nil); err != nil {
+			b.Fatalf("sync %s: %v", id, err)
+		}
+	}
+}

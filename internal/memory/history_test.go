@@ -1384,3 +1384,65 @@ func TestHistoryLongBranchPaging(t *testing.T) {
 		t.Fatalf("search found %d items, want %d", n, want)
 	}
 }
+
+// TestHistoryBranchSwitchAnywhere: a long branch switched at random
+// points (the shared prefix found by comparing prefix hashes), extended,
+// cut back and restored is stored exactly as sent each time, with its
+// items and their windows.
+func TestHistoryBranchSwitchAnywhere(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpenService(t)
+	cc := mustAttach(t, s, "/home/u/.pi/agent/sessions/switch.jsonl")
+	r := rand.New(rand.NewPCG(7, 7))
+	b := sessiongen.NewBuilder(9)
+	var trunk []string
+	for i := range 600 {
+		if i == 300 {
+			trunk = append(trunk, b.Compaction("half way", b.Leaf(), 1000))
+			continue
+		}
+		trunk = append(trunk, b.UserText(fmt.Sprintf("trunk %d", i)))
+	}
+	histSync(t, s, cc, b.Session())
+	synced := len(b.Session().Entries)
+	for round := range 12 {
+		at := r.IntN(len(trunk))
+		if round%4 == 3 {
+			at = len(trunk) - 1 // a plain extension
+		}
+		b.Checkout(trunk[at])
+		var tail []string
+		for j := range 1 + r.IntN(5) {
+			tail = append(tail, b.UserText(fmt.Sprintf("round %d side %d", round, j)))
+		}
+		want := append(slices.Clone(trunk[:at+1]), tail...)
+		if round%3 == 2 {
+			want = slices.Clone(trunk[:1+r.IntN(len(trunk))]) // back to a cut of the trunk
+		}
+		sess := b.Session()
+		if _, err := histSyncErr(s, cc, sess.Entries[synced:], want, nil); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		synced = len(sess.Entries)
+		got, err := projections.NewReader(s.Store().Reader()).BranchIDs(ctx, cc.TaskID, cc.Agent)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("round %d (switch at %d): branch of %d ids (%v), want %d", round, at, len(got), err, len(want))
+		}
+		d := detailsMap(t, mustCall(t, s, cc, "history_list_windows", `{}`))
+		wantWindows := 1
+		if len(want) > 300 && want[300] == trunk[300] {
+			wantWindows = 2
+		}
+		if n := num(t, d["n_returned"]); n != wantWindows {
+			t.Fatalf("round %d: %d windows, want %d", round, n, wantWindows)
+		}
+	}
+	// The trunk again, whole.
+	if _, err := histSyncErr(s, cc, nil, trunk, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := projections.NewReader(s.Store().Reader()).BranchIDs(ctx, cc.TaskID, cc.Agent)
+	if !slices.Equal(got, trunk) {
+		t.Fatalf("the trunk restored: %d ids, want %d", len(got), len(trunk))
+	}
+}

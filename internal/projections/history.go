@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	"github.com/memoryd/memoryd/internal/events"
@@ -55,6 +56,18 @@ func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events
 // items from the first changed position on. An item depends only on the
 // entries before it on the branch (its window, its call's attribution), so
 // the kept prefix stays as it is.
+// BranchPrefixHash is the prefix hash of a branch entry: a hash of the
+// previous entry's prefix hash (empty for the first) and this entry's id.
+// Two branches have equal prefixes up to an index exactly when (up to the
+// odds of a 128-bit collision) their prefix hashes there are equal.
+func BranchPrefixHash(prev []byte, entryID string) []byte {
+	h := fnv.New128a()
+	h.Write(prev)
+	h.Write([]byte{0})
+	h.Write([]byte(entryID))
+	return h.Sum(nil)
+}
+
 func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryBranchChanged) error {
 	keep := p.Keep
 	for _, del := range []func(context.Context, string, string, int64) error{
@@ -80,17 +93,33 @@ func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	usedIDs, err := q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
-	if err != nil {
-		return err
+	// The window ids of the kept prefix matter only when a compaction is
+	// appended: read them then.
+	var used map[string]bool
+	usedBefore := func() error {
+		if used != nil {
+			return nil
+		}
+		ids, err := q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
+		if err != nil {
+			return err
+		}
+		used = map[string]bool{"w1": true}
+		for _, id := range ids {
+			used[id] = true
+		}
+		return nil
 	}
-	used := map[string]bool{"w1": true}
-	for _, id := range usedIDs {
-		used[id] = true
+	hash := []byte{}
+	if keep > 0 {
+		if hash, err = q.BranchPrefixHash(ctx, projectionsdb.BranchPrefixHashParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep - 1}); err != nil {
+			return fmt.Errorf("branch prefix of %d: %w", keep, err)
+		}
 	}
 	for i, entryID := range p.Append {
 		idx := keep + int64(i)
-		if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID}); err != nil {
+		hash = BranchPrefixHash(hash, entryID)
+		if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, PrefixHash: hash}); err != nil {
 			return err
 		}
 		e, err := q.GetHistoryEntry(ctx, projectionsdb.GetHistoryEntryParams{TaskID: p.TaskID, Agent: p.Agent, EntryID: entryID})
@@ -101,6 +130,9 @@ func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events
 			continue
 		}
 		if e.Compaction != 0 {
+			if err := usedBefore(); err != nil {
+				return err
+			}
 			ordinal++
 			windowID = "w" + strconv.FormatInt(ordinal, 10)
 			if e.MarkedWindow != "" && !used[e.MarkedWindow] {

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -20,6 +21,37 @@ func (r *Reader) Branch(ctx context.Context, taskID, agent string) (revision, le
 		return 0, 0, nil
 	}
 	return b.Revision, b.Length, err
+}
+
+// SharedPrefix returns how many leading ids a branch shares with the
+// agent's current branch (of length current), given the branch's prefix
+// hashes (hashes[i] = BranchPrefixHash(hashes[i-1], branch[i])). It
+// compares O(log n) stored hashes instead of reading the branch.
+func (r *Reader) SharedPrefix(ctx context.Context, taskID, agent string, hashes [][]byte, current int64) (int, error) {
+	lo, hi := 0, int(min(int64(len(hashes)), current)) // the answer is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		h, err := r.q.BranchPrefixHash(ctx, projectionsdb.BranchPrefixHashParams{TaskID: taskID, Agent: agent, BranchIndex: int64(mid - 1)})
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Equal(h, hashes[mid-1]) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, nil
+}
+
+// LastWindow returns the window of the last item of an agent's current
+// branch ("w1" before the first item).
+func (r *Reader) LastWindow(ctx context.Context, taskID, agent string) (string, error) {
+	it, err := r.q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: taskID, Agent: agent, BranchIndex: math.MaxInt64})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "w1", nil
+	}
+	return it.WindowID, err
 }
 
 // BranchIDs returns the entry ids of an agent's current branch, root first.

@@ -137,7 +137,10 @@ SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDE
 DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?;
 
 -- name: InsertBranchEntry :exec
-INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id) VALUES (?, ?, ?, ?);
+INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id, prefix_hash) VALUES (?, ?, ?, ?, ?);
+
+-- name: BranchPrefixHash :one
+SELECT prefix_hash FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index = ?;
 
 -- name: DeleteItemsFrom :exec
 DELETE FROM history_items WHERE task_id = ? AND agent = ? AND branch_index >= ?;

@@ -48,6 +48,7 @@ type HistoryBranchEntry struct {
 	Agent       string
 	BranchIndex int64
 	EntryID     string
+	PrefixHash  []byte
 }
 
 type HistoryCall struct {

@@ -102,6 +102,23 @@ func (q *Queries) BranchEntryIDs(ctx context.Context, arg BranchEntryIDsParams) 
 	return items, nil
 }
 
+const branchPrefixHash = `-- name: BranchPrefixHash :one
+SELECT prefix_hash FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index = ?
+`
+
+type BranchPrefixHashParams struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+}
+
+func (q *Queries) BranchPrefixHash(ctx context.Context, arg BranchPrefixHashParams) ([]byte, error) {
+	row := q.db.QueryRowContext(ctx, branchPrefixHash, arg.TaskID, arg.Agent, arg.BranchIndex)
+	var prefix_hash []byte
+	err := row.Scan(&prefix_hash)
+	return prefix_hash, err
+}
+
 const callToolName = `-- name: CallToolName :one
 SELECT tool_name FROM history_calls
 WHERE task_id = ? AND agent = ? AND call_id = ? AND branch_index < ?
@@ -915,7 +932,7 @@ func (q *Queries) InsertAgent(ctx context.Context, arg InsertAgentParams) error 
 }
 
 const insertBranchEntry = `-- name: InsertBranchEntry :exec
-INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id) VALUES (?, ?, ?, ?)
+INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id, prefix_hash) VALUES (?, ?, ?, ?, ?)
 `
 
 type InsertBranchEntryParams struct {
@@ -923,6 +940,7 @@ type InsertBranchEntryParams struct {
 	Agent       string
 	BranchIndex int64
 	EntryID     string
+	PrefixHash  []byte
 }
 
 func (q *Queries) InsertBranchEntry(ctx context.Context, arg InsertBranchEntryParams) error {
@@ -931,6 +949,7 @@ func (q *Queries) InsertBranchEntry(ctx context.Context, arg InsertBranchEntryPa
 		arg.Agent,
 		arg.BranchIndex,
 		arg.EntryID,
+		arg.PrefixHash,
 	)
 	return err
 }
