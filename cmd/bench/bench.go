@@ -232,8 +232,9 @@ func (b *bench) buildServer(ctx context.Context) error {
 
 // startMemoryd starts memoryd serve on db.
 func (b *bench) startMemoryd(ctx context.Context, name, db string) (*proc, error) {
-	return startProc(ctx, name, []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "error"},
-		[]string{"MEMORYD_TOKEN=" + b.token}, b.progress)
+	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "error"}
+	args = append(args, strings.Fields(b.cfg.serverFlags)...)
+	return startProc(ctx, name, args, []string{"MEMORYD_TOKEN=" + b.token}, b.progress)
 }
 
 // attach attaches a new session and returns its task id.

@@ -53,6 +53,7 @@ type config struct {
 	dir          string
 	keep         bool
 	server       string
+	serverFlags  string
 	args         []string
 }
 
@@ -83,6 +84,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.dir, "dir", "", "scratch `folder` (default a new temporary one); removed at the end unless -keep")
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
+	fs.StringVar(&c.serverFlags, "server-flags", "", "extra `flags` for every memoryd serve, space-separated (e.g. \"--cpuprofile /tmp/memoryd.prof\"); the report names them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil

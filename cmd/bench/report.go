@@ -171,7 +171,11 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 	p("# memoryd benchmarks\n\n")
 	p("Measured by `cmd/bench` on %s in %s. Each figure is measured against its ceiling (the same job done by raw SQLite or a bare\n", b.started.UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	p("net/http handler on the same machine) inside the same repetition loop, so the ratio is what to read; values are medians of %d repetition(s),\n", b.cfg.reps)
-	p("with [min–max] in the notes. memoryd (%s) runs as a subprocess with its defaults (synchronous=FULL, read audit on);\n", b.binNote)
+	if b.cfg.serverFlags != "" {
+		p("with [min–max] in the notes. memoryd (%s) runs as a subprocess with its defaults (synchronous=FULL, read audit on) and `%s`;\n", b.binNote, b.cfg.serverFlags)
+	} else {
+		p("with [min–max] in the notes. memoryd (%s) runs as a subprocess with its defaults (synchronous=FULL, read audit on);\n", b.binNote)
+	}
 	p("the clients run in the bench process.\n\n")
 
 	p("## Machine\n\n")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	syncMode := fs.String("sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	audit := fs.Bool("audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, for performance work")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,6 +83,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
 	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode)

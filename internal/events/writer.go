@@ -88,19 +88,28 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 	last := int64(-1)
 	ok := 0
 	db := newCachedTx(sqlTx, s.writeStmts) // statements shared by the batch
+	// A request runs in a savepoint of its own, so that its failure rolls
+	// back only its writes; a batch of one needs none (its failure rolls
+	// the transaction back).
+	single := len(batch) == 1
 	for i, req := range batch {
 		if err := req.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT write_request"); err != nil {
-			results[i] = classify(err)
-			continue
+		if !single {
+			if _, err := db.ExecContext(ctx, "SAVEPOINT write_request"); err != nil {
+				results[i] = classify(err)
+				continue
+			}
 		}
 		t := &Tx{s: s, tx: sqlTx, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last}
 		if err := req.fn(t); err != nil {
 			results[i] = classify(err)
-			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
+			if single {
+				break // rolled back below: nothing of it is kept
+			}
+			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
 				// The transaction is unusable: SQLite rolls it back by
 				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,
 				// SQLITE_NOMEM), savepoints and all. Nothing of the batch
@@ -113,7 +122,10 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			last = t.last
 			ok++
 		}
-		if _, err := sqlTx.ExecContext(ctx, "RELEASE write_request"); err != nil {
+		if single {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
 			s.failBatch(sqlTx, results, classify(err))
 			finish()
 			return

@@ -62,10 +62,11 @@ type auditor struct {
 	mu     sync.RWMutex // guards closed against sends on a closed channel
 	closed bool
 	done   chan struct{}
+	known  map[string]bool // streams of agents found registered (used by run only)
 }
 
 func newAuditor(store *events.Store, log *slog.Logger) *auditor {
-	a := &auditor{store: store, log: log, ch: make(chan events.ToolCalled, auditQueue), done: make(chan struct{})}
+	a := &auditor{store: store, log: log, ch: make(chan events.ToolCalled, auditQueue), done: make(chan struct{}), known: map[string]bool{}}
 	go a.run()
 	return a
 }
@@ -137,22 +138,44 @@ func (a *auditor) run() {
 			return
 		}
 		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
+			ctx := context.Background()
 			r := projections.NewReader(tx.DB())
+			// Consecutive records of one stream are appended together (one
+			// version lookup), in the order they came.
+			var run []events.Pending
+			stream := ""
+			appendRun := func() error {
+				if len(run) == 0 {
+					return nil
+				}
+				_, err := tx.Append(ctx, stream, events.AnyVersion, run...)
+				run = run[:0]
+				return err
+			}
 			for _, rec := range batch {
 				// Only calls of registered agents are recorded: nobody can
 				// fill the log with streams of tasks that do not exist.
-				if _, err := r.Agent(context.Background(), rec.TaskID, rec.Agent); err != nil {
-					if errors.Is(err, projections.ErrNotFound) {
-						continue
+				// Agents are never unregistered, so one that was found
+				// stays known.
+				key := events.Stream(rec.TaskID, rec.Agent)
+				if !a.known[key] {
+					if _, err := r.Agent(ctx, rec.TaskID, rec.Agent); err != nil {
+						if errors.Is(err, projections.ErrNotFound) {
+							continue
+						}
+						return err
 					}
-					return err
+					a.known[key] = true
 				}
-				if _, err := tx.Append(context.Background(), events.Stream(rec.TaskID, rec.Agent), events.AnyVersion,
-					events.Pending{Type: events.TypeToolCalled, Data: rec}); err != nil {
-					return err
+				if key != stream {
+					if err := appendRun(); err != nil {
+						return err
+					}
+					stream = key
 				}
+				run = append(run, events.Pending{Type: events.TypeToolCalled, Data: rec})
 			}
-			return nil
+			return appendRun()
 		})
 		if err != nil {
 			a.log.Error("read audit: batch not recorded", "records", len(batch), "error", err.Error())

@@ -342,7 +342,11 @@ type newContextDetails struct {
 func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string, pos *int64) (ToolResult, error) {
 	var d newContextDetails
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
-		defer func() { *pos, _ = tx.Position(ctx) }()
+		defer func() {
+			if pos != nil {
+				*pos, _ = tx.Position(ctx)
+			}
+		}()
 		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {

@@ -346,7 +346,11 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	var res projections.NoteWriteResult
 	terminate := false
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
-		defer func() { *pos, _ = tx.Position(ctx) }()
+		defer func() {
+			if pos != nil {
+				*pos, _ = tx.Position(ctx)
+			}
+		}()
 		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {

@@ -16,14 +16,19 @@ import (
 // read audit is on, the call is recorded after it returns.
 func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string) (ToolResult, error) {
 	var pos int64
-	res, err := s.callTool(ctx, name, cc, args, requestID, &pos)
+	at := &pos // the position the call read at, for the audit
+	if s.audit == nil {
+		at = nil
+	}
+	res, err := s.callTool(ctx, name, cc, args, requestID, at)
 	if s.audit != nil && tools.Known(name) {
 		s.audit.record(name, cc, args, pos, res, err)
 	}
 	return res, err
 }
 
-// callTool runs a tool and sets *pos to the log position it read at.
+// callTool runs a tool and sets *pos (unless pos is nil) to the log
+// position it read at.
 func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64) (ToolResult, error) {
 	if !tools.Known(name) {
 		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the 11 tools", name)
