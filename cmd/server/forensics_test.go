@@ -389,7 +389,7 @@ func TestVerifyAlteredProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
-		`UPDATE notes SET content = CAST('tampered' AS BLOB), bytes = 8 WHERE path = 'checkpoint.md'`,
+		`UPDATE note_parts SET text = CAST('tampered' AS BLOB) WHERE path = 'checkpoint.md' AND part = 0`,
 		`DELETE FROM history_items WHERE branch_index = 0`,
 	} {
 		res, err := raw.Exec(stmt)
@@ -412,9 +412,9 @@ func TestVerifyAlteredProjection(t *testing.T) {
 		d := d.(map[string]any)
 		tables = append(tables, d["table"].(string))
 		switch d["table"] {
-		case "notes":
+		case "note_parts":
 			if d["only_live"] != float64(1) || d["only_rebuilt"] != float64(1) || !strings.Contains(fmt.Sprint(d["sample_live"]), "tampered") {
-				t.Errorf("notes difference %v", d)
+				t.Errorf("note_parts difference %v", d)
 			}
 		case "history_items":
 			if d["only_live"] != float64(0) || d["only_rebuilt"] != float64(1) {
@@ -422,8 +422,8 @@ func TestVerifyAlteredProjection(t *testing.T) {
 			}
 		}
 	}
-	if rep["clean"] != false || !slices.Equal(tables, []string{"notes", "history_items"}) {
-		t.Errorf("verify reported %v, want notes and history_items", rep)
+	if rep["clean"] != false || !slices.Equal(tables, []string{"note_parts", "history_items"}) {
+		t.Errorf("verify reported %v, want note_parts and history_items", rep)
 	}
 }
 

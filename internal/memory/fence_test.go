@@ -13,6 +13,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
+	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
@@ -670,11 +671,9 @@ func TestH49NestedCompactionDuringManual(t *testing.T) {
 // (the tools are fenced).
 func mustCallNoFence(tb testing.TB, s *Service, cc CallContext) string {
 	tb.Helper()
-	var text string
-	err := s.store.Reader().QueryRowContext(fcCtx,
-		`SELECT content FROM notes WHERE task_id = ? AND agent = ? AND path = ?`, cc.TaskID, cc.Agent, "checkpoint.md").Scan(&text)
+	n, err := projections.NewReader(s.store.Reader()).Note(fcCtx, cc.TaskID, cc.Agent, "checkpoint.md")
 	fcOK(tb, "read the note", err)
-	return text
+	return n.Content
 }
 
 // fcBootstrap runs new_context and prepare and returns the bootstrap.

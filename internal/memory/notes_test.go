@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -1585,5 +1586,46 @@ func TestNotesOutputBudget(t *testing.T) {
 				t.Errorf("long match %v: want line 4 cut to at most 300 chars", m)
 			}
 		})
+	}
+}
+
+// TestNotePartsModel: random appends (empty ones too) and overwrites of a
+// few notes, past the number of parts that triggers a merge, read back
+// exactly as a model of the files says, and notes_search_contents finds a
+// needle that spans two appends.
+func TestNotePartsModel(t *testing.T) {
+	s := mustOpenService(t)
+	cc := mustAttach(t, s, "/home/u/.pi/agent/sessions/parts.jsonl")
+	r := rand.New(rand.NewPCG(5, 8))
+	model := map[string]string{}
+	paths := []string{"a.md", "b.md", "deep/c.md"}
+	for i := range 400 {
+		p := paths[r.IntN(len(paths))]
+		text := []string{"", "x", "yz\n", "- line\n", "é😀\n"}[r.IntN(5)]
+		c := cc
+		c.CallID = fmt.Sprintf("toolu_%d", i)
+		if r.IntN(12) == 0 {
+			mustCall(t, s, c, "notes_write_file", fmt.Sprintf(`{"path":%q,"text":%q}`, p, text))
+			model[p] = text
+		} else {
+			mustCall(t, s, c, "notes_append_to_file", fmt.Sprintf(`{"path":%q,"text":%q}`, p, text))
+			model[p] += text
+		}
+		if i%37 == 0 || i == 399 {
+			for path, want := range model {
+				if got := readText(t, s, cc, path); got != want {
+					t.Fatalf("after %d writes %s reads back %q, want %q", i+1, path, got, want)
+				}
+			}
+		}
+	}
+	c := cc
+	c.CallID = "toolu_span_1"
+	mustCall(t, s, c, "notes_append_to_file", `{"path":"a.md","text":"…NEEDLE-FIRST-HALF"}`)
+	c.CallID = "toolu_span_2"
+	mustCall(t, s, c, "notes_append_to_file", `{"path":"a.md","text":"-SECOND-HALF…\n"}`)
+	d := detailsMap(t, mustCall(t, s, cc, "notes_search_contents", `{"query":"FIRST-HALF-SECOND"}`))
+	if n := num(t, d["n_returned"]); n != 1 {
+		t.Fatalf("a needle across two appends: %d files found, want 1 (%v)", n, d)
 	}
 }

@@ -181,7 +181,8 @@ func TestRebuildEqualsLive(t *testing.T) {
 	defer raw.Close()
 	for _, q := range []string{
 		`DELETE FROM notes WHERE path = 'log.md'`,
-		`UPDATE notes SET content = CAST('tampered' AS BLOB), bytes = 8`,
+		`UPDATE note_parts SET text = CAST('tampered' AS BLOB)`,
+		`UPDATE notes SET bytes = 8`,
 		`DELETE FROM note_calls`,
 		`UPDATE agents SET session_id = 'tampered'`,
 	} {

@@ -7,9 +7,11 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/memoryd/memoryd/internal/address"
@@ -82,30 +84,52 @@ type NoteWriteResult struct {
 	Revision int64  `json:"revision"`
 }
 
+// maxNoteParts is how many parts a note's text is kept in before an
+// append merges them into one (see migrations/00005_note_parts.sql).
+const maxNoteParts = 16
+
 func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange) error {
-	// The note's size and revision, not its content: an append is a
-	// concatenation inside SQLite.
+	key := func(part int64, text []byte) projectionsdb.InsertNotePartParams {
+		return projectionsdb.InsertNotePartParams{TaskID: c.taskID, Agent: c.agent, Path: c.path, Part: part, Text: text}
+	}
 	old, err := q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: c.taskID, Agent: c.agent, Path: c.path})
-	created := false
+	created := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !created {
+		return err
+	}
+	size, parts := int64(len(c.text)), int64(1)
 	switch {
-	case err == sql.ErrNoRows:
-		created = true
+	case created:
 		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
-			TaskID: c.taskID, Agent: c.agent, Path: c.path, Content: []byte(c.text), Bytes: int64(len(c.text)),
+			TaskID: c.taskID, Agent: c.agent, Path: c.path, Bytes: size, Parts: parts,
 			CreatedAt: ev.RecordedAt, UpdatedAt: ev.RecordedAt, CreatedPosition: ev.Position, UpdatedPosition: ev.Position,
 		})
-	case err != nil:
-		return err
-	case c.append:
-		err = q.AppendNoteContent(ctx, projectionsdb.AppendNoteContentParams{
-			Text: []byte(c.text), NBytes: int64(len(c.text)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
-			TaskID: c.taskID, Agent: c.agent, Path: c.path,
-		})
-	default:
-		err = q.ReplaceNoteContent(ctx, projectionsdb.ReplaceNoteContentParams{
-			Content: []byte(c.text), Bytes: int64(len(c.text)), UpdatedAt: ev.RecordedAt, UpdatedPosition: ev.Position,
-			TaskID: c.taskID, Agent: c.agent, Path: c.path,
-		})
+		if err == nil {
+			err = q.InsertNotePart(ctx, key(0, []byte(c.text)))
+		}
+	case c.append && old.Parts < maxNoteParts:
+		size, parts = old.Bytes+int64(len(c.text)), old.Parts
+		if c.text != "" { // an empty append changes only the revision
+			err = q.InsertNotePart(ctx, key(old.Parts, []byte(c.text)))
+			parts++
+		}
+	default: // an overwrite, or an append that merges the parts
+		text := []byte(c.text)
+		if c.append {
+			size = old.Bytes + int64(len(c.text))
+			var all [][]byte
+			if all, err = q.NoteParts(ctx, projectionsdb.NotePartsParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}); err != nil {
+				return err
+			}
+			text = append(bytes.Join(all, nil), c.text...)
+		}
+		if err = q.DeleteNoteParts(ctx, projectionsdb.DeleteNotePartsParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}); err == nil {
+			err = q.InsertNotePart(ctx, key(0, text))
+		}
+	}
+	if err == nil && !created {
+		err = q.UpdateNote(ctx, projectionsdb.UpdateNoteParams{Bytes: size, Parts: parts, UpdatedAt: ev.RecordedAt,
+			UpdatedPosition: ev.Position, TaskID: c.taskID, Agent: c.agent, Path: c.path})
 	}
 	if err != nil {
 		return err

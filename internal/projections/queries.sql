@@ -32,24 +32,28 @@ SELECT count(*) FROM agents WHERE agent = ?;
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position;
 
 -- name: GetNote :one
-SELECT task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position
+SELECT task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position
 FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
 
+-- name: NoteParts :many
+SELECT text FROM note_parts WHERE task_id = ? AND agent = ? AND path = ? ORDER BY part;
+
 -- name: NoteSize :one
-SELECT bytes, revision FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
+SELECT bytes, revision, parts FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
 
 -- name: InsertNote :exec
-INSERT INTO notes (task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position)
-VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?);
+INSERT INTO notes (task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position, parts)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?);
 
--- name: AppendNoteContent :exec
-UPDATE notes SET content = CAST(content || CAST(sqlc.arg(text) AS BLOB) AS BLOB), bytes = bytes + sqlc.arg(n_bytes),
-  revision = revision + 1, updated_at = sqlc.arg(updated_at), updated_position = sqlc.arg(updated_position)
-WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND path = sqlc.arg(path);
-
--- name: ReplaceNoteContent :exec
-UPDATE notes SET content = ?, bytes = ?, revision = revision + 1, updated_at = ?, updated_position = ?
+-- name: UpdateNote :exec
+UPDATE notes SET bytes = ?, revision = revision + 1, parts = ?, updated_at = ?, updated_position = ?
 WHERE task_id = ? AND agent = ? AND path = ?;
+
+-- name: InsertNotePart :exec
+INSERT INTO note_parts (task_id, agent, path, part, text) VALUES (?, ?, ?, ?, ?);
+
+-- name: DeleteNoteParts :exec
+DELETE FROM note_parts WHERE task_id = ? AND agent = ? AND path = ?;
 
 -- name: ListNotes :many
 SELECT path, bytes, created_at, updated_at, created_position, updated_position
@@ -58,13 +62,12 @@ WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
   AND substr(path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
 ORDER BY path;
 
--- name: SearchNotes :many
-SELECT path, content, created_at, created_position
-FROM notes
-WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
-  AND substr(path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
-  AND instr(content, CAST(sqlc.arg(query) AS BLOB)) > 0
-ORDER BY path;
+-- name: NotePartsUnder :many
+SELECT n.path, n.created_at, n.created_position, p.text
+FROM notes n JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(agent)
+  AND substr(n.path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
+ORDER BY n.path, p.part;
 
 -- name: GetNoteCall :one
 SELECT request_key, result FROM note_calls WHERE task_id = ? AND agent = ? AND call_id = ?;

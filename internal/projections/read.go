@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/events"
@@ -110,10 +111,19 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 	if err != nil {
 		return Note{}, notFound(err)
 	}
+	parts, err := r.q.NoteParts(ctx, projectionsdb.NotePartsParams{TaskID: taskID, Agent: agent, Path: path})
+	if err != nil {
+		return Note{}, err
+	}
+	var content strings.Builder
+	content.Grow(int(n.Bytes))
+	for _, p := range parts {
+		content.Write(p)
+	}
 	return Note{
 		NoteInfo: NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
 			CreatedPosition: n.CreatedPosition, UpdatedPosition: n.UpdatedPosition},
-		Content: string(n.Content), Revision: n.Revision,
+		Content: content.String(), Revision: n.Revision,
 	}, nil
 }
 
@@ -153,15 +163,25 @@ type NoteMatch struct {
 // SearchNotes returns an agent's notes under prefix whose content contains
 // query (case-sensitive, literal), by path.
 func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query string) ([]NoteMatch, error) {
-	rows, err := r.q.SearchNotes(ctx, projectionsdb.SearchNotesParams{
-		TaskID: taskID, Agent: agent, Prefix: prefix, PrefixChars: int64(utf8.RuneCountInString(prefix)), Query: []byte(query),
+	rows, err := r.q.NotePartsUnder(ctx, projectionsdb.NotePartsUnderParams{
+		TaskID: taskID, Agent: agent, Prefix: prefix, PrefixChars: int64(utf8.RuneCountInString(prefix)),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]NoteMatch, len(rows))
-	for i, n := range rows {
-		out[i] = NoteMatch{Path: n.Path, Content: string(n.Content), CreatedAt: n.CreatedAt, CreatedPosition: n.CreatedPosition}
+	// The parts of each note come together, in order: join them, then
+	// match (a needle may span two parts).
+	out := []NoteMatch{}
+	var content strings.Builder
+	for i, p := range rows {
+		content.Write(p.Text)
+		if i+1 < len(rows) && rows[i+1].Path == p.Path {
+			continue
+		}
+		if text := content.String(); strings.Contains(text, query) {
+			out = append(out, NoteMatch{Path: p.Path, Content: text, CreatedAt: p.CreatedAt, CreatedPosition: p.CreatedPosition})
+		}
+		content.Reset()
 	}
 	return out, nil
 }

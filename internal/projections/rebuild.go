@@ -26,6 +26,7 @@ var tables = []table{
 	{"tasks", "task_id"},
 	{"agents", "task_id, agent"},
 	{"notes", "task_id, agent, path"},
+	{"note_parts", "task_id, agent, path, part"},
 	{"note_calls", "task_id, agent, call_id"},
 	{"history_entries", "task_id, agent, entry_id"},
 	{"history_open_chunks", "task_id, agent"},

@@ -129,13 +129,13 @@ type Note struct {
 	TaskID          string
 	Agent           string
 	Path            string
-	Content         []byte
 	Bytes           int64
 	Revision        int64
 	CreatedAt       string
 	UpdatedAt       string
 	CreatedPosition int64
 	UpdatedPosition int64
+	Parts           int64
 }
 
 type NoteCall struct {
@@ -145,6 +145,14 @@ type NoteCall struct {
 	RequestKey string
 	Result     string
 	Position   int64
+}
+
+type NotePart struct {
+	TaskID string
+	Agent  string
+	Path   string
+	Part   int64
+	Text   []byte
 }
 
 type ProjectionRebuild struct {

@@ -41,35 +41,6 @@ func (q *Queries) AgentInAnyTask(ctx context.Context, agent string) (int64, erro
 	return count, err
 }
 
-const appendNoteContent = `-- name: AppendNoteContent :exec
-UPDATE notes SET content = CAST(content || CAST(?1 AS BLOB) AS BLOB), bytes = bytes + ?2,
-  revision = revision + 1, updated_at = ?3, updated_position = ?4
-WHERE task_id = ?5 AND agent = ?6 AND path = ?7
-`
-
-type AppendNoteContentParams struct {
-	Text            []byte
-	NBytes          int64
-	UpdatedAt       string
-	UpdatedPosition int64
-	TaskID          string
-	Agent           string
-	Path            string
-}
-
-func (q *Queries) AppendNoteContent(ctx context.Context, arg AppendNoteContentParams) error {
-	_, err := q.db.ExecContext(ctx, appendNoteContent,
-		arg.Text,
-		arg.NBytes,
-		arg.UpdatedAt,
-		arg.UpdatedPosition,
-		arg.TaskID,
-		arg.Agent,
-		arg.Path,
-	)
-	return err
-}
-
 const branchEntryIDs = `-- name: BranchEntryIDs :many
 SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index
 `
@@ -275,6 +246,21 @@ func (q *Queries) DeleteItemsFrom(ctx context.Context, arg DeleteItemsFromParams
 	return err
 }
 
+const deleteNoteParts = `-- name: DeleteNoteParts :exec
+DELETE FROM note_parts WHERE task_id = ? AND agent = ? AND path = ?
+`
+
+type DeleteNotePartsParams struct {
+	TaskID string
+	Agent  string
+	Path   string
+}
+
+func (q *Queries) DeleteNoteParts(ctx context.Context, arg DeleteNotePartsParams) error {
+	_, err := q.db.ExecContext(ctx, deleteNoteParts, arg.TaskID, arg.Agent, arg.Path)
+	return err
+}
+
 const deleteOpenTexts = `-- name: DeleteOpenTexts :exec
 DELETE FROM history_open_texts WHERE task_id = ? AND agent = ?
 `
@@ -440,7 +426,7 @@ func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams
 }
 
 const getNote = `-- name: GetNote :one
-SELECT task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position
+SELECT task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position
 FROM notes WHERE task_id = ? AND agent = ? AND path = ?
 `
 
@@ -450,14 +436,25 @@ type GetNoteParams struct {
 	Path   string
 }
 
-func (q *Queries) GetNote(ctx context.Context, arg GetNoteParams) (Note, error) {
+type GetNoteRow struct {
+	TaskID          string
+	Agent           string
+	Path            string
+	Bytes           int64
+	Revision        int64
+	CreatedAt       string
+	UpdatedAt       string
+	CreatedPosition int64
+	UpdatedPosition int64
+}
+
+func (q *Queries) GetNote(ctx context.Context, arg GetNoteParams) (GetNoteRow, error) {
 	row := q.db.QueryRowContext(ctx, getNote, arg.TaskID, arg.Agent, arg.Path)
-	var i Note
+	var i GetNoteRow
 	err := row.Scan(
 		&i.TaskID,
 		&i.Agent,
 		&i.Path,
-		&i.Content,
 		&i.Bytes,
 		&i.Revision,
 		&i.CreatedAt,
@@ -1104,20 +1101,20 @@ func (q *Queries) InsertItem(ctx context.Context, arg InsertItemParams) error {
 }
 
 const insertNote = `-- name: InsertNote :exec
-INSERT INTO notes (task_id, agent, path, content, bytes, revision, created_at, updated_at, created_position, updated_position)
-VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+INSERT INTO notes (task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position, parts)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
 `
 
 type InsertNoteParams struct {
 	TaskID          string
 	Agent           string
 	Path            string
-	Content         []byte
 	Bytes           int64
 	CreatedAt       string
 	UpdatedAt       string
 	CreatedPosition int64
 	UpdatedPosition int64
+	Parts           int64
 }
 
 func (q *Queries) InsertNote(ctx context.Context, arg InsertNoteParams) error {
@@ -1125,12 +1122,12 @@ func (q *Queries) InsertNote(ctx context.Context, arg InsertNoteParams) error {
 		arg.TaskID,
 		arg.Agent,
 		arg.Path,
-		arg.Content,
 		arg.Bytes,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 		arg.CreatedPosition,
 		arg.UpdatedPosition,
+		arg.Parts,
 	)
 	return err
 }
@@ -1156,6 +1153,29 @@ func (q *Queries) InsertNoteCall(ctx context.Context, arg InsertNoteCallParams) 
 		arg.RequestKey,
 		arg.Result,
 		arg.Position,
+	)
+	return err
+}
+
+const insertNotePart = `-- name: InsertNotePart :exec
+INSERT INTO note_parts (task_id, agent, path, part, text) VALUES (?, ?, ?, ?, ?)
+`
+
+type InsertNotePartParams struct {
+	TaskID string
+	Agent  string
+	Path   string
+	Part   int64
+	Text   []byte
+}
+
+func (q *Queries) InsertNotePart(ctx context.Context, arg InsertNotePartParams) error {
+	_, err := q.db.ExecContext(ctx, insertNotePart,
+		arg.TaskID,
+		arg.Agent,
+		arg.Path,
+		arg.Part,
+		arg.Text,
 	)
 	return err
 }
@@ -1288,8 +1308,96 @@ func (q *Queries) ListNotes(ctx context.Context, arg ListNotesParams) ([]ListNot
 	return items, nil
 }
 
+const noteParts = `-- name: NoteParts :many
+SELECT text FROM note_parts WHERE task_id = ? AND agent = ? AND path = ? ORDER BY part
+`
+
+type NotePartsParams struct {
+	TaskID string
+	Agent  string
+	Path   string
+}
+
+func (q *Queries) NoteParts(ctx context.Context, arg NotePartsParams) ([][]byte, error) {
+	rows, err := q.db.QueryContext(ctx, noteParts, arg.TaskID, arg.Agent, arg.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := [][]byte{}
+	for rows.Next() {
+		var text []byte
+		if err := rows.Scan(&text); err != nil {
+			return nil, err
+		}
+		items = append(items, text)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const notePartsUnder = `-- name: NotePartsUnder :many
+SELECT n.path, n.created_at, n.created_position, p.text
+FROM notes n JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = ?1 AND n.agent = ?2
+  AND substr(n.path, 1, CAST(?3 AS INTEGER)) = CAST(?4 AS TEXT)
+ORDER BY n.path, p.part
+`
+
+type NotePartsUnderParams struct {
+	TaskID      string
+	Agent       string
+	PrefixChars int64
+	Prefix      string
+}
+
+type NotePartsUnderRow struct {
+	Path            string
+	CreatedAt       string
+	CreatedPosition int64
+	Text            []byte
+}
+
+func (q *Queries) NotePartsUnder(ctx context.Context, arg NotePartsUnderParams) ([]NotePartsUnderRow, error) {
+	rows, err := q.db.QueryContext(ctx, notePartsUnder,
+		arg.TaskID,
+		arg.Agent,
+		arg.PrefixChars,
+		arg.Prefix,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NotePartsUnderRow{}
+	for rows.Next() {
+		var i NotePartsUnderRow
+		if err := rows.Scan(
+			&i.Path,
+			&i.CreatedAt,
+			&i.CreatedPosition,
+			&i.Text,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const noteSize = `-- name: NoteSize :one
-SELECT bytes, revision FROM notes WHERE task_id = ? AND agent = ? AND path = ?
+SELECT bytes, revision, parts FROM notes WHERE task_id = ? AND agent = ? AND path = ?
 `
 
 type NoteSizeParams struct {
@@ -1301,12 +1409,13 @@ type NoteSizeParams struct {
 type NoteSizeRow struct {
 	Bytes    int64
 	Revision int64
+	Parts    int64
 }
 
 func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (NoteSizeRow, error) {
 	row := q.db.QueryRowContext(ctx, noteSize, arg.TaskID, arg.Agent, arg.Path)
 	var i NoteSizeRow
-	err := row.Scan(&i.Bytes, &i.Revision)
+	err := row.Scan(&i.Bytes, &i.Revision, &i.Parts)
 	return i, err
 }
 
@@ -1372,92 +1481,6 @@ func (q *Queries) OpenTexts(ctx context.Context, arg OpenTextsParams) ([]OpenTex
 	return items, nil
 }
 
-const replaceNoteContent = `-- name: ReplaceNoteContent :exec
-UPDATE notes SET content = ?, bytes = ?, revision = revision + 1, updated_at = ?, updated_position = ?
-WHERE task_id = ? AND agent = ? AND path = ?
-`
-
-type ReplaceNoteContentParams struct {
-	Content         []byte
-	Bytes           int64
-	UpdatedAt       string
-	UpdatedPosition int64
-	TaskID          string
-	Agent           string
-	Path            string
-}
-
-func (q *Queries) ReplaceNoteContent(ctx context.Context, arg ReplaceNoteContentParams) error {
-	_, err := q.db.ExecContext(ctx, replaceNoteContent,
-		arg.Content,
-		arg.Bytes,
-		arg.UpdatedAt,
-		arg.UpdatedPosition,
-		arg.TaskID,
-		arg.Agent,
-		arg.Path,
-	)
-	return err
-}
-
-const searchNotes = `-- name: SearchNotes :many
-SELECT path, content, created_at, created_position
-FROM notes
-WHERE task_id = ?1 AND agent = ?2
-  AND substr(path, 1, CAST(?3 AS INTEGER)) = CAST(?4 AS TEXT)
-  AND instr(content, CAST(?5 AS BLOB)) > 0
-ORDER BY path
-`
-
-type SearchNotesParams struct {
-	TaskID      string
-	Agent       string
-	PrefixChars int64
-	Prefix      string
-	Query       []byte
-}
-
-type SearchNotesRow struct {
-	Path            string
-	Content         []byte
-	CreatedAt       string
-	CreatedPosition int64
-}
-
-func (q *Queries) SearchNotes(ctx context.Context, arg SearchNotesParams) ([]SearchNotesRow, error) {
-	rows, err := q.db.QueryContext(ctx, searchNotes,
-		arg.TaskID,
-		arg.Agent,
-		arg.PrefixChars,
-		arg.Prefix,
-		arg.Query,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []SearchNotesRow{}
-	for rows.Next() {
-		var i SearchNotesRow
-		if err := rows.Scan(
-			&i.Path,
-			&i.Content,
-			&i.CreatedAt,
-			&i.CreatedPosition,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const taskAgents = `-- name: TaskAgents :many
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position
 `
@@ -1504,6 +1527,34 @@ func (q *Queries) UpdateAgentSession(ctx context.Context, arg UpdateAgentSession
 		arg.Budget,
 		arg.TaskID,
 		arg.Agent,
+	)
+	return err
+}
+
+const updateNote = `-- name: UpdateNote :exec
+UPDATE notes SET bytes = ?, revision = revision + 1, parts = ?, updated_at = ?, updated_position = ?
+WHERE task_id = ? AND agent = ? AND path = ?
+`
+
+type UpdateNoteParams struct {
+	Bytes           int64
+	Parts           int64
+	UpdatedAt       string
+	UpdatedPosition int64
+	TaskID          string
+	Agent           string
+	Path            string
+}
+
+func (q *Queries) UpdateNote(ctx context.Context, arg UpdateNoteParams) error {
+	_, err := q.db.ExecContext(ctx, updateNote,
+		arg.Bytes,
+		arg.Parts,
+		arg.UpdatedAt,
+		arg.UpdatedPosition,
+		arg.TaskID,
+		arg.Agent,
+		arg.Path,
 	)
 	return err
 }
