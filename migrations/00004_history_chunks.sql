@@ -54,17 +54,9 @@ CREATE TABLE history_branch_entries (
     PRIMARY KEY (task_id, agent, branch_index)
 );
 
--- Projection: each agent's open chunk: its number and how many bytes of
--- text it holds.
-CREATE TABLE history_open_chunks (
-    task_id  TEXT    NOT NULL,
-    agent    TEXT    NOT NULL,
-    chunk_no INTEGER NOT NULL,
-    bytes    INTEGER NOT NULL,
-    PRIMARY KEY (task_id, agent)
-);
-
--- Projection: the texts of the open chunk, one row per entry.
+-- Projection: the texts of the open chunk, one row per entry. The open
+-- chunk's number follows the last sealed one; its size is the end of its
+-- last text.
 CREATE TABLE history_open_texts (
     task_id     TEXT    NOT NULL,
     agent       TEXT    NOT NULL,
@@ -106,7 +98,6 @@ SELECT '00004: history text moved into chunks' WHERE EXISTS (SELECT 1 FROM event
 DROP TABLE projection_rebuilds;
 DROP TABLE history_chunks;
 DROP TABLE history_open_texts;
-DROP TABLE history_open_chunks;
 DROP TABLE history_branch_entries;
 CREATE TABLE history_branch_entries (
     task_id      TEXT    NOT NULL,

@@ -44,27 +44,26 @@ func placeText(ctx context.Context, q *projectionsdb.Queries, taskID, agent, ent
 	if text == "" {
 		return textPlace{}, nil
 	}
-	open, err := q.GetOpenChunk(ctx, projectionsdb.GetOpenChunkParams{TaskID: taskID, Agent: agent})
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		open = projectionsdb.GetOpenChunkRow{ChunkNo: 1}
-	case err != nil:
+	// The open chunk follows the last sealed one; its size is the end of
+	// its last text.
+	sealed, err := q.LastChunkNo(ctx, projectionsdb.LastChunkNoParams{TaskID: taskID, Agent: agent})
+	if err != nil {
 		return textPlace{}, err
 	}
-	place := textPlace{chunk: open.ChunkNo, offset: open.Bytes, bytes: int64(len(text))}
+	size, err := q.OpenTextsEnd(ctx, projectionsdb.OpenTextsEndParams{TaskID: taskID, Agent: agent})
+	if err != nil {
+		return textPlace{}, err
+	}
+	place := textPlace{chunk: sealed + 1, offset: size, bytes: int64(len(text))}
 	if err := q.InsertOpenText(ctx, projectionsdb.InsertOpenTextParams{
 		TaskID: taskID, Agent: agent, TextOffset: place.offset, EntryID: entryID, Breaks: breaks, Text: []byte(text),
 	}); err != nil {
 		return textPlace{}, err
 	}
-	next := projectionsdb.UpsertOpenChunkParams{TaskID: taskID, Agent: agent, ChunkNo: open.ChunkNo, Bytes: open.Bytes + place.bytes}
-	if next.Bytes >= chunkSealBytes {
-		if err := sealChunk(ctx, q, taskID, agent, open.ChunkNo); err != nil {
-			return textPlace{}, err
-		}
-		next.ChunkNo, next.Bytes = open.ChunkNo+1, 0
+	if size+place.bytes >= chunkSealBytes {
+		return place, sealChunk(ctx, q, taskID, agent, place.chunk)
 	}
-	return place, q.UpsertOpenChunk(ctx, next)
+	return place, nil
 }
 
 // sealChunk moves the open texts of an agent into one history_chunks row.

@@ -88,12 +88,12 @@ INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_c
     calls, breaks, raw)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
--- name: GetOpenChunk :one
-SELECT chunk_no, bytes FROM history_open_chunks WHERE task_id = ? AND agent = ?;
+-- name: LastChunkNo :one
+SELECT CAST(coalesce(max(chunk_no), 0) AS INTEGER) FROM history_chunks WHERE task_id = ? AND agent = ?;
 
--- name: UpsertOpenChunk :exec
-INSERT INTO history_open_chunks (task_id, agent, chunk_no, bytes) VALUES (?, ?, ?, ?)
-ON CONFLICT (task_id, agent) DO UPDATE SET chunk_no = excluded.chunk_no, bytes = excluded.bytes;
+-- name: OpenTextsEnd :one
+-- The bytes of text in an agent's open chunk: the end of its last text.
+SELECT CAST(coalesce(max(text_offset + length(text)), 0) AS INTEGER) FROM history_open_texts WHERE task_id = ? AND agent = ?;
 
 -- name: InsertOpenText :exec
 INSERT INTO history_open_texts (task_id, agent, text_offset, entry_id, breaks, text) VALUES (?, ?, ?, ?, ?, ?);

@@ -29,7 +29,6 @@ var tables = []table{
 	{"note_parts", "task_id, agent, path, part"},
 	{"note_calls", "task_id, agent, call_id"},
 	{"history_entries", "task_id, agent, entry_id"},
-	{"history_open_chunks", "task_id, agent"},
 	{"history_open_texts", "task_id, agent, text_offset"},
 	{"history_chunks", "task_id, agent, chunk_no"},
 	{"history_branches", "task_id, agent"},

@@ -109,13 +109,6 @@ type HistoryItem struct {
 	Images        int64
 }
 
-type HistoryOpenChunk struct {
-	TaskID  string
-	Agent   string
-	ChunkNo int64
-	Bytes   int64
-}
-
 type HistoryOpenText struct {
 	TaskID     string
 	Agent      string

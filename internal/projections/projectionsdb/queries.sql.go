@@ -487,27 +487,6 @@ func (q *Queries) GetNoteCall(ctx context.Context, arg GetNoteCallParams) (GetNo
 	return i, err
 }
 
-const getOpenChunk = `-- name: GetOpenChunk :one
-SELECT chunk_no, bytes FROM history_open_chunks WHERE task_id = ? AND agent = ?
-`
-
-type GetOpenChunkParams struct {
-	TaskID string
-	Agent  string
-}
-
-type GetOpenChunkRow struct {
-	ChunkNo int64
-	Bytes   int64
-}
-
-func (q *Queries) GetOpenChunk(ctx context.Context, arg GetOpenChunkParams) (GetOpenChunkRow, error) {
-	row := q.db.QueryRowContext(ctx, getOpenChunk, arg.TaskID, arg.Agent)
-	var i GetOpenChunkRow
-	err := row.Scan(&i.ChunkNo, &i.Bytes)
-	return i, err
-}
-
 const getTask = `-- name: GetTask :one
 SELECT task_id, root_session, created_at, position FROM tasks WHERE task_id = ?
 `
@@ -1226,6 +1205,22 @@ func (q *Queries) InsertTask(ctx context.Context, arg InsertTaskParams) error {
 	return err
 }
 
+const lastChunkNo = `-- name: LastChunkNo :one
+SELECT CAST(coalesce(max(chunk_no), 0) AS INTEGER) FROM history_chunks WHERE task_id = ? AND agent = ?
+`
+
+type LastChunkNoParams struct {
+	TaskID string
+	Agent  string
+}
+
+func (q *Queries) LastChunkNo(ctx context.Context, arg LastChunkNoParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, lastChunkNo, arg.TaskID, arg.Agent)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const lastItemBefore = `-- name: LastItemBefore :one
 SELECT window_ordinal, window_id FROM history_items
 WHERE task_id = ? AND agent = ? AND branch_index < ? ORDER BY branch_index DESC LIMIT 1
@@ -1481,6 +1476,23 @@ func (q *Queries) OpenTexts(ctx context.Context, arg OpenTextsParams) ([]OpenTex
 	return items, nil
 }
 
+const openTextsEnd = `-- name: OpenTextsEnd :one
+SELECT CAST(coalesce(max(text_offset + length(text)), 0) AS INTEGER) FROM history_open_texts WHERE task_id = ? AND agent = ?
+`
+
+type OpenTextsEndParams struct {
+	TaskID string
+	Agent  string
+}
+
+// The bytes of text in an agent's open chunk: the end of its last text.
+func (q *Queries) OpenTextsEnd(ctx context.Context, arg OpenTextsEndParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, openTextsEnd, arg.TaskID, arg.Agent)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const taskAgents = `-- name: TaskAgents :many
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position
 `
@@ -1601,28 +1613,6 @@ func (q *Queries) UpsertHistoryBranch(ctx context.Context, arg UpsertHistoryBran
 		arg.Revision,
 		arg.Length,
 		arg.Position,
-	)
-	return err
-}
-
-const upsertOpenChunk = `-- name: UpsertOpenChunk :exec
-INSERT INTO history_open_chunks (task_id, agent, chunk_no, bytes) VALUES (?, ?, ?, ?)
-ON CONFLICT (task_id, agent) DO UPDATE SET chunk_no = excluded.chunk_no, bytes = excluded.bytes
-`
-
-type UpsertOpenChunkParams struct {
-	TaskID  string
-	Agent   string
-	ChunkNo int64
-	Bytes   int64
-}
-
-func (q *Queries) UpsertOpenChunk(ctx context.Context, arg UpsertOpenChunkParams) error {
-	_, err := q.db.ExecContext(ctx, upsertOpenChunk,
-		arg.TaskID,
-		arg.Agent,
-		arg.ChunkNo,
-		arg.Bytes,
 	)
 	return err
 }
