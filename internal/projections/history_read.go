@@ -117,25 +117,33 @@ const itemsPage = 512
 // fn returns false or an error. It holds one page of items at a time, so
 // a long history is walked in bounded memory.
 func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst bool, fn func(Item) (bool, error)) error {
-	after, before := int64(-1), int64(math.MaxInt64)
-	for {
-		var page []Item
+	// readPage reads the items after (before, newest first) a branch index.
+	readPage := func(from int64) ([]Item, error) {
+		var rows []projectionsdb.HistoryItemsAfterRow
+		var err error
 		if recentFirst {
-			rows, err := r.q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: taskID, Agent: agent, Before: before, MaxItems: itemsPage})
-			if err != nil {
-				return err
-			}
-			for _, row := range rows {
-				page = append(page, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
+			var desc []projectionsdb.HistoryItemsBeforeRow
+			desc, err = r.q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: taskID, Agent: agent, Before: from, MaxItems: itemsPage})
+			for _, row := range desc {
+				rows = append(rows, projectionsdb.HistoryItemsAfterRow(row))
 			}
 		} else {
-			rows, err := r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: after, MaxItems: itemsPage})
-			if err != nil {
-				return err
-			}
-			for _, row := range rows {
-				page = append(page, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
-			}
+			rows, err = r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: itemsPage})
+		}
+		out := make([]Item, len(rows))
+		for i, row := range rows {
+			out[i] = itemFrom(projectionsdb.HistoryItemByEntryRow(row))
+		}
+		return out, err
+	}
+	from := int64(-1)
+	if recentFirst {
+		from = math.MaxInt64
+	}
+	for {
+		page, err := readPage(from)
+		if err != nil {
+			return err
 		}
 		if len(page) == 0 {
 			return nil
@@ -161,7 +169,7 @@ func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst
 		if len(page) < itemsPage {
 			return nil
 		}
-		after, before = last, last
+		from = last
 	}
 }
 
