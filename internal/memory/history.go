@@ -128,23 +128,27 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 		}
 		known := make(map[string]bool, len(entries))
 		var pending []events.Pending
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.id
+		}
+		stored, err := r.StoredEntries(ctx, task, agent, ids)
+		if err != nil {
+			return err
+		}
 		for _, e := range entries {
-			found, err := r.EntryExists(ctx, task, agent, e.id)
-			if err != nil {
-				return err
-			}
 			known[e.id] = true
-			if !found {
+			if !stored[e.id] {
 				pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
 					Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
 				res.Stored++
 				continue
 			}
-			stored, err := r.EntryRaw(ctx, task, agent, e.id)
+			raw, err := r.EntryRaw(ctx, task, agent, e.id)
 			if err != nil {
 				return err
 			}
-			if !sameEntry(stored, e.raw) {
+			if !sameEntry(raw, e.raw) {
 				return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
 			}
 			res.Unchanged++
@@ -201,20 +205,23 @@ func branchChange(ctx context.Context, r *projections.Reader, task, agent string
 		return nil, err
 	}
 	seen := make(map[string]bool, len(branch))
+	var lookup []string // ids past the shared prefix not sent now
 	for i, id := range branch {
 		if seen[id] {
 			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
 		}
 		seen[id] = true
-		if i < keep || sentNow[id] {
-			continue
+		if i >= keep && !sentNow[id] {
+			lookup = append(lookup, id)
 		}
-		found, err := r.EntryExists(ctx, task, agent, id)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", i, id)
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, lookup)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range branch[keep:] {
+		if !sentNow[id] && !stored[id] {
+			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", keep+i, id)
 		}
 	}
 	if int64(keep) == current && keep == len(branch) {

@@ -406,12 +406,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 			}
 			terminate = true
 		}
-		// The result follows from the note before the write (the projection
-		// applied above agrees, and the tests compare the two).
-		res = projections.NoteWriteResult{Path: np.Full(), Bytes: int64(len(a.Text)), Created: revision == 0, Revision: revision + 1}
-		if appendMode {
-			res.Bytes += size
-		}
+		res = projections.WriteResult(np.Full(), size, revision, a.Text, appendMode)
 		return nil
 	})
 	if err != nil {

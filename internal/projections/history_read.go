@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -57,6 +58,23 @@ func (r *Reader) LastWindow(ctx context.Context, taskID, agent string) (string, 
 // BranchIDs returns the entry ids of an agent's current branch, root first.
 func (r *Reader) BranchIDs(ctx context.Context, taskID, agent string) ([]string, error) {
 	return r.q.BranchEntryIDs(ctx, projectionsdb.BranchEntryIDsParams{TaskID: taskID, Agent: agent})
+}
+
+// StoredEntries returns which of ids an agent has stored, in one query.
+func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := r.q.StoredEntryIDs(ctx, projectionsdb.StoredEntryIDsParams{TaskID: taskID, Agent: agent, Ids: string(list)})
+	for _, id := range stored {
+		out[id] = true
+	}
+	return out, err
 }
 
 // EntryExists reports whether an agent has an entry stored.

@@ -84,6 +84,18 @@ type NoteWriteResult struct {
 	Revision int64  `json:"revision"`
 }
 
+// WriteResult is the result of writing (or appending, appendMode) text to
+// the note at fullPath, which held size bytes at revision before (revision
+// 0: it did not exist). The tool answers it and the projection keeps it
+// for retries: one function, so the two always agree.
+func WriteResult(fullPath string, size, revision int64, text string, appendMode bool) NoteWriteResult {
+	res := NoteWriteResult{Path: fullPath, Bytes: int64(len(text)), Created: revision == 0, Revision: revision + 1}
+	if appendMode {
+		res.Bytes += size
+	}
+	return res
+}
+
 // maxNoteParts is how many parts a note's text is kept in before an
 // append merges them into one (see migrations/00005_note_parts.sql).
 const maxNoteParts = 16
@@ -137,14 +149,7 @@ func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c
 	if c.callID == "" {
 		return nil
 	}
-	res := NoteWriteResult{Path: address.Full(c.agent, c.path), Created: created, Revision: 1, Bytes: int64(len(c.text))}
-	if !created {
-		res.Revision = old.Revision + 1
-		if c.append {
-			res.Bytes = old.Bytes + int64(len(c.text))
-		}
-	}
-	b, err := json.Marshal(res)
+	b, err := json.Marshal(WriteResult(address.Full(c.agent, c.path), old.Bytes, old.Revision, c.text, c.append))
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,12 @@ INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) 
 SELECT item, role, raw_role, n_chars, images, calls_only, tool_call_id, tool_name, compaction, control, marked_window, calls
 FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
+-- name: StoredEntryIDs :many
+-- The ids among a JSON array of entry ids that an agent has stored.
+SELECT entry_id FROM history_entries
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND entry_id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids) AS TEXT)));
+
 -- name: HistoryEntryExists :one
 SELECT count(*) FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 

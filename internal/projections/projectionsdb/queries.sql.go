@@ -1493,6 +1493,42 @@ func (q *Queries) OpenTextsEnd(ctx context.Context, arg OpenTextsEndParams) (int
 	return column_1, err
 }
 
+const storedEntryIDs = `-- name: StoredEntryIDs :many
+SELECT entry_id FROM history_entries
+WHERE task_id = ?1 AND agent = ?2
+  AND entry_id IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+`
+
+type StoredEntryIDsParams struct {
+	TaskID string
+	Agent  string
+	Ids    string
+}
+
+// The ids among a JSON array of entry ids that an agent has stored.
+func (q *Queries) StoredEntryIDs(ctx context.Context, arg StoredEntryIDsParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, storedEntryIDs, arg.TaskID, arg.Agent, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var entry_id string
+		if err := rows.Scan(&entry_id); err != nil {
+			return nil, err
+		}
+		items = append(items, entry_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskAgents = `-- name: TaskAgents :many
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position
 `
