@@ -266,9 +266,9 @@ func TestConcurrentSyncsOfDifferentAgents(t *testing.T) {
 	}
 	stored := 0
 	for i := range racers {
-		if found, err := r.EntryExists(ctx, cc.TaskID, cc.Agent, fmt.Sprintf("race%d", i)); err != nil {
+		if found, err := r.StoredEntries(ctx, cc.TaskID, cc.Agent, []string{fmt.Sprintf("race%d", i)}); err != nil {
 			t.Fatal(err)
-		} else if found {
+		} else if len(found) > 0 {
 			stored++
 		}
 	}

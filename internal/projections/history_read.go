@@ -77,12 +77,6 @@ func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []
 	return out, err
 }
 
-// EntryExists reports whether an agent has an entry stored.
-func (r *Reader) EntryExists(ctx context.Context, taskID, agent, entryID string) (bool, error) {
-	n, err := r.q.HistoryEntryExists(ctx, projectionsdb.HistoryEntryExistsParams{TaskID: taskID, Agent: agent, EntryID: entryID})
-	return n > 0, err
-}
-
 // Window is one window of a current branch.
 type Window struct {
 	Ordinal   int64

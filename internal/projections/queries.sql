@@ -85,9 +85,6 @@ SELECT entry_id FROM history_entries
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
   AND entry_id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids) AS TEXT)));
 
--- name: HistoryEntryExists :one
-SELECT count(*) FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
-
 -- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,

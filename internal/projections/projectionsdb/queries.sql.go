@@ -588,23 +588,6 @@ func (q *Queries) HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetwe
 	return items, nil
 }
 
-const historyEntryExists = `-- name: HistoryEntryExists :one
-SELECT count(*) FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
-`
-
-type HistoryEntryExistsParams struct {
-	TaskID  string
-	Agent   string
-	EntryID string
-}
-
-func (q *Queries) HistoryEntryExists(ctx context.Context, arg HistoryEntryExistsParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, historyEntryExists, arg.TaskID, arg.Agent, arg.EntryID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const historyEntryRaw = `-- name: HistoryEntryRaw :one
 SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
