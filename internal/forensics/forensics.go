@@ -326,7 +326,7 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 	var pending *events.Event
 	// segment yields the events up to stop (all of them when stop < 0).
 	segment := func(stop int64) Next {
-		n := 0
+		n := int64(0)
 		return func() (events.Event, bool, error) {
 			if n == replaySegment {
 				return events.Event{}, false, nil
@@ -370,7 +370,7 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 }
 
 // replaySegment is the most events Replay commits in one transaction.
-const replaySegment = 50_000
+var replaySegment int64 = 50_000 // a variable so that a test can make segments short
 
 // Verify rebuilds the projections of live from its log into scratch and
 // returns every table that differs.
