@@ -78,7 +78,12 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 			return
 		}
 		m.toolCalls.WithLabelValues(name, "ok").Inc()
-		encode(w, http.StatusOK, res)
+		body, err := res.JSON() // already encoded when the read audit fingerprinted it
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 

@@ -27,9 +27,17 @@ func encode(w http.ResponseWriter, status int, v any) {
 		_, _ = io.WriteString(w, `{"error":{"code":"internal","message":"internal error","details":{}}}`+"\n")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	writeJSON(w, status, buf.Bytes())
+}
+
+// writeJSON writes an encoded JSON body. Its length is known, so the
+// response goes out in one piece rather than chunked.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // maxJSONDepth bounds the nesting of request bodies.

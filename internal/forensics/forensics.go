@@ -308,7 +308,7 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 		for _, c := range audit[p] {
 			cc := memory.CallContext{TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID}
 			res, err := svc.CallTool(ctx, c.rec.Tool, cc, c.rec.Arguments, "")
-			outcome, digest := memory.ResultDigest(res, err)
+			outcome, digest := memory.ResultDigest(&res, err)
 			check.Checked++
 			if outcome != c.rec.Outcome || digest != c.rec.ResultDigest {
 				check.Mismatches = append(check.Mismatches, ReadMismatch{Position: c.position, ReadPosition: p,

@@ -1,11 +1,13 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -73,8 +75,13 @@ func newAuditor(store *events.Store, log *slog.Logger) *auditor {
 
 // ResultDigest fingerprints what a tool call returned: its result, or its
 // error kind, message and details.
-func ResultDigest(res ToolResult, err error) (outcome, digest string) {
-	var b []byte
+//
+// The digest is SHA-256 of json.Marshal's encoding (HTML-escaped, no final
+// newline). A result is hashed from its response body (res.JSON, encoded
+// once for both), escaped on the way into the hash: the two encodings
+// differ only in <, > and & inside strings.
+func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
+	h := sha256.New()
 	outcome = "ok"
 	if err != nil {
 		outcome = ErrorKind(err)
@@ -83,12 +90,53 @@ func ResultDigest(res ToolResult, err error) (outcome, digest string) {
 		if errors.As(err, &me) {
 			msg, details = me.Message, me.Details
 		}
-		b, _ = json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
+		b, _ := json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
+		h.Write(b)
 	} else {
-		b, _ = json.Marshal(res)
+		body, merr := res.JSON()
+		if merr != nil {
+			b, _ := json.Marshal(res) // fails the same way: the digest of nothing
+			h.Write(b)
+		} else {
+			writeHTMLEscaped(h, bytes.TrimSuffix(body, []byte("\n")))
+		}
 	}
-	sum := sha256.Sum256(b)
-	return outcome, hex.EncodeToString(sum[:])
+	return outcome, hex.EncodeToString(h.Sum(nil))
+}
+
+// indexHTML is bytes.IndexAny(b, "<>&") by three vectorised IndexByte
+// scans, each bounded by the nearest hit so far.
+func indexHTML(b []byte) int {
+	i := -1
+	for _, c := range []byte{'<', '>', '&'} {
+		if j := bytes.IndexByte(b, c); j >= 0 {
+			i, b = j, b[:j]
+		}
+	}
+	return i
+}
+
+// writeHTMLEscaped writes JSON b to w as encoding/json writes it with HTML
+// escaping on: <, > and & (which occur in JSON only inside strings) as
+// \u003c, \u003e and \u0026.
+func writeHTMLEscaped(w io.Writer, b []byte) {
+	for {
+		i := indexHTML(b)
+		if i < 0 {
+			w.Write(b)
+			return
+		}
+		w.Write(b[:i])
+		switch b[i] {
+		case '<':
+			io.WriteString(w, `\u003c`)
+		case '>':
+			io.WriteString(w, `\u003e`)
+		default:
+			io.WriteString(w, `\u0026`)
+		}
+		b = b[i+1:]
+	}
 }
 
 // ErrorKind names the kind of err in the vocabulary of errors.go.
@@ -107,7 +155,7 @@ func ErrorKind(err error) string {
 	return "internal"
 }
 
-func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res ToolResult, err error) {
+func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
 	if cc.TaskID == "" || cc.Agent == "" {
 		return // no agent stream to record it on
 	}

@@ -168,8 +168,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	if err != nil {
 		return ToolResult{}, err
 	}
-	lines := strings.Split(n.Content, "\n")
-	total := len(lines)
+	total := strings.Count(n.Content, "\n") + 1
 	lineArg := func(c *count, def int) int {
 		if c == nil {
 			return def
@@ -185,7 +184,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	if start > stop {
 		return ToolResult{}, invalidf("line range %d..%d is empty for %q (it has %d lines)", start, stop, np.Full(), total)
 	}
-	sel := strings.Join(lines[start-1:stop], "\n")
+	sel := lineSpan(n.Content, start, stop)
 	d := readNoteDetails{Path: np.Full(), StartLine: start, StopLine: stop, TotalLines: total, TotalChars: chars(sel)}
 	d.OffsetChars = min(limitOr(a.OffsetChars, 0, maxOffsetChars), d.TotalChars)
 	limit := -1
@@ -204,6 +203,25 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 		int(c.agent.Budget.MaxToolOutputChars), header)
 	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
 	return textResult(text, d), nil
+}
+
+// lineSpan returns lines start..stop (1-based, inclusive, within the
+// text) of s with the newlines between them: strings.Split's lines joined
+// back, without building them.
+func lineSpan(s string, start, stop int) string {
+	i := 0
+	for range start - 1 {
+		i += strings.IndexByte(s[i:], '\n') + 1
+	}
+	j := i
+	for range stop - start + 1 {
+		e := strings.IndexByte(s[j:], '\n')
+		if e < 0 {
+			return s[i:]
+		}
+		j += e + 1
+	}
+	return s[i : j-1]
 }
 
 // pageText fits a header line and the fragment [offset, end) of body into

@@ -23,6 +23,25 @@ type ToolResult struct {
 	Content   []ContentBlock `json:"content"`
 	Details   any            `json:"details"`
 	Terminate bool           `json:"terminate"`
+
+	body []byte // the encoding of the above, once JSON has made it
+}
+
+// JSON returns the result as a response body: compact JSON without HTML
+// escaping, ending in a newline. It is encoded once, by the first call:
+// the read audit fingerprints the same bytes the response carries.
+func (r *ToolResult) JSON() ([]byte, error) {
+	if r.body != nil {
+		return r.body, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	r.body = buf.Bytes()
+	return r.body, nil
 }
 
 func textResult(text string, details any) ToolResult {
@@ -40,7 +59,30 @@ func compactJSON(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-func chars(s string) int { return utf8.RuneCountInString(s) }
+func chars(s string) int {
+	if isASCII(s) {
+		return len(s)
+	}
+	return utf8.RuneCountInString(s)
+}
+
+// isASCII reports whether s is all ASCII, eight bytes at a time.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // omissionLine is the last line of a list that left records out.
 func omissionLine(omitted int, hint string) string {
@@ -124,6 +166,13 @@ func limitOr(c *count, def, max int) int {
 // sliceChars returns the code points [off, off+n) of s (n < 0: to the end),
 // with off clamped to the end.
 func sliceChars(s string, off, n int) string {
+	if isASCII(s) { // a code point per byte
+		off = min(off, len(s))
+		if n < 0 || off+n > len(s) {
+			return s[off:]
+		}
+		return s[off : off+n]
+	}
 	i := 0
 	for k := 0; k < off && i < len(s); k++ {
 		_, w := utf8.DecodeRuneInString(s[i:])

@@ -22,7 +22,7 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 	}
 	res, err := s.callTool(ctx, name, cc, args, requestID, at)
 	if s.audit != nil && tools.Known(name) {
-		s.audit.record(name, cc, args, pos, res, err)
+		s.audit.record(name, cc, args, pos, &res, err)
 	}
 	return res, err
 }
@@ -123,10 +123,16 @@ func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections
 		return err
 	}
 	defer tx.Close()
-	if pos != nil {
-		if *pos, err = events.PositionIn(ctx, tx.DB()); err != nil {
-			return err
+	r := projections.NewReader(tx.DB())
+	err = fn(r)
+	if pos != nil { // the snapshot's position, known by identify or asked for
+		var ok bool
+		if *pos, ok = r.ReadPosition(); !ok {
+			var perr error
+			if *pos, perr = events.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
+				err = perr
+			}
 		}
 	}
-	return fn(projections.NewReader(tx.DB()))
+	return err
 }

@@ -36,8 +36,7 @@ func agentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent str
 	if err != nil {
 		return fence.State{}, err
 	}
-	var s fence.State
-	return s, json.Unmarshal([]byte(raw), &s)
+	return states.decode(raw)
 }
 
 // AgentWithState returns a registered agent of a task and its lifecycle
@@ -47,6 +46,7 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 	if err != nil {
 		return Agent{}, fence.State{}, notFound(err)
 	}
+	r.readPosition = row.ReadPosition
 	a, err := agentFrom(projectionsdb.Agent{TaskID: row.TaskID, Agent: row.Agent, ParentAgent: row.ParentAgent,
 		SessionKey: row.SessionKey, SessionID: row.SessionID, SessionFile: row.SessionFile, Budget: row.Budget, Position: row.Position})
 	if err != nil {
@@ -55,8 +55,8 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 	if row.State == "" {
 		return a, fence.Initial(), nil
 	}
-	var s fence.State
-	return a, s, json.Unmarshal([]byte(row.State), &s)
+	s, err := states.decode(row.State)
+	return a, s, err
 }
 
 // AgentState returns an agent's lifecycle state (the initial state if it

@@ -17,7 +17,8 @@ FROM agents WHERE task_id = ? AND agent = ?;
 
 -- name: GetAgentWithState :one
 SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
-    CAST(coalesce(s.state, '') AS TEXT) AS state
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
 WHERE a.task_id = ? AND a.agent = ?;
 
@@ -31,9 +32,11 @@ SELECT count(*) FROM agents WHERE agent = ?;
 -- name: TaskAgents :many
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position;
 
--- name: GetNote :one
-SELECT task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position
-FROM notes WHERE task_id = ? AND agent = ? AND path = ?;
+-- name: NoteWithParts :many
+SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position, p.text
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = ? AND n.agent = ? AND n.path = ?
+ORDER BY p.part;
 
 -- name: NoteParts :many
 SELECT text FROM note_parts WHERE task_id = ? AND agent = ? AND path = ? ORDER BY part;
@@ -64,7 +67,7 @@ ORDER BY path;
 
 -- name: NotePartsUnder :many
 SELECT n.path, n.created_at, n.created_position, p.text
-FROM notes n JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
 WHERE n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(agent)
   AND substr(n.path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
 ORDER BY n.path, p.part;

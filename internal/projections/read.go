@@ -19,10 +19,20 @@ var ErrNotFound = errors.New("not found")
 // inside a write transaction.
 type Reader struct {
 	q *projectionsdb.Queries
+	// readPosition is the log position this reader's snapshot reads at,
+	// learnt by AgentWithState (-1 until then).
+	readPosition int64
 }
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
-func NewReader(db projectionsdb.DBTX) *Reader { return &Reader{q: projectionsdb.New(db)} }
+func NewReader(db projectionsdb.DBTX) *Reader {
+	return &Reader{q: projectionsdb.New(db), readPosition: -1}
+}
+
+// ReadPosition returns the log position the reader's queries read at, if
+// a query already learnt it (AgentWithState does, at no extra cost). Only
+// meaningful when the reader is over one transaction.
+func (r *Reader) ReadPosition() (int64, bool) { return r.readPosition, r.readPosition >= 0 }
 
 // Agent is a registered agent.
 type Agent struct {
@@ -39,7 +49,9 @@ type Agent struct {
 func agentFrom(a projectionsdb.Agent) (Agent, error) {
 	out := Agent{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent, SessionKey: a.SessionKey,
 		SessionID: a.SessionID, SessionFile: a.SessionFile, Position: a.Position}
-	return out, json.Unmarshal([]byte(a.Budget), &out.Budget)
+	var err error
+	out.Budget, err = budgets.decode(a.Budget)
+	return out, err
 }
 
 func notFound(err error) error {
@@ -107,18 +119,18 @@ type NoteInfo struct {
 
 // Note returns one note file, or ErrNotFound.
 func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, error) {
-	n, err := r.q.GetNote(ctx, projectionsdb.GetNoteParams{TaskID: taskID, Agent: agent, Path: path})
-	if err != nil {
-		return Note{}, notFound(err)
-	}
-	parts, err := r.q.NoteParts(ctx, projectionsdb.NotePartsParams{TaskID: taskID, Agent: agent, Path: path})
+	parts, err := r.q.NoteWithParts(ctx, projectionsdb.NoteWithPartsParams{TaskID: taskID, Agent: agent, Path: path})
 	if err != nil {
 		return Note{}, err
 	}
+	if len(parts) == 0 {
+		return Note{}, ErrNotFound
+	}
+	n := parts[0]
 	var content strings.Builder
 	content.Grow(int(n.Bytes))
 	for _, p := range parts {
-		content.Write(p)
+		content.Write(p.Text)
 	}
 	return Note{
 		NoteInfo: NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,

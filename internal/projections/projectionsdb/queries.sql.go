@@ -319,7 +319,8 @@ func (q *Queries) GetAgentState(ctx context.Context, arg GetAgentStateParams) (s
 
 const getAgentWithState = `-- name: GetAgentWithState :one
 SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
-    CAST(coalesce(s.state, '') AS TEXT) AS state
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
 WHERE a.task_id = ? AND a.agent = ?
 `
@@ -330,15 +331,16 @@ type GetAgentWithStateParams struct {
 }
 
 type GetAgentWithStateRow struct {
-	TaskID      string
-	Agent       string
-	ParentAgent string
-	SessionKey  string
-	SessionID   string
-	SessionFile string
-	Budget      string
-	Position    int64
-	State       string
+	TaskID       string
+	Agent        string
+	ParentAgent  string
+	SessionKey   string
+	SessionID    string
+	SessionFile  string
+	Budget       string
+	Position     int64
+	State        string
+	ReadPosition int64
 }
 
 func (q *Queries) GetAgentWithState(ctx context.Context, arg GetAgentWithStateParams) (GetAgentWithStateRow, error) {
@@ -354,6 +356,7 @@ func (q *Queries) GetAgentWithState(ctx context.Context, arg GetAgentWithStatePa
 		&i.Budget,
 		&i.Position,
 		&i.State,
+		&i.ReadPosition,
 	)
 	return i, err
 }
@@ -421,46 +424,6 @@ func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams
 		&i.Control,
 		&i.MarkedWindow,
 		&i.Calls,
-	)
-	return i, err
-}
-
-const getNote = `-- name: GetNote :one
-SELECT task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position
-FROM notes WHERE task_id = ? AND agent = ? AND path = ?
-`
-
-type GetNoteParams struct {
-	TaskID string
-	Agent  string
-	Path   string
-}
-
-type GetNoteRow struct {
-	TaskID          string
-	Agent           string
-	Path            string
-	Bytes           int64
-	Revision        int64
-	CreatedAt       string
-	UpdatedAt       string
-	CreatedPosition int64
-	UpdatedPosition int64
-}
-
-func (q *Queries) GetNote(ctx context.Context, arg GetNoteParams) (GetNoteRow, error) {
-	row := q.db.QueryRowContext(ctx, getNote, arg.TaskID, arg.Agent, arg.Path)
-	var i GetNoteRow
-	err := row.Scan(
-		&i.TaskID,
-		&i.Agent,
-		&i.Path,
-		&i.Bytes,
-		&i.Revision,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.CreatedPosition,
-		&i.UpdatedPosition,
 	)
 	return i, err
 }
@@ -1321,7 +1284,7 @@ func (q *Queries) NoteParts(ctx context.Context, arg NotePartsParams) ([][]byte,
 
 const notePartsUnder = `-- name: NotePartsUnder :many
 SELECT n.path, n.created_at, n.created_position, p.text
-FROM notes n JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
 WHERE n.task_id = ?1 AND n.agent = ?2
   AND substr(n.path, 1, CAST(?3 AS INTEGER)) = CAST(?4 AS TEXT)
 ORDER BY n.path, p.part
@@ -1395,6 +1358,62 @@ func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (NoteSizeRow
 	var i NoteSizeRow
 	err := row.Scan(&i.Bytes, &i.Revision, &i.Parts)
 	return i, err
+}
+
+const noteWithParts = `-- name: NoteWithParts :many
+SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position, p.text
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = ? AND n.agent = ? AND n.path = ?
+ORDER BY p.part
+`
+
+type NoteWithPartsParams struct {
+	TaskID string
+	Agent  string
+	Path   string
+}
+
+type NoteWithPartsRow struct {
+	Path            string
+	Bytes           int64
+	Revision        int64
+	CreatedAt       string
+	UpdatedAt       string
+	CreatedPosition int64
+	UpdatedPosition int64
+	Text            []byte
+}
+
+func (q *Queries) NoteWithParts(ctx context.Context, arg NoteWithPartsParams) ([]NoteWithPartsRow, error) {
+	rows, err := q.db.QueryContext(ctx, noteWithParts, arg.TaskID, arg.Agent, arg.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NoteWithPartsRow{}
+	for rows.Next() {
+		var i NoteWithPartsRow
+		if err := rows.Scan(
+			&i.Path,
+			&i.Bytes,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CreatedPosition,
+			&i.UpdatedPosition,
+			&i.Text,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const openText = `-- name: OpenText :one

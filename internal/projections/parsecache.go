@@ -1,0 +1,64 @@
+package projections
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
+)
+
+// parseCacheSize bounds a parseCache: it is emptied when it gets there.
+const parseCacheSize = 1024
+
+// parseCache memoises the decoding of small JSON values stored as text
+// that every call reads back (an agent's budget, its fence state): the
+// same few strings come back over and over. Values are cloned on the way
+// out, so that no caller shares a pointer with another.
+type parseCache[T any] struct {
+	mu    sync.Mutex
+	m     map[string]T
+	clone func(T) T
+}
+
+func (c *parseCache[T]) decode(raw string) (T, error) {
+	c.mu.Lock()
+	v, ok := c.m[raw]
+	c.mu.Unlock()
+	if ok {
+		return c.clone(v), nil
+	}
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		var zero T
+		return zero, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= parseCacheSize {
+		c.m = make(map[string]T)
+	}
+	c.m[raw] = v
+	c.mu.Unlock()
+	return c.clone(v), nil
+}
+
+// clonePtr returns a copy of *p in a new variable (nil for nil).
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+var (
+	budgets = parseCache[events.Budget]{clone: func(b events.Budget) events.Budget {
+		b.ContextWindow = clonePtr(b.ContextWindow)
+		return b
+	}}
+	states = parseCache[fence.State]{clone: func(s fence.State) fence.State {
+		s.Manual = clonePtr(s.Manual)
+		s.TokensUsed = clonePtr(s.TokensUsed)
+		s.ContextWindow = clonePtr(s.ContextWindow)
+		return s
+	}}
+)
