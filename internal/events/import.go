@@ -40,7 +40,6 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			return fmt.Errorf("%w: it holds %d events", ErrNotEmpty, last)
 		}
 		tx.last = last
-		versions := map[string]int64{} // stream versions seen in this import
 		for {
 			ev, ok, err := next()
 			if err != nil {
@@ -49,13 +48,12 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			if !ok {
 				return nil
 			}
-			if err := tx.checkImported(ctx, ev, versions); err != nil {
+			if err := tx.checkImported(ctx, ev); err != nil {
 				return err
 			}
 			if err := tx.insert(ctx, ev); err != nil {
 				return err
 			}
-			versions[ev.Stream] = ev.StreamVersion
 			n++
 		}
 	})
@@ -65,10 +63,8 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 	return n, nil
 }
 
-// checkImported validates ev as the next event of the log. versions holds
-// the stream versions of the events imported so far in this transaction
-// (a stream not in it is looked up).
-func (t *Tx) checkImported(ctx context.Context, ev Event, versions map[string]int64) error {
+// checkImported validates ev as the next event of the log.
+func (t *Tx) checkImported(ctx context.Context, ev Event) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
 	}
@@ -97,12 +93,9 @@ func (t *Tx) checkImported(ctx context.Context, ev Event, versions map[string]in
 	if _, err := Decode(ev); err != nil {
 		return bad("%v", err)
 	}
-	v, ok := versions[ev.Stream]
-	if !ok {
-		var err error
-		if v, err = t.q.StreamVersion(ctx, ev.Stream); err != nil {
-			return err
-		}
+	v, err := t.StreamVersion(ctx, ev.Stream)
+	if err != nil {
+		return err
 	}
 	if ev.StreamVersion != v+1 {
 		return bad("stream %s version %d, expected %d", ev.Stream, ev.StreamVersion, v+1)

@@ -121,6 +121,56 @@ type Store struct {
 	quit   chan struct{}
 	done   chan struct{}
 	close  sync.Once
+
+	// tip is what the committed log ends with, so that an append need
+	// not ask: used by the writer goroutine only.
+	tip logTip
+}
+
+// logTip is the end of the committed log as the writer knows it: the last
+// position (-1 when unknown) and the versions of the streams it has met
+// (a stream missing is looked up). Transactions keep their own writes
+// apart (Tx.versions) until they commit. It is forgotten when another
+// process has committed to the database (SQLite's data_version, checked
+// at the start of every write transaction, says so) and whenever a write
+// fails on a constraint or a commit fails.
+type logTip struct {
+	last        int64
+	versions    map[string]int64
+	dataVersion int64 // PRAGMA data_version when last checked
+}
+
+// maxTipStreams bounds logTip.versions: it starts over when full.
+const maxTipStreams = 1 << 16
+
+func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion} }
+
+// check forgets the tip if another connection has committed since the
+// last check. db is the writer's transaction.
+func (t *logTip) check(ctx context.Context, db DBTX) error {
+	var v int64
+	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return err
+	}
+	if v != t.dataVersion {
+		t.forget()
+		t.dataVersion = v
+	}
+	return nil
+}
+
+// merge records what a committed transaction wrote.
+func (t *logTip) merge(last int64, versions map[string]int64) {
+	if len(t.versions)+len(versions) > maxTipStreams {
+		t.versions = nil
+	}
+	if t.versions == nil {
+		t.versions = make(map[string]int64, len(versions))
+	}
+	for stream, v := range versions {
+		t.versions[stream] = v
+	}
+	t.last = last
 }
 
 // Open opens (creating if needed) the SQLite database at path, applies the
@@ -194,6 +244,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writeStmts: newStmtCache(writer),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
+		tip:        logTip{last: -1},
 	}
 	go s.writeLoop()
 	return s, nil
@@ -229,6 +280,10 @@ type Tx struct {
 	requestID string
 	last      int64 // last position, -1 until read
 	appended  []Event
+	// versions holds the stream versions this transaction's requests
+	// wrote: this request's own, over those of the requests before it in
+	// the batch (batch), over the committed log (s.tip).
+	versions, batch map[string]int64
 }
 
 // DB returns the transaction's queries, to read projections consistently
@@ -240,24 +295,37 @@ func (t *Tx) Appended() []Event { return t.appended }
 
 // StreamVersion returns the current version of stream (0 if it has no events).
 func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	return t.q.StreamVersion(ctx, stream)
+	if v, ok := t.versions[stream]; ok {
+		return v, nil
+	}
+	if v, ok := t.batch[stream]; ok {
+		return v, nil
+	}
+	if v, ok := t.s.tip.versions[stream]; ok {
+		return v, nil
+	}
+	v, err := t.q.StreamVersion(ctx, stream)
+	if err == nil && v > 0 {
+		// Nothing in this batch has written the stream so far (it would
+		// be in versions or batch), so this is its committed version.
+		t.s.tip.merge(t.s.tip.last, map[string]int64{stream: v})
+	}
+	return v, err
 }
 
 // Append appends evs to stream, which must be at expectedVersion (or
 // AnyVersion), and applies each to the projections. Returns ErrConflict on
 // a version mismatch.
 func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, evs ...Pending) ([]Event, error) {
-	version, err := t.q.StreamVersion(ctx, stream)
+	version, err := t.StreamVersion(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
 	if expectedVersion != AnyVersion && version != expectedVersion {
 		return nil, fmt.Errorf("%w: stream %s is at version %d, expected %d", ErrConflict, stream, version, expectedVersion)
 	}
-	if t.last < 0 {
-		if t.last, err = t.q.LastPosition(ctx); err != nil {
-			return nil, err
-		}
+	if _, err := t.Position(ctx); err != nil {
+		return nil, err
 	}
 	now := t.s.now().UTC()
 	out := make([]Event, 0, len(evs))
@@ -309,13 +377,21 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 		RequestID:     ev.RequestID,
 	})
 	if err != nil {
-		return classify(err)
+		err = classify(err)
+		if errors.Is(err, ErrConflict) {
+			t.s.tip.forget() // another process may have written
+		}
+		return err
 	}
 	if err := t.s.apply(ctx, t.db, ev); err != nil {
 		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)
 	}
 	t.last = ev.Position
 	t.appended = append(t.appended, ev)
+	if t.versions == nil {
+		t.versions = map[string]int64{}
+	}
+	t.versions[ev.Stream] = ev.StreamVersion
 	return nil
 }
 
@@ -466,10 +542,14 @@ func WriteJSONLines(w io.Writer, evs []Event) error {
 // Position returns the position of the newest event this transaction sees,
 // its own appends included.
 func (t *Tx) Position(ctx context.Context) (int64, error) {
-	if t.last >= 0 {
-		return t.last, nil
+	if t.last < 0 {
+		var err error
+		if t.last, err = t.q.LastPosition(ctx); err != nil {
+			t.last = -1
+			return 0, err
+		}
 	}
-	return t.q.LastPosition(ctx)
+	return t.last, nil
 }
 
 // PositionIn returns the newest position that db (a connection or a read

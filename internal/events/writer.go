@@ -85,9 +85,15 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		finish()
 		return
 	}
-	last := int64(-1)
-	ok := 0
 	db := newCachedTx(sqlTx, s.writeStmts) // statements shared by the batch
+	if err := s.tip.check(ctx, db); err != nil {
+		s.failBatch(sqlTx, results, classify(err))
+		finish()
+		return
+	}
+	last := s.tip.last
+	batchVersions := map[string]int64{} // what the batch's successful requests wrote
+	ok := 0
 	// A request runs in a savepoint of its own, so that its failure rolls
 	// back only its writes; a batch of one needs none (its failure rolls
 	// the transaction back).
@@ -103,7 +109,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				continue
 			}
 		}
-		t := &Tx{s: s, tx: sqlTx, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last}
+		t := &Tx{s: s, tx: sqlTx, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last, batch: batchVersions}
 		if err := req.fn(t); err != nil {
 			results[i] = classify(err)
 			if single {
@@ -120,6 +126,9 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			}
 		} else {
 			last = t.last
+			for stream, v := range t.versions {
+				batchVersions[stream] = v
+			}
 			ok++
 		}
 		if single {
@@ -138,6 +147,8 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 	}
 	if err := sqlTx.Commit(); err != nil {
 		s.failBatch(sqlTx, results, classify(err))
+	} else {
+		s.tip.merge(last, batchVersions)
 	}
 	finish()
 }
@@ -146,6 +157,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 // that had succeeded so far.
 func (s *Store) failBatch(sqlTx interface{ Rollback() error }, results []error, err error) {
 	_ = sqlTx.Rollback()
+	s.tip.forget() // the commit may have half happened: learn the log's end again
 	if err == nil {
 		err = errors.New("write batch failed")
 	}

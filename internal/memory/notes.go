@@ -377,16 +377,16 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		st := c.state
 		np, pathErr := parseNotePath(name, c, a.Path)
 		key := requestKey(name, np.Full(), a.Text)
-		if c.callID != "" && pathErr == nil {
-			prevKey, prev, found, err := r.NoteCall(ctx, c.taskID, c.agent.Agent, c.callID)
-			if err != nil {
+		var ws projections.NoteWriteState
+		if pathErr == nil {
+			if ws, err = r.NoteWriteState(ctx, c.taskID, np.Agent, np.Path, c.agent.Agent, c.callID); err != nil {
 				return err
 			}
-			if found {
-				if prevKey != key {
+			if ws.Called {
+				if ws.RequestKey != key {
 					return conflictf("call_id %q was already used for a different request", c.callID)
 				}
-				res, terminate = prev, st.CheckpointCallID == c.callID
+				res, terminate = ws.Result, st.CheckpointCallID == c.callID
 				return nil
 			}
 		}
@@ -402,10 +402,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if err := noteOwner(ctx, r, c, np.Agent); err != nil {
 			return err
 		}
-		size, revision, err := r.NoteSize(ctx, c.taskID, np.Agent, np.Path)
-		if err != nil {
-			return err
-		}
+		size, revision := ws.Size, ws.Revision
 		if err := checkCapacity(c, np, size, a.Text, appendMode); err != nil {
 			return err
 		}

@@ -72,8 +72,19 @@ WHERE n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(agent)
   AND substr(n.path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
 ORDER BY n.path, p.part;
 
--- name: GetNoteCall :one
-SELECT request_key, result FROM note_calls WHERE task_id = ? AND agent = ? AND call_id = ?;
+-- name: NoteWriteState :one
+-- What a note write needs to know, in one query: the note's size and
+-- revision (0 when it does not exist) and the first result of the
+-- caller's call_id, if it has been used.
+SELECT
+    CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
+    CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
+    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
+    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
+    CAST(coalesce(c.result, '') AS TEXT) AS result
+FROM (SELECT 1) AS one
+LEFT JOIN notes n ON n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(path)
+LEFT JOIN note_calls c ON c.task_id = sqlc.arg(task_id) AND c.agent = sqlc.arg(caller) AND c.call_id = sqlc.arg(call_id);
 
 -- name: InsertNoteCall :exec
 INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) VALUES (?, ?, ?, ?, ?, ?);

@@ -139,16 +139,6 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 	}, nil
 }
 
-// NoteSize returns a note's size in bytes and revision (zeros when it does
-// not exist), without reading its content.
-func (r *Reader) NoteSize(ctx context.Context, taskID, agent, path string) (size, revision int64, err error) {
-	n, err := r.q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: taskID, Agent: agent, Path: path})
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, nil
-	}
-	return n.Bytes, n.Revision, err
-}
-
 // Notes lists an agent's notes whose path starts with prefix, by path.
 func (r *Reader) Notes(ctx context.Context, taskID, agent, prefix string) ([]NoteInfo, error) {
 	rows, err := r.q.ListNotes(ctx, projectionsdb.ListNotesParams{
@@ -199,13 +189,27 @@ func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query s
 }
 
 // NoteCall returns the recorded first result of an idempotent note write.
-func (r *Reader) NoteCall(ctx context.Context, taskID, agent, callID string) (requestKey string, res NoteWriteResult, found bool, err error) {
-	row, err := r.q.GetNoteCall(ctx, projectionsdb.GetNoteCallParams{TaskID: taskID, Agent: agent, CallID: callID})
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", res, false, nil
-	}
+// NoteWriteState is what a note write needs to know before it writes.
+type NoteWriteState struct {
+	Size, Revision int64 // the note's (zeros when it does not exist)
+	// Called reports whether the caller's call_id was used before, by a
+	// write of RequestKey that returned Result.
+	Called     bool
+	RequestKey string
+	Result     NoteWriteResult
+}
+
+// NoteWriteState returns, in one query, the size and revision of a note
+// and what the caller's earlier write with callID (if any) returned.
+func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, caller, callID string) (NoteWriteState, error) {
+	row, err := r.q.NoteWriteState(ctx, projectionsdb.NoteWriteStateParams{TaskID: taskID, NoteAgent: noteAgent, Path: path,
+		Caller: caller, CallID: callID})
 	if err != nil {
-		return "", res, false, err
+		return NoteWriteState{}, err
 	}
-	return row.RequestKey, res, true, json.Unmarshal([]byte(row.Result), &res)
+	st := NoteWriteState{Size: row.Bytes, Revision: row.Revision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
+	if st.Called {
+		err = json.Unmarshal([]byte(row.Result), &st.Result)
+	}
+	return st, err
 }

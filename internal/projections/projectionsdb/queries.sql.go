@@ -428,28 +428,6 @@ func (q *Queries) GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams
 	return i, err
 }
 
-const getNoteCall = `-- name: GetNoteCall :one
-SELECT request_key, result FROM note_calls WHERE task_id = ? AND agent = ? AND call_id = ?
-`
-
-type GetNoteCallParams struct {
-	TaskID string
-	Agent  string
-	CallID string
-}
-
-type GetNoteCallRow struct {
-	RequestKey string
-	Result     string
-}
-
-func (q *Queries) GetNoteCall(ctx context.Context, arg GetNoteCallParams) (GetNoteCallRow, error) {
-	row := q.db.QueryRowContext(ctx, getNoteCall, arg.TaskID, arg.Agent, arg.CallID)
-	var i GetNoteCallRow
-	err := row.Scan(&i.RequestKey, &i.Result)
-	return i, err
-}
-
 const getTask = `-- name: GetTask :one
 SELECT task_id, root_session, created_at, position FROM tasks WHERE task_id = ?
 `
@@ -1414,6 +1392,56 @@ func (q *Queries) NoteWithParts(ctx context.Context, arg NoteWithPartsParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const noteWriteState = `-- name: NoteWriteState :one
+SELECT
+    CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
+    CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
+    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
+    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
+    CAST(coalesce(c.result, '') AS TEXT) AS result
+FROM (SELECT 1) AS one
+LEFT JOIN notes n ON n.task_id = ?1 AND n.agent = ?2 AND n.path = ?3
+LEFT JOIN note_calls c ON c.task_id = ?1 AND c.agent = ?4 AND c.call_id = ?5
+`
+
+type NoteWriteStateParams struct {
+	TaskID    string
+	NoteAgent string
+	Path      string
+	Caller    string
+	CallID    string
+}
+
+type NoteWriteStateRow struct {
+	Bytes      int64
+	Revision   int64
+	Called     int64
+	RequestKey string
+	Result     string
+}
+
+// What a note write needs to know, in one query: the note's size and
+// revision (0 when it does not exist) and the first result of the
+// caller's call_id, if it has been used.
+func (q *Queries) NoteWriteState(ctx context.Context, arg NoteWriteStateParams) (NoteWriteStateRow, error) {
+	row := q.db.QueryRowContext(ctx, noteWriteState,
+		arg.TaskID,
+		arg.NoteAgent,
+		arg.Path,
+		arg.Caller,
+		arg.CallID,
+	)
+	var i NoteWriteStateRow
+	err := row.Scan(
+		&i.Bytes,
+		&i.Revision,
+		&i.Called,
+		&i.RequestKey,
+		&i.Result,
+	)
+	return i, err
 }
 
 const openText = `-- name: OpenText :one

@@ -1,0 +1,107 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// checkLog checks that the log's positions are 1..n and that every
+// stream's versions count up from 1 in position order.
+func checkLog(t *testing.T, evs []Event) {
+	t.Helper()
+	versions := map[string]int64{}
+	for i, ev := range evs {
+		if ev.Position != int64(i+1) {
+			t.Fatalf("event %d at position %d", i, ev.Position)
+		}
+		versions[ev.Stream]++
+		if ev.StreamVersion != versions[ev.Stream] {
+			t.Fatalf("event at %d: stream %s version %d, want %d", ev.Position, ev.Stream, ev.StreamVersion, versions[ev.Stream])
+		}
+	}
+}
+
+// TestTipAfterFailures: the writer remembers where the log ends, so a
+// request that appended and then failed (rolled back alone, in a batch
+// of concurrent requests, or on its own) must leave no trace in what it
+// remembers: the next appends continue the committed log.
+func TestTipAfterFailures(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	committed := 0
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				stream := fmt.Sprintf("t1/root/%d", (c+i)%3)
+				fail := (c+i)%4 == 0
+				err := s.Update(ctx, "", func(tx *Tx) error {
+					if _, err := tx.Append(ctx, stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t1", "/root", "x")},
+						Pending{Type: TypeNoteAppended, Data: note("t1", "/root", "y")}); err != nil {
+						return err
+					}
+					if fail {
+						return boom
+					}
+					return nil
+				})
+				if fail != errors.Is(err, boom) || (!fail && err != nil) {
+					t.Errorf("request %d/%d: %v", c, i, err)
+					return
+				}
+				if !fail {
+					mu.Lock()
+					committed += 2
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	evs := readAll(t, s)
+	if len(evs) != committed {
+		t.Fatalf("%d events, want %d", len(evs), committed)
+	}
+	checkLog(t, evs)
+}
+
+// TestTipAfterAnotherProcess: a second store on the same file (another
+// process) appends behind the first one's back; the first notices
+// (data_version) and continues the log without a conflict.
+func TestTipAfterAnotherProcess(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	var seq int
+	var name, path string
+	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, Event) error { return nil },
+		Now: func() time.Time { return time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for i := range 6 {
+		st := s
+		if i%2 == 1 {
+			st = other
+		}
+		if _, err := appendOne(t, st, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "x")); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	evs := readAll(t, s)
+	if len(evs) != 6 {
+		t.Fatalf("%d events, want 6", len(evs))
+	}
+	checkLog(t, evs)
+}
