@@ -26,14 +26,20 @@ func writeJSON(w io.Writer, v any) error {
 
 // openLog opens an exported log file ("-" for stdin).
 func openLog(name string, stdin io.Reader) (*forensics.LogReader, func(), error) {
-	if name == "-" {
-		return forensics.NewLogReader(stdin), func() {}, nil
+	in, closeIn := stdin, func() {}
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		in, closeIn = f, func() { f.Close() }
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return forensics.NewLogReader(f), func() { f.Close() }, nil
+	lr := forensics.NewLogReader(in)
+	stop := lr.ReadAhead()
+	return lr, func() {
+		stop()
+		closeIn()
+	}, nil
 }
 
 // spoolStdin copies stdin into a temporary file and returns its name.
@@ -67,9 +73,15 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	until := fs.Int64("until", 0, "replay only events up to this position")
 	out := fs.String("db", "", "write the rebuilt database here (must hold no events); default a temporary one")
 	checkReads := fs.Bool("check-reads", false, "re-execute every audited read at its position and report results that differ (exit 1)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the replay to this file, for performance work")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if fs.NArg() != 1 {
 		return &usageError{"usage: server replay FILE [--until P] [--db OUT] [--check-reads]"}
 	}

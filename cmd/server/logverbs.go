@@ -71,6 +71,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer store.Close()
 	lr := forensics.NewLogReader(in)
+	defer lr.ReadAhead()() // stopped before the file closes (defers run last first)
 	report, done := progress(stderr, "import", -1)
 	n, err := store.Import(ctx, forensics.Counted(lr.Next, report))
 	done()

@@ -86,17 +86,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
 	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode)
 
@@ -125,7 +119,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 // (tens of MB), so collecting at 5× the live heap instead of 2× costs
 // little memory and saves most of the collector's CPU (about 5% of a
 // read's); the soft limit keeps a burst of large requests from letting
-// the heap grow with that factor (docs/performance.md).
+// the heap grow with that factor (docs/performance.md). Replays and
+// imports keep Go's default: their live heap is a whole segment.
 const (
 	serveGCPercent   = 400
 	serveMemoryLimit = 256 << 20
@@ -138,6 +133,26 @@ func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serveMemoryLimit)
 	}
+}
+
+// startCPUProfile starts a CPU profile into path (nothing when path is
+// empty) and returns what stops it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func envOr(getenv func(string) string, key, def string) string {

@@ -81,9 +81,24 @@ func catalogEntry(typ string) (CatalogEntry, bool) {
 	return CatalogEntry{}, false
 }
 
+// Decoded returns ev with its payload decoded and kept, so that Decode
+// returns it rather than decoding it again: a log reader decodes ahead of
+// the writer, which then only validates and applies. A payload that does
+// not decode is left for Decode to report.
+func Decoded(ev Event) Event {
+	ev.payload = nil
+	if p, err := Decode(ev); err == nil {
+		ev.payload = p
+	}
+	return ev
+}
+
 // Decode returns the typed payload of ev: a pointer to one of the payload
 // structs of this file.
 func Decode(ev Event) (any, error) {
+	if ev.payload != nil {
+		return ev.payload, nil
+	}
 	e, ok := catalogEntry(ev.Type)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)

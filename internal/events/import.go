@@ -48,7 +48,7 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			if !ok {
 				return nil
 			}
-			if err := tx.checkImported(ctx, ev); err != nil {
+			if err := tx.checkImported(ctx, &ev); err != nil {
 				return err
 			}
 			if err := tx.insert(ctx, ev); err != nil {
@@ -64,7 +64,7 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 }
 
 // checkImported validates ev as the next event of the log.
-func (t *Tx) checkImported(ctx context.Context, ev Event) error {
+func (t *Tx) checkImported(ctx context.Context, ev *Event) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
 	}
@@ -90,9 +90,11 @@ func (t *Tx) checkImported(ctx context.Context, ev Event) error {
 	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return bad("data of event %d is not a JSON object", ev.Position)
 	}
-	if _, err := Decode(ev); err != nil {
+	payload, err := Decode(*ev)
+	if err != nil {
 		return bad("%v", err)
 	}
+	ev.payload = payload // decoded once: the projections reuse it (and a log reader may have decoded it)
 	v, err := t.StreamVersion(ctx, ev.Stream)
 	if err != nil {
 		return err

@@ -60,6 +60,10 @@ type Event struct {
 	RecordedAt    string          `json:"recorded_at"`
 	Data          json.RawMessage `json:"data"`
 	RequestID     string          `json:"request_id,omitempty"`
+
+	// payload is Data decoded, when an import has decoded it already
+	// (Decode returns it rather than decoding again).
+	payload any
 }
 
 // TaskID returns the task part of the event's stream (<task_id><agent>).
@@ -279,7 +283,6 @@ type Tx struct {
 	q         *eventsdb.Queries
 	requestID string
 	last      int64 // last position, -1 until read
-	appended  []Event
 	// versions holds the stream versions this transaction's requests
 	// wrote: this request's own, over those of the requests before it in
 	// the batch (batch), over the committed log (s.tip).
@@ -289,9 +292,6 @@ type Tx struct {
 // DB returns the transaction's queries, to read projections consistently
 // with the events about to be appended.
 func (t *Tx) DB() DBTX { return t.db }
-
-// Appended returns the events appended so far in this transaction.
-func (t *Tx) Appended() []Event { return t.appended }
 
 // StreamVersion returns the current version of stream (0 if it has no events).
 func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
@@ -387,7 +387,6 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)
 	}
 	t.last = ev.Position
-	t.appended = append(t.appended, ev)
 	if t.versions == nil {
 		t.versions = map[string]int64{}
 	}

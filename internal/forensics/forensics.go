@@ -29,8 +29,27 @@ type Next func() (ev events.Event, ok bool, err error)
 // LogReader reads an exported log (JSON lines, the event envelope) and
 // names the line of any error.
 type LogReader struct {
-	sc   *bufio.Scanner
+	sc      *bufio.Scanner
+	scanned int    // lines scanned (by the read-ahead goroutine, when there is one)
+	line    int    // the line of the last event (or error) Next returned
+	ahead   *ahead // set by ReadAhead
+}
+
+// logItem is an event read ahead (or the error that ended the log, or its
+// end) and its line.
+type logItem struct {
+	ev   events.Event
 	line int
+	err  error
+	end  bool
+}
+
+// ahead is the state of a LogReader reading ahead.
+type ahead struct {
+	ch   chan []logItem
+	quit chan struct{}
+	cur  []logItem
+	stop func()
 }
 
 // NewLogReader returns a reader of the log in r.
@@ -40,7 +59,8 @@ func NewLogReader(r io.Reader) *LogReader {
 	return &LogReader{sc: sc}
 }
 
-// Line is the number of the last line read.
+// Line is the number of the line of the last event (or error) Next
+// returned; at the end of the log, the number of lines in it.
 func (lr *LogReader) Line() int { return lr.line }
 
 // LineError is an error about one line of a log.
@@ -64,8 +84,20 @@ func (lr *LogReader) AtLine(err error) error {
 
 // Next returns the next event of the log.
 func (lr *LogReader) Next() (events.Event, bool, error) {
+	var it logItem
+	if lr.ahead != nil {
+		it = lr.ahead.next()
+	} else {
+		it = lr.read()
+	}
+	lr.line = it.line
+	return it.ev, !it.end, it.err
+}
+
+// read reads the next event, or the end of the log.
+func (lr *LogReader) read() logItem {
 	for lr.sc.Scan() {
-		lr.line++
+		lr.scanned++
 		b := lr.sc.Bytes()
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
@@ -74,18 +106,77 @@ func (lr *LogReader) Next() (events.Event, bool, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&ev); err != nil {
-			return ev, false, &LineError{Line: lr.line, Err: fmt.Errorf("not an event envelope: %v", err)}
+			return logItem{line: lr.scanned, end: true, err: &LineError{Line: lr.scanned, Err: fmt.Errorf("not an event envelope: %v", err)}}
 		}
 		ev.Data = bytes.Clone(ev.Data)
-		return ev, true, nil
+		return logItem{ev: events.Decoded(ev), line: lr.scanned}
 	}
+	end := logItem{line: lr.scanned, end: true}
 	if err := lr.sc.Err(); err != nil {
+		end.err = err
 		if errors.Is(err, bufio.ErrTooLong) {
-			return events.Event{}, false, &LineError{Line: lr.line + 1, Err: errors.New("longer than 256 MiB")}
+			end.err = &LineError{Line: lr.scanned + 1, Err: errors.New("longer than 256 MiB")}
 		}
-		return events.Event{}, false, err
 	}
-	return events.Event{}, false, nil
+	return end
+}
+
+// ReadAhead makes the reader read and decode the log in a goroutine of its
+// own, a few batches ahead of Next, so that reading the log overlaps with
+// what the caller does with its events. Call stop before closing what the
+// log is read from: it ends the goroutine and waits for it. Next after
+// stop reports the end of the log.
+func (lr *LogReader) ReadAhead() (stop func()) {
+	const batchSize, batches = 256, 4
+	a := &ahead{ch: make(chan []logItem, batches), quit: make(chan struct{})}
+	go func() {
+		defer close(a.ch)
+		for {
+			batch := make([]logItem, 0, batchSize)
+			for len(batch) < batchSize {
+				it := lr.read()
+				batch = append(batch, it)
+				if it.end {
+					break
+				}
+			}
+			select {
+			case a.ch <- batch:
+			case <-a.quit:
+				return
+			}
+			if batch[len(batch)-1].end {
+				return
+			}
+		}
+	}()
+	stopped := false
+	a.stop = func() {
+		if !stopped {
+			stopped = true
+			a.cur = nil
+			close(a.quit)
+			for range a.ch { // until the goroutine has returned
+			}
+		}
+	}
+	lr.ahead = a
+	return a.stop
+}
+
+func (a *ahead) next() logItem {
+	for len(a.cur) == 0 {
+		batch, ok := <-a.ch
+		if !ok { // stopped
+			return logItem{end: true}
+		}
+		a.cur = batch
+	}
+	it := a.cur[0]
+	if !it.end {
+		a.cur = a.cur[1:]
+	}
+	return it
 }
 
 // Until stops next after position until (0: no bound).
