@@ -98,6 +98,20 @@ type cachedTx struct {
 	tx    *sql.Tx
 	c     *stmtCache
 	local map[string]*sql.Stmt // closed by database/sql when tx ends
+	memo  map[any]any          // a write transaction's (see TxMemo); nil for reads
+}
+
+// TxMemo returns the memo of the write transaction db, or nil when db is
+// not one: memory that projections keep with a transaction, to remember
+// rows of their own tables they have read or written in it. The writer
+// empties it whenever some of the transaction's writes are rolled back (a
+// failed request of a batch), so what it holds is always what the
+// transaction's tables hold. Keys must be of a type of the caller's own.
+func TxMemo(db DBTX) map[any]any {
+	if t, ok := db.(cachedTx); ok {
+		return t.memo
+	}
+	return nil
 }
 
 func newCachedTx(tx *sql.Tx, c *stmtCache) cachedTx {

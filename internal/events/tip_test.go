@@ -105,3 +105,61 @@ func TestTipAfterAnotherProcess(t *testing.T) {
 	}
 	checkLog(t, evs)
 }
+
+// TestTxMemoForgetsRolledBackRequests: what a request of a batch put in the
+// transaction's memo is gone when that request fails and is rolled back,
+// so that a later request of the same batch cannot see it.
+func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	type key struct{}
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go func() { // holds the writer while the others queue up into one batch
+		_ = s.Update(ctx, "", func(tx *Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	results := make(chan error, 3)
+	seen := make(chan any, 1)
+	put := func(v string, fail bool) {
+		results <- s.Update(ctx, "", func(tx *Tx) error {
+			if _, err := tx.Append(ctx, "t1/root", AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t1", "/root", v)}); err != nil {
+				return err
+			}
+			TxMemo(tx.DB())[key{}] = v
+			if fail {
+				return errors.New("boom")
+			}
+			return nil
+		})
+	}
+	go put("a", false)
+	time.Sleep(20 * time.Millisecond)
+	go put("b", true)
+	time.Sleep(20 * time.Millisecond)
+	go func() {
+		results <- s.Update(ctx, "", func(tx *Tx) error {
+			memo := TxMemo(tx.DB())
+			if memo == nil {
+				return errors.New("a write transaction has no memo")
+			}
+			seen <- memo[key{}]
+			return nil
+		})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for range 3 {
+		<-results
+	}
+	if v := <-seen; v == "b" {
+		t.Fatal("a request saw what a rolled-back request of its batch remembered")
+	}
+	if TxMemo(s.Reader()) != nil {
+		t.Fatal("a connection pool has a memo")
+	}
+}

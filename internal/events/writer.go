@@ -86,6 +86,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		return
 	}
 	db := newCachedTx(sqlTx, s.writeStmts) // statements shared by the batch
+	db.memo = map[any]any{}
 	if err := s.tip.check(ctx, db); err != nil {
 		s.failBatch(sqlTx, results, classify(err))
 		finish()
@@ -115,6 +116,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			if single {
 				break // rolled back below: nothing of it is kept
 			}
+			clear(db.memo) // it may remember rows the rollback undoes
 			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
 				// The transaction is unusable: SQLite rolls it back by
 				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,

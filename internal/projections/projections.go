@@ -54,9 +54,9 @@ func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), TaskID: p.TaskID, Agent: p.Agent,
 		})
 	case *events.NoteWritten:
-		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
+		return applyNote(ctx, q, events.TxMemo(db), ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
 	case *events.NoteAppended:
-		return applyNote(ctx, q, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+		return applyNote(ctx, q, events.TxMemo(db), ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
 	case *events.HistoryEntryRecorded:
 		return applyEntryRecorded(ctx, q, ev, p)
 	case *events.HistoryBranchChanged:
@@ -100,14 +100,32 @@ func WriteResult(fullPath string, size, revision int64, text string, appendMode 
 // append merges them into one (see migrations/00005_note_parts.sql).
 const maxNoteParts = 16
 
-func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange) error {
+// noteKey names a note in a transaction's memo (events.TxMemo).
+type noteKey struct{ taskID, agent, path string }
+
+// noteRow is what a transaction's memo holds of a note: its notes row
+// (size, revision, parts), or that it has none.
+type noteRow struct {
+	exists bool
+	row    projectionsdb.NoteSizeRow
+}
+
+func applyNote(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, ev events.Event, c noteChange) error {
 	key := func(part int64, text []byte) projectionsdb.InsertNotePartParams {
 		return projectionsdb.InsertNotePartParams{TaskID: c.taskID, Agent: c.agent, Path: c.path, Part: part, Text: text}
 	}
-	old, err := q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: c.taskID, Agent: c.agent, Path: c.path})
-	created := errors.Is(err, sql.ErrNoRows)
-	if err != nil && !created {
-		return err
+	mk := noteKey{c.taskID, c.agent, c.path}
+	var old projectionsdb.NoteSizeRow
+	var created bool
+	var err error
+	if m, ok := memo[mk].(noteRow); ok { // read or written earlier in this transaction
+		old, created = m.row, !m.exists
+	} else {
+		old, err = q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: c.taskID, Agent: c.agent, Path: c.path})
+		created = errors.Is(err, sql.ErrNoRows)
+		if err != nil && !created {
+			return err
+		}
 	}
 	size, parts := int64(len(c.text)), int64(1)
 	switch {
@@ -145,6 +163,9 @@ func applyNote(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c
 	}
 	if err != nil {
 		return err
+	}
+	if memo != nil {
+		memo[mk] = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1, Parts: parts}}
 	}
 	if c.callID == "" {
 		return nil

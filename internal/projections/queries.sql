@@ -79,6 +79,7 @@ ORDER BY n.path, p.part;
 SELECT
     CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
     CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
+    CAST(coalesce(n.parts, 0) AS INTEGER) AS parts,
     CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
     CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
     CAST(coalesce(c.result, '') AS TEXT) AS result

@@ -18,7 +18,8 @@ var ErrNotFound = errors.New("not found")
 // Reader answers queries over the projections, through the reader pool or
 // inside a write transaction.
 type Reader struct {
-	q *projectionsdb.Queries
+	q    *projectionsdb.Queries
+	memo map[any]any // the write transaction's (events.TxMemo), or nil
 	// readPosition is the log position this reader's snapshot reads at,
 	// learnt by AgentWithState (-1 until then).
 	readPosition int64
@@ -26,7 +27,7 @@ type Reader struct {
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
 func NewReader(db projectionsdb.DBTX) *Reader {
-	return &Reader{q: projectionsdb.New(db), readPosition: -1}
+	return &Reader{q: projectionsdb.New(db), memo: events.TxMemo(db), readPosition: -1}
 }
 
 // ReadPosition returns the log position the reader's queries read at, if
@@ -206,6 +207,10 @@ func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, ca
 		Caller: caller, CallID: callID})
 	if err != nil {
 		return NoteWriteState{}, err
+	}
+	if r.memo != nil { // the note write about to be applied need not read it again
+		r.memo[noteKey{taskID, noteAgent, path}] = noteRow{exists: row.Revision > 0,
+			row: projectionsdb.NoteSizeRow{Bytes: row.Bytes, Revision: row.Revision, Parts: row.Parts}}
 	}
 	st := NoteWriteState{Size: row.Bytes, Revision: row.Revision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
 	if st.Called {

@@ -1398,6 +1398,7 @@ const noteWriteState = `-- name: NoteWriteState :one
 SELECT
     CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
     CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
+    CAST(coalesce(n.parts, 0) AS INTEGER) AS parts,
     CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
     CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
     CAST(coalesce(c.result, '') AS TEXT) AS result
@@ -1417,6 +1418,7 @@ type NoteWriteStateParams struct {
 type NoteWriteStateRow struct {
 	Bytes      int64
 	Revision   int64
+	Parts      int64
 	Called     int64
 	RequestKey string
 	Result     string
@@ -1437,6 +1439,7 @@ func (q *Queries) NoteWriteState(ctx context.Context, arg NoteWriteStateParams) 
 	err := row.Scan(
 		&i.Bytes,
 		&i.Revision,
+		&i.Parts,
 		&i.Called,
 		&i.RequestKey,
 		&i.Result,
