@@ -62,6 +62,27 @@ func fuzzDecodeAs[T any](t *testing.T, body []byte) {
 		checkRoundTrip(t, typ, body, v)
 	}
 
+	// decode relies on checkJSON for what json.Unmarshal lets through:
+	// it accepts exactly what a strict json.Decoder (unknown fields
+	// refused, one value only) accepts after checkJSON, with the same
+	// result.
+	var ref T
+	refOK := checkJSON(body, reflect.TypeOf(&ref)) == nil
+	if refOK {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		refOK = dec.Decode(&ref) == nil
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			refOK = false
+		}
+	}
+	if refOK != (err == nil) {
+		t.Fatalf("%s: decode gives %v, a strict json.Decoder accepts: %v; body %q", typ, err, refOK, body)
+	}
+	if refOK && !reflect.DeepEqual(v, ref) {
+		t.Fatalf("%s: decode gives %+v, a strict json.Decoder %+v; body %q", typ, v, ref, body)
+	}
+
 	// A wrong content type is refused before the body is looked at.
 	var w T
 	checkDecodeError(t, typ, body, decode(jsonRequest(body, "text/plain; charset=utf-8", -1), &w), http.StatusUnsupportedMediaType)
@@ -253,5 +274,29 @@ func subsumes(body, decoded any, path string) (string, bool) {
 			return path + " has another value", false
 		}
 		return "", true
+	}
+}
+
+// TestDecodeMessages: the messages of the refusals decode makes itself,
+// before json.Unmarshal sees the body.
+func TestDecodeMessages(t *testing.T) {
+	for body, want := range map[string]string{
+		``:                          "the request body is empty; send a JSON object",
+		" \n\t":                     "the request body is empty; send a JSON object",
+		`{} {}`:                     "the request body has data after its JSON value",
+		`{"context":{}} 1`:          "the request body has data after its JSON value",
+		`"a" "b"`:                   "the request body has data after its JSON value",
+		`{}}`:                       "the request body is not valid JSON",
+		`{"contexts":{}}`:           `unknown field "contexts"`,
+		`{"context":{"x":1}}`:       `unknown field "x"`,
+		`{"Context":{}}`:            `unknown field "Context" (field names are case-sensitive: "context")`,
+		`{"context":1,"context":2}`: `the request body has the key "context" twice in one object`,
+	} {
+		var v toolCallRequest
+		err := decode(jsonRequest([]byte(body), "application/json", -1), &v)
+		var he *httpError
+		if !errors.As(err, &he) || he.message != want {
+			t.Errorf("decode(%q) = %v, want %q", body, err, want)
+		}
 	}
 }
