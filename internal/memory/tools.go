@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
@@ -97,6 +98,12 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 	}
 	var res ToolResult
 	err := s.readAt(ctx, pos, func(r *projections.Reader) error {
+		if a, ok := any(args).(readNoteArgs); ok && cc.TaskID != "" {
+			// The note comes with the caller's row: one query, not two.
+			if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil {
+				r.WillReadNote(cc.TaskID, np.Agent, np.Path)
+			}
+		}
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err

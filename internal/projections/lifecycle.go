@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
@@ -42,9 +43,27 @@ func agentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent str
 // AgentWithState returns a registered agent of a task and its lifecycle
 // state in one query, or ErrNotFound.
 func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agent, fence.State, error) {
-	row, err := r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent})
-	if err != nil {
-		return Agent{}, fence.State{}, notFound(err)
+	var row projectionsdb.GetAgentWithStateRow
+	if k := r.noteAhead; k != nil && k.taskID == taskID {
+		r.noteAhead = nil
+		rows, err := r.q.GetAgentWithStateAndNote(ctx, projectionsdb.GetAgentWithStateAndNoteParams{
+			NoteAgent: k.agent, NotePath: k.path, TaskID: taskID, Agent: agent})
+		if err != nil {
+			return Agent{}, fence.State{}, err
+		}
+		if len(rows) == 0 {
+			return Agent{}, fence.State{}, ErrNotFound
+		}
+		a := rows[0]
+		row = projectionsdb.GetAgentWithStateRow{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent,
+			SessionKey: a.SessionKey, SessionID: a.SessionID, SessionFile: a.SessionFile, Budget: a.Budget,
+			Position: a.Position, State: a.State, ReadPosition: a.ReadPosition}
+		r.fetched = fetchNote(*k, rows)
+	} else {
+		var err error
+		if row, err = r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent}); err != nil {
+			return Agent{}, fence.State{}, notFound(err)
+		}
 	}
 	r.readPosition = row.ReadPosition
 	a, err := agentFrom(projectionsdb.Agent{TaskID: row.TaskID, Agent: row.Agent, ParentAgent: row.ParentAgent,
@@ -57,6 +76,40 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 	}
 	s, err := states.decode(row.State)
 	return a, s, err
+}
+
+// fetchNote builds the note of k from the rows of
+// GetAgentWithStateAndNote (one per part; no note: NULL note columns).
+func fetchNote(k noteKey, rows []projectionsdb.GetAgentWithStateAndNoteRow) *fetchedNote {
+	f := &fetchedNote{key: k}
+	n := rows[0]
+	if n.NotePath == nil {
+		return f
+	}
+	deref := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	var content strings.Builder
+	content.Grow(int(deref(n.NoteBytes)))
+	for _, p := range rows {
+		content.Write(p.PartText)
+	}
+	f.found = true
+	f.note = Note{
+		NoteInfo: NoteInfo{Path: *n.NotePath, Bytes: deref(n.NoteBytes), CreatedAt: str(n.NoteCreatedAt), UpdatedAt: str(n.NoteUpdatedAt),
+			CreatedPosition: deref(n.NoteCreatedPosition), UpdatedPosition: deref(n.NoteUpdatedPosition)},
+		Content: content.String(), Revision: deref(n.NoteRevision),
+	}
+	return f
 }
 
 // AgentState returns an agent's lifecycle state (the initial state if it

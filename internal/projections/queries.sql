@@ -22,6 +22,21 @@ SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.sessio
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
 WHERE a.task_id = ? AND a.agent = ?;
 
+-- name: GetAgentWithStateAndNote :many
+-- GetAgentWithState and NoteWithParts in one statement: a note read's
+-- first query also fetches the note (no rows of it: n.path is NULL).
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
+    n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
+    n.updated_at AS note_updated_at, n.created_position AS note_created_position,
+    n.updated_position AS note_updated_position, p.text AS part_text
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(note_path)
+LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent)
+ORDER BY p.part;
+
 -- name: AgentBySessionKey :one
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE session_key = ?;

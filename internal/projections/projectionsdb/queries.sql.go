@@ -361,6 +361,97 @@ func (q *Queries) GetAgentWithState(ctx context.Context, arg GetAgentWithStatePa
 	return i, err
 }
 
+const getAgentWithStateAndNote = `-- name: GetAgentWithStateAndNote :many
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
+    n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
+    n.updated_at AS note_updated_at, n.created_position AS note_created_position,
+    n.updated_position AS note_updated_position, p.text AS part_text
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = ?1 AND n.path = ?2
+LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE a.task_id = ?3 AND a.agent = ?4
+ORDER BY p.part
+`
+
+type GetAgentWithStateAndNoteParams struct {
+	NoteAgent string
+	NotePath  string
+	TaskID    string
+	Agent     string
+}
+
+type GetAgentWithStateAndNoteRow struct {
+	TaskID              string
+	Agent               string
+	ParentAgent         string
+	SessionKey          string
+	SessionID           string
+	SessionFile         string
+	Budget              string
+	Position            int64
+	State               string
+	ReadPosition        int64
+	NotePath            *string
+	NoteBytes           *int64
+	NoteRevision        *int64
+	NoteCreatedAt       *string
+	NoteUpdatedAt       *string
+	NoteCreatedPosition *int64
+	NoteUpdatedPosition *int64
+	PartText            []byte
+}
+
+// GetAgentWithState and NoteWithParts in one statement: a note read's
+// first query also fetches the note (no rows of it: n.path is NULL).
+func (q *Queries) GetAgentWithStateAndNote(ctx context.Context, arg GetAgentWithStateAndNoteParams) ([]GetAgentWithStateAndNoteRow, error) {
+	rows, err := q.db.QueryContext(ctx, getAgentWithStateAndNote,
+		arg.NoteAgent,
+		arg.NotePath,
+		arg.TaskID,
+		arg.Agent,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []GetAgentWithStateAndNoteRow{}
+	for rows.Next() {
+		var i GetAgentWithStateAndNoteRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Agent,
+			&i.ParentAgent,
+			&i.SessionKey,
+			&i.SessionID,
+			&i.SessionFile,
+			&i.Budget,
+			&i.Position,
+			&i.State,
+			&i.ReadPosition,
+			&i.NotePath,
+			&i.NoteBytes,
+			&i.NoteRevision,
+			&i.NoteCreatedAt,
+			&i.NoteUpdatedAt,
+			&i.NoteCreatedPosition,
+			&i.NoteUpdatedPosition,
+			&i.PartText,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getHistoryBranch = `-- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
 `
