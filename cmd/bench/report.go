@@ -147,7 +147,8 @@ func specs(b *bench) map[string]rowSpec {
 				"on a synthetic exported log of %s events (%s; `forensics.WriteSyntheticLog`: one task, 4 agents, note.appended events spread over up to 2,000 notes per agent); "+
 				"its summary must count every event. Ceiling: in this process, read the same file, decode each line with encoding/json into a small struct and "+
 				"insert it into the raw perf-limits table (stream_id=stream, stream_seq=stream_version, type, ulid=id, ts=position, body=data), "+
-				"1,000 per FULL transaction, timed from opening the fresh database to closing it. events/s; ratio = figure / ceiling.",
+				"1,000 per FULL transaction, timed from opening the fresh database to closing it. events/s; ratio = figure / ceiling. "+
+				"After the row the file systems are synced (outside the timing), so that the writeback of the gigabytes it wrote does not take CPU from the next row.",
 				num(float64(b.cfg.events), 0), mb(b.logBytes))},
 		"read8": {rate("req/s"), rate("req/s"), 0.3, true, "≥ 0.3×",
 			fmt.Sprintf("memoryd: 8 goroutines POSTing `notes_read_file` `{\"path\":\"bench/read8.md\"}` (a new call_id each) of a ~4 KB note (a %s-byte response) for %s. "+
