@@ -61,8 +61,9 @@ type Event struct {
 	Data          json.RawMessage `json:"data"`
 	RequestID     string          `json:"request_id,omitempty"`
 
-	// payload is Data decoded, when an import has decoded it already
-	// (Decode returns it rather than decoding again).
+	// payload is Data decoded, when a log reader (Decoded) or an import's
+	// validation has decoded it already: Decode returns it rather than
+	// decoding again.
 	payload any
 }
 
@@ -287,9 +288,9 @@ type Tx struct {
 	q         *eventsdb.Queries
 	requestID string
 	last      int64 // last position, -1 until read
-	// versions holds the stream versions this transaction's requests
-	// wrote: this request's own, over those of the requests before it in
-	// the batch (batch), over the committed log (s.tip).
+	// versions are the stream versions this request has written, batch
+	// those the batch's earlier (successful) requests wrote; both stand
+	// over s.tip, the committed log, until the batch commits.
 	versions, batch map[string]int64
 }
 
