@@ -29,7 +29,18 @@ const notesSegment = "notes"
 // ErrInvalid is wrapped by every error of this package.
 var ErrInvalid = errors.New("invalid address")
 
+// Messages quote what they refuse, cut at shownChars code points: a
+// path of megabytes must not come back whole in its error.
+const shownChars = 100
+
 func invalid(format string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > shownChars {
+			if cut := []rune(s); len(cut) > shownChars {
+				args[i] = string(cut[:shownChars]) + "…"
+			}
+		}
+	}
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 

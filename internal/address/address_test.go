@@ -295,3 +295,26 @@ func TestFullAndNotesRoot(t *testing.T) {
 		t.Errorf("ParsePrefix(NotesRoot) = %+v, %v", np, err)
 	}
 }
+
+// TestLongInputsAreNotEchoed: an error quotes at most shownChars code
+// points of what it refuses, whatever check refuses it.
+func TestLongInputsAreNotEchoed(t *testing.T) {
+	long := strings.Repeat("x", 100_000)
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"empty segment", func() error { _, err := ParseNotePath(Root, "a//"+long); return err }()},
+		{"dot segment", func() error { _, err := ParseNotePath(Root, "../"+long); return err }()},
+		{"bad full path", func() error { _, err := ParseNotePath(Root, "/"+long); return err }()},
+		{"bad prefix", func() error { _, err := ParsePrefix(Root, "/"+long); return err }()},
+		{"bad agent", func() error { _, err := ParseAgent("/root/" + strings.ToUpper(long)); return err }()},
+	} {
+		if tc.err == nil {
+			t.Fatalf("%s: accepted", tc.name)
+		}
+		if n := len(tc.err.Error()); n > 400 {
+			t.Errorf("%s: a %d-byte error for a 100,000-byte input", tc.name, n)
+		}
+	}
+}
