@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
@@ -56,22 +55,16 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if *db == "" || fs.NArg() != 1 {
 		return &usageError{"usage: server import --db F FILE (FILE - reads stdin)"}
 	}
-	in := stdin
-	if name := fs.Arg(0); name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
+	lr, closeLog, err := openLog(fs.Arg(0), stdin)
+	if err != nil {
+		return err
 	}
+	defer closeLog()
 	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	lr := forensics.NewLogReader(in)
-	defer lr.ReadAhead()() // stopped before the file closes (defers run last first)
 	report, done := progress(stderr, "import", -1)
 	n, err := store.Import(ctx, forensics.Counted(lr.Next, report))
 	done()

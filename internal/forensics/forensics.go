@@ -44,12 +44,13 @@ type logItem struct {
 	end  bool
 }
 
-// ahead is the state of a LogReader reading ahead.
+// ahead is the state of a LogReader reading ahead. Only ch and quit are
+// shared with the goroutine.
 type ahead struct {
-	ch   chan []logItem
-	quit chan struct{}
-	cur  []logItem
-	stop func()
+	ch               chan []logItem
+	quit             chan struct{}
+	cur              []logItem
+	started, stopped bool
 }
 
 // NewLogReader returns a reader of the log in r.
@@ -86,7 +87,10 @@ func (lr *LogReader) AtLine(err error) error {
 func (lr *LogReader) Next() (events.Event, bool, error) {
 	var it logItem
 	if lr.ahead != nil {
-		it = lr.ahead.next()
+		var ok bool
+		if it, ok = lr.ahead.next(lr); !ok { // stopped
+			return events.Event{}, false, nil
+		}
 	} else {
 		it = lr.read()
 	}
@@ -123,60 +127,66 @@ func (lr *LogReader) read() logItem {
 
 // ReadAhead makes the reader read and decode the log in a goroutine of its
 // own, a few batches ahead of Next, so that reading the log overlaps with
-// what the caller does with its events. Call stop before closing what the
-// log is read from: it ends the goroutine and waits for it. Next after
-// stop reports the end of the log.
+// what the caller does with its events. The goroutine starts at the first
+// Next, so a caller that refuses before reading anything reads nothing.
+// stop ends it without waiting (a read blocked on a pipe would hold it):
+// after stop, Next reports the end of the log, and the goroutine returns
+// at its next batch or when what it reads from is closed.
 func (lr *LogReader) ReadAhead() (stop func()) {
-	const batchSize, batches = 256, 4
-	a := &ahead{ch: make(chan []logItem, batches), quit: make(chan struct{})}
-	go func() {
-		defer close(a.ch)
-		for {
-			batch := make([]logItem, 0, batchSize)
-			for len(batch) < batchSize {
-				it := lr.read()
-				batch = append(batch, it)
-				if it.end {
-					break
-				}
-			}
-			select {
-			case a.ch <- batch:
-			case <-a.quit:
-				return
-			}
-			if batch[len(batch)-1].end {
-				return
-			}
-		}
-	}()
-	stopped := false
-	a.stop = func() {
-		if !stopped {
-			stopped = true
-			a.cur = nil
+	a := &ahead{ch: make(chan []logItem, 4), quit: make(chan struct{})}
+	lr.ahead = a
+	return func() {
+		if !a.stopped {
+			a.stopped = true
 			close(a.quit)
-			for range a.ch { // until the goroutine has returned
-			}
 		}
 	}
-	lr.ahead = a
-	return a.stop
 }
 
-func (a *ahead) next() logItem {
-	for len(a.cur) == 0 {
-		batch, ok := <-a.ch
-		if !ok { // stopped
-			return logItem{end: true}
+// run is the read-ahead goroutine.
+func (a *ahead) run(lr *LogReader) {
+	const batchSize = 256
+	for {
+		select {
+		case <-a.quit:
+			return
+		default:
 		}
-		a.cur = batch
+		batch := make([]logItem, 0, batchSize)
+		for len(batch) < batchSize {
+			it := lr.read()
+			batch = append(batch, it)
+			if it.end {
+				break
+			}
+		}
+		select {
+		case a.ch <- batch:
+		case <-a.quit:
+			return
+		}
+		if batch[len(batch)-1].end {
+			return
+		}
+	}
+}
+
+func (a *ahead) next(lr *LogReader) (logItem, bool) {
+	if a.stopped {
+		return logItem{}, false
+	}
+	if !a.started {
+		a.started = true
+		go a.run(lr)
+	}
+	for len(a.cur) == 0 {
+		a.cur = <-a.ch
 	}
 	it := a.cur[0]
 	if !it.end {
 		a.cur = a.cur[1:]
 	}
-	return it
+	return it, true
 }
 
 // Until stops next after position until (0: no bound).
