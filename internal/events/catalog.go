@@ -94,7 +94,8 @@ func Decoded(ev Event) Event {
 }
 
 // Decode returns the typed payload of ev: a pointer to one of the payload
-// structs of this file.
+// structs of this file. It may be shared with other copies of ev (see
+// Decoded): callers must not modify it.
 func Decode(ev Event) (any, error) {
 	if ev.payload != nil {
 		return ev.payload, nil

@@ -105,8 +105,9 @@ type cachedTx struct {
 // not one: memory that projections keep with a transaction, to remember
 // rows of their own tables they have read or written in it. The writer
 // empties it whenever some of the transaction's writes are rolled back (a
-// failed request of a batch), so what it holds is always what the
-// transaction's tables hold. Keys must be of a type of the caller's own.
+// failed request of a batch); whoever changes those tables other than
+// through the code that keeps the memo (a projection rebuild's deletes)
+// must empty it too. Keys must be of a type of the caller's own.
 func TxMemo(db DBTX) map[any]any {
 	if t, ok := db.(cachedTx); ok {
 		return t.memo

@@ -141,8 +141,8 @@ type Store struct {
 // (a stream missing is looked up). Transactions keep their own writes
 // apart (Tx.versions) until they commit. It is forgotten when another
 // process has committed to the database (SQLite's data_version, checked
-// at the start of every write transaction, says so) and whenever a write
-// fails on a constraint or a commit fails.
+// at the start of every write transaction, which holds the write lock
+// from its BEGIN IMMEDIATE, says so) and when a commit fails.
 type logTip struct {
 	last        int64
 	versions    map[string]int64
@@ -170,6 +170,11 @@ func (t *logTip) check(ctx context.Context, db DBTX) error {
 
 // merge records what a committed transaction wrote.
 func (t *logTip) merge(last int64, versions map[string]int64) {
+	t.last = last
+	if len(versions) > maxTipStreams {
+		t.versions = nil // too many to keep: looked up again when needed
+		return
+	}
 	if len(t.versions)+len(versions) > maxTipStreams {
 		t.versions = nil
 	}
@@ -179,7 +184,6 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 	for stream, v := range versions {
 		t.versions[stream] = v
 	}
-	t.last = last
 }
 
 // Open opens (creating if needed) the SQLite database at path, applies the
@@ -382,11 +386,7 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 		RequestID:     ev.RequestID,
 	})
 	if err != nil {
-		err = classify(err)
-		if errors.Is(err, ErrConflict) {
-			t.s.tip.forget() // another process may have written
-		}
-		return err
+		return classify(err)
 	}
 	if err := t.s.apply(ctx, t.db, ev); err != nil {
 		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)

@@ -123,8 +123,8 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 		})
 	}()
 	<-held
-	results := make(chan error, 3)
-	seen := make(chan any, 1)
+	results := make(chan error, 4)
+	seen := make(chan any, 2)
 	put := func(v string, fail bool) {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
 			if _, err := tx.Append(ctx, "t1/root", AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t1", "/root", v)}); err != nil {
@@ -137,6 +137,10 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 			return nil
 		})
 	}
+	// a, b (fails), then a reader that remembers "c" and reports what
+	// the memo held before: nothing (b's rollback emptied the memo, a's
+	// entry with it), never "b". Then a last request sees "c": the
+	// reader and it shared a batch and a memo, so the test did test one.
 	go put("a", false)
 	time.Sleep(20 * time.Millisecond)
 	go put("b", true)
@@ -144,22 +148,35 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 	go func() {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
 			memo := TxMemo(tx.DB())
-			if memo == nil {
-				return errors.New("a write transaction has no memo")
-			}
 			seen <- memo[key{}]
+			memo[key{}] = "c"
+			return nil
+		})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	go func() {
+		results <- s.Update(ctx, "", func(tx *Tx) error {
+			seen <- TxMemo(tx.DB())[key{}]
 			return nil
 		})
 	}()
 	time.Sleep(20 * time.Millisecond)
 	close(release)
-	for range 3 {
+	for range 4 {
 		<-results
 	}
 	if v := <-seen; v == "b" {
 		t.Fatal("a request saw what a rolled-back request of its batch remembered")
 	}
-	if TxMemo(s.Reader()) != nil {
-		t.Fatal("a connection pool has a memo")
+	if v := <-seen; v != "c" {
+		t.Fatalf("the last request saw %v, not the previous request's c: the requests did not share a batch", v)
+	}
+	rtx, err := s.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Close()
+	if TxMemo(rtx.DB()) != nil {
+		t.Fatal("a read transaction has a memo")
 	}
 }

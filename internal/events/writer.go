@@ -29,8 +29,8 @@ type writeRequest struct {
 //
 // Updates are group-committed: the single writer runs every request that
 // is waiting, in arrival order, in one transaction, each inside its own
-// savepoint, so a request sees the writes of those before it and a failing
-// request is rolled back alone. Each is acknowledged only after the
+// savepoint (a batch of one needs none), so a request sees the writes of
+// those before it and a failing request is rolled back alone. Each is acknowledged only after the
 // batch's commit; a failed commit fails every request of the batch.
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
 	req := &writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)}

@@ -52,10 +52,6 @@ func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events
 	})
 }
 
-// applyBranchChanged replaces an agent's current branch and recomputes the
-// items from the first changed position on. An item depends only on the
-// entries before it on the branch (its window, its call's attribution), so
-// the kept prefix stays as it is.
 // BranchPrefixHash is the prefix hash of a branch entry: a hash of the
 // previous entry's prefix hash (empty for the first) and this entry's id.
 // Two branches have equal prefixes up to an index exactly when (up to the
@@ -68,6 +64,10 @@ func BranchPrefixHash(prev []byte, entryID string) []byte {
 	return h.Sum(nil)
 }
 
+// applyBranchChanged replaces an agent's current branch and recomputes the
+// items from the first changed position on. An item depends only on the
+// entries before it on the branch (its window, its call's attribution), so
+// the kept prefix stays as it is.
 func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryBranchChanged) error {
 	keep := p.Keep
 	for _, del := range []func(context.Context, string, string, int64) error{

@@ -23,7 +23,7 @@ import (
 // Apply updates the projections for ev. It is the events.Applier of the
 // store.
 func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
-	if ev.Type == events.TypeToolCalled && ev.Schema == 1 {
+	if ev.Type == events.TypeToolCalled {
 		return nil // the read audit changes no projection: no need to decode it
 	}
 	payload, err := events.Decode(ev)
@@ -64,8 +64,6 @@ func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 		return applyEntryRecorded(ctx, q, ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
-	case *events.ToolCalled:
-		return nil // the read audit changes no projection
 	}
 	if ref, ok := lifecycleRef(payload); ok {
 		return applyLifecycle(ctx, q, ev, ref, payload)

@@ -104,6 +104,7 @@ func rebuild(ctx context.Context, tx *events.Tx) error {
 			return err
 		}
 	}
+	clear(events.TxMemo(tx.DB())) // it remembers rows the deletes just removed
 	f := events.Filter{Limit: 1000}
 	for {
 		page, err := tx.Read(ctx, f)
