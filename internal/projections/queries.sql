@@ -125,8 +125,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 SELECT CAST(coalesce(max(chunk_no), 0) AS INTEGER) FROM history_chunks WHERE task_id = ? AND agent = ?;
 
 -- name: OpenTextsEnd :one
--- The bytes of text in an agent's open chunk: the end of its last text.
-SELECT CAST(coalesce(max(text_offset + length(text)), 0) AS INTEGER) FROM history_open_texts WHERE task_id = ? AND agent = ?;
+-- The bytes of text in an agent's open chunk: the end of its last text
+-- (found by the key, not by scanning the open chunk's texts).
+SELECT CAST(coalesce((SELECT text_offset + length(text) FROM history_open_texts
+    WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) ORDER BY text_offset DESC LIMIT 1), 0) AS INTEGER);
 
 -- name: InsertOpenText :exec
 INSERT INTO history_open_texts (task_id, agent, text_offset, entry_id, breaks, text) VALUES (?, ?, ?, ?, ?, ?);

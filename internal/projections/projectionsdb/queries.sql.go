@@ -1601,7 +1601,8 @@ func (q *Queries) OpenTexts(ctx context.Context, arg OpenTextsParams) ([]OpenTex
 }
 
 const openTextsEnd = `-- name: OpenTextsEnd :one
-SELECT CAST(coalesce(max(text_offset + length(text)), 0) AS INTEGER) FROM history_open_texts WHERE task_id = ? AND agent = ?
+SELECT CAST(coalesce((SELECT text_offset + length(text) FROM history_open_texts
+    WHERE task_id = ?1 AND agent = ?2 ORDER BY text_offset DESC LIMIT 1), 0) AS INTEGER)
 `
 
 type OpenTextsEndParams struct {
@@ -1609,7 +1610,8 @@ type OpenTextsEndParams struct {
 	Agent  string
 }
 
-// The bytes of text in an agent's open chunk: the end of its last text.
+// The bytes of text in an agent's open chunk: the end of its last text
+// (found by the key, not by scanning the open chunk's texts).
 func (q *Queries) OpenTextsEnd(ctx context.Context, arg OpenTextsEndParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, openTextsEnd, arg.TaskID, arg.Agent)
 	var column_1 int64
