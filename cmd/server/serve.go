@@ -42,7 +42,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return &usageError{fmt.Sprintf("--log-level: %v", err)}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	tuneGC(getenv)
 
 	dbPath := *dbFlag
 	if dbPath == "" {
@@ -64,6 +63,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer store.Close()
+	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
 	token, err := loadToken(getenv, dbPath)
 	if err != nil {
 		return err

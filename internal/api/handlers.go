@@ -77,12 +77,13 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		m.toolCalls.WithLabelValues(name, "ok").Inc()
 		body, err := res.JSON() // already encoded when the read audit fingerprinted it
 		if err != nil {
+			m.toolCalls.WithLabelValues(name, "internal").Inc()
 			writeError(w, r, log, err)
 			return
 		}
+		m.toolCalls.WithLabelValues(name, "ok").Inc()
 		writeJSON(w, http.StatusOK, body)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,8 +79,8 @@ func newAuditor(store *events.Store, log *slog.Logger) *auditor {
 //
 // The digest is SHA-256 of json.Marshal's encoding (HTML-escaped, no final
 // newline). A result is hashed from its response body (res.JSON, encoded
-// once for both), escaped on the way into the hash: the two encodings
-// differ only in <, > and & inside strings.
+// once for both: res keeps it), escaped on the way into the hash: the two
+// encodings differ only in <, > and & inside strings.
 func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	h := sha256.New()
 	outcome = "ok"
@@ -93,11 +94,7 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 		b, _ := json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
 		h.Write(b)
 	} else {
-		body, merr := res.JSON()
-		if merr != nil {
-			b, _ := json.Marshal(res) // fails the same way: the digest of nothing
-			h.Write(b)
-		} else {
+		if body, err := res.JSON(); err == nil { // else the digest of nothing, as json.Marshal fails alike
 			writeHTMLEscaped(h, bytes.TrimSuffix(body, []byte("\n")))
 		}
 	}
@@ -185,7 +182,9 @@ func (a *auditor) run() {
 		if len(batch) == 0 {
 			return
 		}
+		var found []string // agents found registered, known once the batch commits
 		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
+			found = found[:0]
 			ctx := context.Background()
 			r := projections.NewReader(tx.DB())
 			// Consecutive records of one stream are appended together (one
@@ -204,16 +203,17 @@ func (a *auditor) run() {
 				// Only calls of registered agents are recorded: nobody can
 				// fill the log with streams of tasks that do not exist.
 				// Agents are never unregistered, so one that was found
-				// stays known.
+				// stays known, once the registration this transaction saw
+				// is committed (it may come from a request of this batch).
 				key := events.Stream(rec.TaskID, rec.Agent)
-				if !a.known[key] {
+				if !a.known[key] && !slices.Contains(found, key) {
 					if _, err := r.Agent(ctx, rec.TaskID, rec.Agent); err != nil {
 						if errors.Is(err, projections.ErrNotFound) {
 							continue
 						}
 						return err
 					}
-					a.known[key] = true
+					found = append(found, key)
 				}
 				if key != stream {
 					if err := appendRun(); err != nil {
@@ -227,6 +227,10 @@ func (a *auditor) run() {
 		})
 		if err != nil {
 			a.log.Error("read audit: batch not recorded", "records", len(batch), "error", err.Error())
+		} else {
+			for _, key := range found {
+				a.known[key] = true
+			}
 		}
 		batch = batch[:0]
 	}

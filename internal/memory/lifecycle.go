@@ -52,10 +52,7 @@ func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID strin
 		if err != nil {
 			return err
 		}
-		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-		if err != nil {
-			return err
-		}
+		st := c.state
 		d, err := decide(r, c, st)
 		if err != nil {
 			return illegalError(err)
@@ -106,9 +103,8 @@ func (s *Service) State(ctx context.Context, cc CallContext) (StateView, error) 
 		if err != nil {
 			return err
 		}
-		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-		sv = view(c, st)
-		return err
+		sv = view(c, c.state)
+		return nil
 	})
 	return sv, err
 }
@@ -352,11 +348,7 @@ func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID s
 		if err != nil {
 			return err
 		}
-		st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-		if err != nil {
-			return err
-		}
-		dec, err := fence.NewContext(ref(c), st, c.callID)
+		dec, err := fence.NewContext(ref(c), c.state, c.callID)
 		if err != nil {
 			return fencedError(tools.NewContext, dec.Outcome.Reason)
 		}
@@ -373,10 +365,7 @@ func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID s
 
 // contextRemaining is get_context_remaining.
 func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ struct{}) (ToolResult, error) {
-	st, err := r.AgentState(ctx, c.taskID, c.agent.Agent)
-	if err != nil {
-		return ToolResult{}, err
-	}
+	st := c.state
 	agents, err := r.TaskAgents(ctx, c.taskID)
 	if err != nil {
 		return ToolResult{}, err

@@ -308,13 +308,12 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if !ok {
 		return caller{}, notFoundf("unknown task %q; attach first", cc.TaskID)
 	}
-	if a, err = target(ctx, r, cc.TaskID, cc.Agent); err != nil {
+	// The agent is not registered to the task: target says whether it
+	// belongs to another (forbidden) or to none (not found).
+	if _, err := target(ctx, r, cc.TaskID, cc.Agent); err != nil {
 		return caller{}, err
 	}
-	if st, err = r.AgentState(ctx, cc.TaskID, cc.Agent); err != nil {
-		return caller{}, err
-	}
-	return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID, state: st}, nil
+	return caller{}, notFoundf("agent %q is not registered to task %q", cc.Agent, cc.TaskID) // target agrees, in one snapshot
 }
 
 // target returns a registered agent of the task, or forbidden (it belongs
