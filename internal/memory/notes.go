@@ -140,6 +140,14 @@ type readNoteArgs struct {
 	LimitChars  *count `json:"limit_chars"`
 }
 
+// fetchAhead asks for the note with the caller's row (notes_read_file is
+// then one query); a path that does not parse is refused by readNote.
+func (a readNoteArgs) fetchAhead(r *projections.Reader, cc CallContext) {
+	if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil && cc.TaskID != "" {
+		r.WillReadNote(cc.TaskID, np.Agent, np.Path)
+	}
+}
+
 type readNoteDetails struct {
 	Path            string `json:"path"`
 	Text            string `json:"text"`

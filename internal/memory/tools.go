@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
@@ -88,6 +87,13 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 	return nil
 }
 
+// fetcherAhead is implemented by the arguments of a read tool that can
+// tell the reader, before the caller is identified, what it will read, so
+// that it comes with the caller's row.
+type fetcherAhead interface {
+	fetchAhead(r *projections.Reader, cc CallContext)
+}
+
 // readTool runs a read-only tool in one read transaction, so every query
 // it makes sees the same snapshot. The checkpoint fence blocks it.
 func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64,
@@ -98,11 +104,8 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 	}
 	var res ToolResult
 	err := s.readAt(ctx, pos, func(r *projections.Reader) error {
-		if a, ok := any(args).(readNoteArgs); ok && cc.TaskID != "" {
-			// The note comes with the caller's row: one query, not two.
-			if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil {
-				r.WillReadNote(cc.TaskID, np.Agent, np.Path)
-			}
+		if f, ok := any(args).(fetcherAhead); ok {
+			f.fetchAhead(r, cc)
 		}
 		c, err := identify(ctx, r, cc)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
@@ -98,17 +97,10 @@ func fetchNote(k noteKey, rows []projectionsdb.GetAgentWithStateAndNoteRow) *fet
 		}
 		return *p
 	}
-	var content strings.Builder
-	content.Grow(int(deref(n.NoteBytes)))
-	for _, p := range rows {
-		content.Write(p.PartText)
-	}
+	info := NoteInfo{Path: *n.NotePath, Bytes: deref(n.NoteBytes), CreatedAt: str(n.NoteCreatedAt), UpdatedAt: str(n.NoteUpdatedAt),
+		CreatedPosition: deref(n.NoteCreatedPosition), UpdatedPosition: deref(n.NoteUpdatedPosition)}
 	f.found = true
-	f.note = Note{
-		NoteInfo: NoteInfo{Path: *n.NotePath, Bytes: deref(n.NoteBytes), CreatedAt: str(n.NoteCreatedAt), UpdatedAt: str(n.NoteUpdatedAt),
-			CreatedPosition: deref(n.NoteCreatedPosition), UpdatedPosition: deref(n.NoteUpdatedPosition)},
-		Content: content.String(), Revision: deref(n.NoteRevision),
-	}
+	f.note = noteOf(info, deref(n.NoteRevision), len(rows), func(i int) []byte { return rows[i].PartText })
 	return f
 }
 

@@ -39,7 +39,8 @@ type fetchedNote struct {
 // WillReadNote tells the reader that its caller will read the note
 // (taskID, agent, path) after AgentWithState: that query then fetches the
 // note too, and Note returns it without a query of its own. A note read
-// is one statement instead of two.
+// is one statement instead of two. For read transactions only: in a write
+// transaction the note could change between the two calls.
 func (r *Reader) WillReadNote(taskID, agent, path string) {
 	r.noteAhead = &noteKey{taskID, agent, path}
 }
@@ -154,16 +155,20 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 		return Note{}, ErrNotFound
 	}
 	n := parts[0]
+	info := NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
+		CreatedPosition: n.CreatedPosition, UpdatedPosition: n.UpdatedPosition}
+	return noteOf(info, n.Revision, len(parts), func(i int) []byte { return parts[i].Text }), nil
+}
+
+// noteOf is the note of info at revision whose text is its n parts, part(0)
+// to part(n-1), joined.
+func noteOf(info NoteInfo, revision int64, n int, part func(i int) []byte) Note {
 	var content strings.Builder
-	content.Grow(int(n.Bytes))
-	for _, p := range parts {
-		content.Write(p.Text)
+	content.Grow(int(info.Bytes))
+	for i := range n {
+		content.Write(part(i))
 	}
-	return Note{
-		NoteInfo: NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
-			CreatedPosition: n.CreatedPosition, UpdatedPosition: n.UpdatedPosition},
-		Content: content.String(), Revision: n.Revision,
-	}, nil
+	return Note{NoteInfo: info, Content: content.String(), Revision: revision}
 }
 
 // Notes lists an agent's notes whose path starts with prefix, by path.
