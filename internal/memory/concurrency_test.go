@@ -467,43 +467,59 @@ func TestReadersSeeWholeNotes(t *testing.T) {
 // TestConcurrentNoteWritesEqualRebuild: many callers append to and
 // overwrite a few shared notes at once, so that one write batch holds
 // several writes of one note (the projection remembers a note's row within
-// a transaction instead of reading it again), some with repeated call_ids
-// and some refused; the projections must equal a rebuild from the log,
-// and every write's result must match the note it produced.
+// a transaction instead of reading it again). Some calls are retried with
+// the same call_id and arguments (they must get the first result back),
+// some are refused for size. The projections must equal a rebuild from
+// the log, and each note must hold only whole pieces.
 func TestConcurrentNoteWritesEqualRebuild(t *testing.T) {
 	s := mustOpenService(t)
 	root := mustAttach(t, s, "conc/rebuild")
 	var wg sync.WaitGroup
+	var retried atomic.Int64
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			first := map[string]string{} // call_id -> its first result
 			for i := range 30 {
+				n := i % 25 // the last five calls are retries of earlier ones
 				cc := root
-				cc.CallID = fmt.Sprintf("w%d-%d", w, i%25) // the last five repeat earlier call_ids
-				path := fmt.Sprintf("shared-%d.md", (w+i)%3)
-				tool, text := "notes_append_to_file", concPiece(fmt.Sprintf("w%d", w), i)
+				cc.CallID = fmt.Sprintf("w%d-%d", w, n)
+				path := fmt.Sprintf("shared-%d.md", (w+n)%3)
+				tool, text := "notes_append_to_file", concPiece(fmt.Sprintf("w%d", w), n)
 				switch {
-				case i%9 == 4:
+				case n%9 == 4:
 					tool = "notes_write_file"
-				case i%13 == 7:
+				case n%13 == 7:
 					text = strings.Repeat("y", 2_000_000) // over the note cap: refused
 				}
 				args, _ := json.Marshal(map[string]string{"path": path, "text": text})
 				res, err := call(t, s, cc, tool, string(args))
 				if err != nil {
-					if !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrConflict) {
+					if !errors.Is(err, ErrTooLarge) {
 						t.Errorf("%s %s: %v", tool, cc.CallID, err)
 					}
 					continue
 				}
+				got, _ := json.Marshal(res.Details)
 				if d := detailsMap(t, res); d["revision"].(float64) < 1 || d["bytes"].(float64) < float64(len(text)) {
-					t.Errorf("%s %s: result %v", tool, cc.CallID, d)
+					t.Errorf("%s %s: result %s", tool, cc.CallID, got)
+				}
+				if prev, ok := first[cc.CallID]; ok {
+					retried.Add(1)
+					if prev != string(got) {
+						t.Errorf("retry of %s: %s, first %s", cc.CallID, got, prev)
+					}
+				} else {
+					first[cc.CallID] = string(got)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	if retried.Load() == 0 {
+		t.Fatal("no call was retried")
+	}
 	live := rbDigest(t, s)
 	for _, path := range []string{"shared-0.md", "shared-1.md", "shared-2.md"} {
 		res := mustCall(t, s, root, "notes_read_file", `{"path":"`+path+`"}`)
