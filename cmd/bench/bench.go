@@ -22,6 +22,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/history"
+	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
@@ -44,11 +45,14 @@ type bench struct {
 	readBytes int       // size of memoryd's read8 response
 	bare      *proc
 
-	// search-rare, search-common, rss: one memoryd serving the history.
+	// search-rare, search-common, search-everywhere, rss: one memoryd
+	// serving the history.
 	hist       *proc
 	histTask   string
 	rare       string
 	common     string
+	everywhere string // a needle in nearly every tool result
+	everyHits  int    // the items holding it, counted by GLOB
 	ceiling    *sql.DB
 	textBytes  int64
 	textItems  int64
@@ -128,7 +132,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 			return err
 		}
 	}
-	if cfg.has("search-rare", "search-common", "rss") {
+	if cfg.has("search-rare", "search-common", "search-everywhere", "rss") {
 		if err := b.setupHistory(ctx); err != nil {
 			return err
 		}
@@ -339,11 +343,8 @@ func (b *bench) setupNotes(ctx context.Context) error {
 }
 
 // maxSyncRequest bounds one history sync request body (memoryd's limit
-// is 8 MiB); maxSyncEntries is memoryd's limit of entries per sync.
-const (
-	maxSyncRequest = 6_000_000
-	maxSyncEntries = 10_000
-)
+// is 8 MiB).
+const maxSyncRequest = 6_000_000
 
 // setupHistory generates a Pi session of about -history-bytes, syncs it
 // into memoryd over HTTP, copies the rendered item texts into the
@@ -428,7 +429,7 @@ func (b *bench) syncHistory(ctx context.Context, sess sessiongen.Session) error 
 	var body bytes.Buffer
 	for i := 0; i < len(sess.Entries); {
 		j, eb, bb := i, int64(0), branchBytes
-		for j < len(sess.Entries) && j-i < maxSyncEntries {
+		for j < len(sess.Entries) && j-i < memory.MaxSyncEntries {
 			add, addB := int64(len(sess.Entries[j])+1), int64(len(sess.Branch[j])+3)
 			if j > i && int64(len(head)+len(mid)+len(end))+eb+add+bb+addB > maxSyncRequest {
 				break
@@ -627,7 +628,6 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		dst.Close()
 		return errors.New("memoryd's history_entries render to no item text: the search ceiling would scan nothing")
 	}
-	dst.SetMaxOpenConns(1)
 	b.ceiling = dst
 
 	// The needles: the rare one planted by sessiongen, and one that never
@@ -654,6 +654,11 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		}
 	}
 	b.common = string(letter.c) + "zq-common-needle"
+	b.everywhere = sessiongen.LargeCommonNeedle
+	if b.everyHits, _, err = globCount(ctx, dst, b.everywhere); err != nil || b.everyHits == 0 {
+		dst.Close()
+		return fmt.Errorf("counting the items with %q: %d (%v)", b.everywhere, b.everyHits, err)
+	}
 	share := func(c byte) string { return fmt.Sprintf("%.2f%%", 100*float64(freq[c])/float64(b.textBytes)) }
 	b.info = append(b.info, fmt.Sprintf("Rendered history text: %s items, %s (%s bytes); most frequent bytes: %s. "+
 		"Needles: rare %q (first byte %s of the text), common-first-byte %q (first byte %s, the most frequent letter).",
@@ -665,7 +670,8 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 }
 
 // searchMemoryd runs history_search_contents for needle and checks the
-// count of results (1 for the rare needle, 0 for the common one).
+// count of results (1 for the rare needle, 0 for the common one, GLOB's
+// count for the one found everywhere).
 func (b *bench) searchMemoryd(ctx context.Context, needle string) (time.Duration, error) {
 	args, _ := json.Marshal(map[string]any{"query": needle, "limit": 20})
 	body := b.toolBody(b.histTask, string(args))
@@ -703,8 +709,11 @@ func (b *bench) searchCeiling(ctx context.Context, needle string) (time.Duration
 }
 
 func (b *bench) wantHits(needle string) int {
-	if needle == b.rare {
+	switch needle {
+	case b.rare:
 		return 1
+	case b.everywhere:
+		return b.everyHits
 	}
 	return 0
 }

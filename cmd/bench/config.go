@@ -25,6 +25,8 @@ ceiling run interleaved in the same repetition. Rows:
   search-rare    history_search_contents over -history-bytes of history, rare
                  needle, vs a raw SQLite GLOB scan of the same text (≥ 2× as fast)
   search-common  the same with a needle whose first byte is common (≥ 1×)
+  search-everywhere  the same with a needle found in nearly every tool result:
+                 memoryd's worst case, reported without a target
   replay         "memoryd replay" of an -events event log, vs a raw batched
                  insert of the same events                      (target ≥ 0.75×)
   read8          notes_read_file req/s, 8 clients, vs a bare net/http handler
@@ -41,7 +43,7 @@ flags:
 `
 
 // allRows are the rows of the report, in its order.
-var allRows = []string{"append16", "append1", "search-rare", "search-common", "replay", "read8", "rss", "startup"}
+var allRows = []string{"append16", "append1", "search-rare", "search-common", "search-everywhere", "replay", "read8", "rss", "startup"}
 
 // config is the parsed command line.
 type config struct {
@@ -161,7 +163,7 @@ func parseSize(s string) (int64, error) {
 			break
 		}
 	}
-	x, err := strconv.ParseInt(s, 0, 64)
+	x, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64) // base 10: "010MiB" is 10 MiB
 	if err != nil || x < 0 || x > (1<<62)/mult {
 		return 0, fmt.Errorf("bad size %q", s)
 	}

@@ -107,15 +107,6 @@ func (p *proc) stop() error {
 }
 
 // alive returns an error if the process has exited.
-func (p *proc) alive() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("%s exited (%v)%s", p.name, p.waitErr, p.log.last())
-	default:
-		return nil
-	}
-}
-
 // tail forwards a process's stderr line by line and keeps the last few
 // lines for error messages.
 type tail struct {

@@ -32,13 +32,15 @@ const rawInsert = `INSERT INTO events (stream_id, stream_seq, type, ulid, ts, bo
 // openRaw creates a fresh raw event database at path (WAL,
 // synchronous=FULL, busy_timeout=5000, one connection) and prepares the
 // INSERT.
-func openRaw(ctx context.Context, path string) (*sql.DB, *sql.Stmt, error) {
+// openRaw opens a fresh raw database with synchronous mode sync (FULL
+// for the append ceilings, OFF for the replay's, as memoryd replays).
+func openRaw(ctx context.Context, path, sync string) (*sql.DB, *sql.Stmt, error) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
 			return nil, nil, err
 		}
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,9 +52,10 @@ func openRaw(ctx context.Context, path string) (*sql.DB, *sql.Stmt, error) {
 		db.Close()
 		return nil, nil, fmt.Errorf("raw database %s: journal_mode is %q (%v), want wal", path, mode, err)
 	}
-	if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil || syncMode != 2 {
+	want := map[string]int{"OFF": 0, "FULL": 2}[sync]
+	if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil || syncMode != want {
 		db.Close()
-		return nil, nil, fmt.Errorf("raw database %s: synchronous is %d (%v), want 2 (FULL)", path, syncMode, err)
+		return nil, nil, fmt.Errorf("raw database %s: synchronous is %d (%v), want %d (%s)", path, syncMode, err, want, sync)
 	}
 	if _, err := db.ExecContext(ctx, rawSchema); err != nil {
 		db.Close()
@@ -123,7 +126,7 @@ func (g *rawEventGen) exec(ctx context.Context, st *sql.Stmt) error {
 // transactions of batch inserts. It returns the rows inserted, the time
 // taken and every transaction's latency (sorted).
 func rawWrite(ctx context.Context, path string, batch int, dur time.Duration) (loopResult, error) {
-	db, stmt, err := openRaw(ctx, path)
+	db, stmt, err := openRaw(ctx, path, "FULL")
 	if err != nil {
 		return loopResult{}, err
 	}
@@ -184,7 +187,7 @@ func rawReplay(ctx context.Context, logPath, dbPath string) (int, time.Duration,
 		return 0, 0, err
 	}
 	defer f.Close()
-	db, stmt, err := openRaw(ctx, dbPath)
+	db, stmt, err := openRaw(ctx, dbPath, "OFF")
 	if err != nil {
 		return 0, 0, err
 	}
