@@ -48,7 +48,8 @@ func (s *Service) Close() {
 }
 
 // Audit batching: a batch commits when it holds auditBatch records or
-// when auditDelay has passed since its first record.
+// when auditDelay has passed since its first record. At most auditQueue
+// records wait.
 const (
 	auditBatch = 512
 	auditDelay = 20 * time.Millisecond
@@ -58,20 +59,38 @@ const (
 // auditor appends audit records in batches from one goroutine, so that a
 // read never waits for an fsync. A full queue makes callers wait (no
 // record is dropped while the database works).
+//
+// The queue is a slice under a mutex rather than a channel: a channel
+// would wake the goroutine for every record, and under a read-heavy load
+// those wake-ups cost more than the records. It is woken once per batch:
+// by the first record's timer, or by the record that fills the batch.
 type auditor struct {
-	store  *events.Store
-	log    *slog.Logger
-	ch     chan events.ToolCalled
-	mu     sync.RWMutex // guards closed against sends on a closed channel
-	closed bool
-	done   chan struct{}
-	known  map[string]bool // streams of agents found registered (used by run only)
+	store *events.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pending []events.ToolCalled
+	space   *sync.Cond // signalled when pending is taken
+	closed  bool
+	wake    chan struct{} // capacity 1: run has work (or must stop)
+
+	done  chan struct{}
+	known map[string]bool // streams of agents found registered (used by run only)
 }
 
 func newAuditor(store *events.Store, log *slog.Logger) *auditor {
-	a := &auditor{store: store, log: log, ch: make(chan events.ToolCalled, auditQueue), done: make(chan struct{}), known: map[string]bool{}}
+	a := &auditor{store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{}), known: map[string]bool{}}
+	a.space = sync.NewCond(&a.mu)
 	go a.run()
 	return a
+}
+
+// signal wakes run, unless it is already due to wake.
+func (a *auditor) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
 }
 
 // ResultDigest fingerprints what a tool call returned: its result, or its
@@ -164,24 +183,30 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	if len(args) > 0 && string(args) != "null" {
 		compact = append(json.RawMessage(nil), args...)
 	}
-	a.mu.RLock()
-	defer a.mu.RUnlock()
+	rec := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
+		Tool: tool, Arguments: compact, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
+	a.mu.Lock()
+	for len(a.pending) >= auditQueue && !a.closed {
+		a.space.Wait()
+	}
 	if a.closed {
+		a.mu.Unlock()
 		return // a call that outlived Close (a shutdown timeout) is not recorded
 	}
-	a.ch <- events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
-		Tool: tool, Arguments: compact, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
+	a.pending = append(a.pending, rec)
+	n := len(a.pending)
+	a.mu.Unlock()
+	switch n {
+	case 1:
+		time.AfterFunc(auditDelay, a.signal)
+	case auditBatch:
+		a.signal()
+	}
 }
 
 func (a *auditor) run() {
 	defer close(a.done)
-	var batch []events.ToolCalled
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
+	flush := func(batch []events.ToolCalled) {
 		var found []string // agents found registered, known once the batch commits
 		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
 			found = found[:0]
@@ -232,34 +257,34 @@ func (a *auditor) run() {
 				a.known[key] = true
 			}
 		}
-		batch = batch[:0]
 	}
-	for {
-		select {
-		case rec, ok := <-a.ch:
-			if !ok {
-				flush()
-				return
-			}
-			if len(batch) == 0 {
-				timer.Reset(auditDelay)
-			}
-			if batch = append(batch, rec); len(batch) >= auditBatch {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
+	var spare []events.ToolCalled
+	for range a.wake {
+		// Take what waits, leaving run's other slice for the next records.
+		a.mu.Lock()
+		taken := a.pending
+		a.pending = spare[:0]
+		closed := a.closed
+		a.space.Broadcast()
+		a.mu.Unlock()
+		for batch := taken; len(batch) > 0; { // at most auditBatch per transaction
+			n := min(len(batch), auditBatch)
+			flush(batch[:n])
+			batch = batch[n:]
+		}
+		clear(taken) // drop the records' strings before the slice is reused
+		spare = taken[:0]
+		if closed {
+			return
 		}
 	}
 }
 
 func (a *auditor) close() {
 	a.mu.Lock()
-	if !a.closed {
-		a.closed = true
-		close(a.ch)
-	}
+	a.closed = true
+	a.space.Broadcast()
 	a.mu.Unlock()
+	a.signal()
 	<-a.done
 }
