@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -28,20 +29,66 @@ type ToolResult struct {
 }
 
 // JSON returns the result as a response body: compact JSON without HTML
-// escaping, ending in a newline. It is encoded once, by the first call:
-// the read audit fingerprints the same bytes the response carries.
+// escaping, ending in a newline, byte for byte what encoding/json's
+// Encoder (SetEscapeHTML(false)) writes. It is encoded once, by the first
+// call: the read audit fingerprints the same bytes the response carries.
+//
+// The content blocks, and the details of a note read, are encoded by
+// appendJSONString; other details by encoding/json.
 func (r *ToolResult) JSON() ([]byte, error) {
 	if r.body != nil {
 		return r.body, nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, err
+	size := 64
+	for _, b := range r.Content {
+		size += len(b.Type) + len(b.Text) + len(b.Data) + len(b.MimeType) + 48
 	}
-	r.body = buf.Bytes()
+	var buf []byte
+	switch d := r.Details.(type) {
+	case readNoteDetails:
+		buf = make([]byte, 0, size+len(d.Path)+len(d.Text)+256)
+		buf = r.appendContent(buf)
+		buf = d.appendJSON(buf)
+	default:
+		var details bytes.Buffer
+		enc := json.NewEncoder(&details)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r.Details); err != nil {
+			return nil, err
+		}
+		buf = make([]byte, 0, size+details.Len())
+		buf = r.appendContent(buf)
+		buf = append(buf, bytes.TrimSuffix(details.Bytes(), []byte("\n"))...)
+	}
+	buf = append(buf, `,"terminate":`...)
+	buf = strconv.AppendBool(buf, r.Terminate)
+	r.body = append(buf, '}', '\n')
 	return r.body, nil
+}
+
+// appendContent appends the result's first fields, up to the details.
+func (r *ToolResult) appendContent(dst []byte) []byte {
+	dst = append(dst, `{"content":`...)
+	if r.Content == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, b := range r.Content {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"type":`...)
+			dst = appendJSONString(dst, b.Type)
+			for _, f := range []struct{ key, v string }{{`,"text":`, b.Text}, {`,"data":`, b.Data}, {`,"mimeType":`, b.MimeType}} {
+				if f.v != "" { // omitempty
+					dst = appendJSONString(append(dst, f.key...), f.v)
+				}
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, `,"details":`...)
 }
 
 func textResult(text string, details any) ToolResult {
