@@ -1601,14 +1601,15 @@ func TestNotePartsModel(t *testing.T) {
 	paths := []string{"a.md", "b.md", "deep/c.md"}
 	for i := range 400 {
 		p := paths[r.IntN(len(paths))]
-		text := []string{"", "x", "yz\n", "- line\n", "é😀\n"}[r.IntN(5)]
+		text := []string{"", "x", "yz\n", "- line\n", "é😀\n", "nul\x00\n"}[r.IntN(6)]
+		quoted, _ := json.Marshal(text)
 		c := cc
 		c.CallID = fmt.Sprintf("toolu_%d", i)
 		if r.IntN(12) == 0 {
-			mustCall(t, s, c, "notes_write_file", fmt.Sprintf(`{"path":%q,"text":%q}`, p, text))
+			mustCall(t, s, c, "notes_write_file", fmt.Sprintf(`{"path":%q,"text":%s}`, p, quoted))
 			model[p] = text
 		} else {
-			mustCall(t, s, c, "notes_append_to_file", fmt.Sprintf(`{"path":%q,"text":%q}`, p, text))
+			mustCall(t, s, c, "notes_append_to_file", fmt.Sprintf(`{"path":%q,"text":%s}`, p, quoted))
 			model[p] += text
 		}
 		if i%37 == 0 || i == 399 {

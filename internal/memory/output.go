@@ -39,14 +39,18 @@ func (r *ToolResult) JSON() ([]byte, error) {
 	if r.body != nil {
 		return r.body, nil
 	}
+	// The buffer's size: the strings, an eighth more for escapes (a
+	// newline every 50 bytes needs a 50th), and the keys.
 	size := 64
 	for _, b := range r.Content {
-		size += len(b.Type) + len(b.Text) + len(b.Data) + len(b.MimeType) + 48
+		n := len(b.Type) + len(b.Text) + len(b.Data) + len(b.MimeType)
+		size += n + n/8 + 48
 	}
 	var buf []byte
 	switch d := r.Details.(type) {
 	case readNoteDetails:
-		buf = make([]byte, 0, size+len(d.Path)+len(d.Text)+256)
+		n := len(d.Path) + len(d.Text)
+		buf = make([]byte, 0, size+n+n/8+256)
 		buf = r.appendContent(buf)
 		buf = d.appendJSON(buf)
 	default:

@@ -100,7 +100,7 @@ func fetchNote(k noteKey, rows []projectionsdb.GetAgentWithStateAndNoteRow) *fet
 	info := NoteInfo{Path: *n.NotePath, Bytes: deref(n.NoteBytes), CreatedAt: str(n.NoteCreatedAt), UpdatedAt: str(n.NoteUpdatedAt),
 		CreatedPosition: deref(n.NoteCreatedPosition), UpdatedPosition: deref(n.NoteUpdatedPosition)}
 	f.found = true
-	f.note = noteOf(info, deref(n.NoteRevision), len(rows), func(i int) []byte { return rows[i].PartText })
+	f.note = noteOf(info, deref(n.NoteRevision), len(rows), func(i int) string { return rows[i].PartText })
 	return f
 }
 

@@ -30,7 +30,7 @@ SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.sessio
     CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
     n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
     n.updated_at AS note_updated_at, n.created_position AS note_created_position,
-    n.updated_position AS note_updated_position, p.text AS part_text
+    n.updated_position AS note_updated_position, CAST(coalesce(p.text, '') AS TEXT) AS part_text
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
 LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(note_path)
 LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
@@ -48,7 +48,8 @@ SELECT count(*) FROM agents WHERE agent = ?;
 SELECT agent FROM agents WHERE task_id = ? ORDER BY position;
 
 -- name: NoteWithParts :many
-SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position, p.text
+SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position,
+    CAST(coalesce(p.text, '') AS TEXT) AS text
 FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
 WHERE n.task_id = ? AND n.agent = ? AND n.path = ?
 ORDER BY p.part;

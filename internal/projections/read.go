@@ -157,16 +157,19 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 	n := parts[0]
 	info := NoteInfo{Path: n.Path, Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
 		CreatedPosition: n.CreatedPosition, UpdatedPosition: n.UpdatedPosition}
-	return noteOf(info, n.Revision, len(parts), func(i int) []byte { return parts[i].Text }), nil
+	return noteOf(info, n.Revision, len(parts), func(i int) string { return parts[i].Text }), nil
 }
 
 // noteOf is the note of info at revision whose text is its n parts, part(0)
 // to part(n-1), joined.
-func noteOf(info NoteInfo, revision int64, n int, part func(i int) []byte) Note {
+func noteOf(info NoteInfo, revision int64, n int, part func(i int) string) Note {
+	if n == 1 { // the common case: the note is its one part, not copied
+		return Note{NoteInfo: info, Content: part(0), Revision: revision}
+	}
 	var content strings.Builder
 	content.Grow(int(info.Bytes))
 	for i := range n {
-		content.Write(part(i))
+		content.WriteString(part(i))
 	}
 	return Note{NoteInfo: info, Content: content.String(), Revision: revision}
 }

@@ -367,7 +367,7 @@ SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.sessio
     CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
     n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
     n.updated_at AS note_updated_at, n.created_position AS note_created_position,
-    n.updated_position AS note_updated_position, p.text AS part_text
+    n.updated_position AS note_updated_position, CAST(coalesce(p.text, '') AS TEXT) AS part_text
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
 LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = ?1 AND n.path = ?2
 LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
@@ -400,7 +400,7 @@ type GetAgentWithStateAndNoteRow struct {
 	NoteUpdatedAt       *string
 	NoteCreatedPosition *int64
 	NoteUpdatedPosition *int64
-	PartText            []byte
+	PartText            string
 }
 
 // GetAgentWithState and NoteWithParts in one statement: a note read's
@@ -1430,7 +1430,8 @@ func (q *Queries) NoteSize(ctx context.Context, arg NoteSizeParams) (NoteSizeRow
 }
 
 const noteWithParts = `-- name: NoteWithParts :many
-SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position, p.text
+SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position,
+    CAST(coalesce(p.text, '') AS TEXT) AS text
 FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
 WHERE n.task_id = ? AND n.agent = ? AND n.path = ?
 ORDER BY p.part
@@ -1450,7 +1451,7 @@ type NoteWithPartsRow struct {
 	UpdatedAt       string
 	CreatedPosition int64
 	UpdatedPosition int64
-	Text            []byte
+	Text            string
 }
 
 func (q *Queries) NoteWithParts(ctx context.Context, arg NoteWithPartsParams) ([]NoteWithPartsRow, error) {
