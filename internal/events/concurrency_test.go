@@ -188,11 +188,12 @@ func TestReadersNeverSeeAPartialUpdate(t *testing.T) {
 					return
 				default:
 				}
-				tx, err := s.Reader().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				rtx, err := s.BeginRead(ctx)
 				if err != nil {
 					t.Errorf("begin read: %v", err)
 					return
 				}
+				tx := rtx.DB()
 				var n, last, applied, appliedMax, mismatched int64
 				err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(position), 0) FROM events`).Scan(&n, &last)
 				if err == nil {
@@ -202,7 +203,9 @@ func TestReadersNeverSeeAPartialUpdate(t *testing.T) {
 					err = tx.QueryRowContext(ctx, `SELECT count(*) FROM events e LEFT JOIN conc_applied a ON a.position = e.position
 						WHERE a.position IS NULL OR a.stream != e.stream OR a.version != e.stream_version`).Scan(&mismatched)
 				}
-				tx.Rollback()
+				if cerr := rtx.Close(); err == nil {
+					err = cerr
+				}
 				if err != nil {
 					t.Errorf("read: %v", err)
 					return

@@ -167,28 +167,6 @@ func (t cachedTx) QueryRowContext(ctx context.Context, query string, args ...any
 	return st.QueryRowContext(ctx, args...)
 }
 
-// ReadTx is a read-only transaction on the reader pool: every query in it
-// sees one snapshot of the log and the projections.
-type ReadTx struct {
-	tx *sql.Tx
-	db DBTX
-}
-
-// BeginRead starts a read transaction.
-func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, classify(err)
-	}
-	return &ReadTx{tx: tx, db: newCachedTx(tx, s.readStmts)}, nil
-}
-
-// DB returns the transaction's queries.
-func (r *ReadTx) DB() DBTX { return r.db }
-
-// Close ends the read transaction.
-func (r *ReadTx) Close() error { return r.tx.Rollback() }
-
 // cachedDB runs queries on the pool through its prepared statements.
 type cachedDB struct{ c *stmtCache }
 

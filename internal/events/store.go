@@ -104,8 +104,9 @@ type Options struct {
 	Synchronous string
 	// BusyTimeout bounds how long a statement waits for a lock (default 5s).
 	BusyTimeout time.Duration
-	// Readers is the size of the reader pool (default 4×GOMAXPROCS, min
-	// 8): a read holds its connection for the whole tool call, Go work
+	// Readers is how many connections read transactions keep (default
+	// 4×GOMAXPROCS, min 8; readConns, and two more for the reader pool's
+	// own queries): a read holds its connection for the whole tool call, Go work
 	// included, so concurrent calls outnumber the cores; fewer made 8
 	// concurrent reads wait for a connection (11% fewer reads/s with 4 on
 	// 2 cores, docs/performance.md).
@@ -124,6 +125,7 @@ type Store struct {
 
 	entropy io.Reader // used by the writer goroutine only
 
+	readConns             *readConns
 	readStmts, writeStmts *stmtCache
 
 	writes chan *writeRequest
@@ -243,8 +245,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	reader.SetMaxOpenConns(opts.Readers)
-	reader.SetMaxIdleConns(opts.Readers)
+	// Read transactions keep up to opts.Readers connections (readConns);
+	// two more serve the pool's own queries (Store.Read, Reader, the
+	// background prepares), which must not wait for a transaction.
+	reader.SetMaxOpenConns(opts.Readers + 2)
+	reader.SetMaxIdleConns(2)
 	s := &Store{
 		writer:  writer,
 		reader:  reader,
@@ -253,6 +258,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		writes:  make(chan *writeRequest),
 
+		readConns:  newReadConns(reader, opts.Readers),
 		readStmts:  newStmtCache(reader),
 		writeStmts: newStmtCache(writer),
 		quit:       make(chan struct{}),
@@ -271,6 +277,7 @@ func (s *Store) Close() error {
 	s.close.Do(func() {
 		close(s.quit)
 		<-s.done
+		s.readConns.close()
 		s.readStmts.close()
 		s.writeStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())

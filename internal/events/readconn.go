@@ -1,0 +1,252 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+)
+
+// readConns are the connections read transactions run on: reader
+// connections taken out of database/sql's pool when first needed and
+// kept, each with its statements (BEGIN and ROLLBACK among them)
+// prepared on it once.
+//
+// database/sql's BeginTx costs more than a short read: the driver parses
+// BEGIN and ROLLBACK anew for every transaction, database/sql starts a
+// goroutine to watch the context and rebinds every statement to the
+// transaction's connection under the pool's lock. A note read spent 19 µs
+// of its ~200 µs of CPU there (the read8 row of docs/benchmarks.md).
+type readConns struct {
+	db   *sql.DB
+	idle chan *readConn // capacity max: put never waits
+
+	mu     sync.Mutex
+	opened int // connections taken from db and not closed
+	max    int
+	closed bool
+}
+
+// readConn is one kept connection. It serves one transaction at a time,
+// so its statements need no lock.
+type readConn struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// maxConnStmts bounds the statements kept per connection: queries past it
+// (there are fewer, all written in the code) run unprepared.
+const maxConnStmts = 256
+
+func newReadConns(db *sql.DB, max int) *readConns {
+	return &readConns{db: db, idle: make(chan *readConn, max), max: max}
+}
+
+// errReadersClosed is get's error once the store is closed.
+var errReadersClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
+
+// get returns an idle connection, opens one while fewer than max are
+// open, or waits for one to be put back.
+func (p *readConns) get(ctx context.Context) (*readConn, error) {
+	select {
+	case c := <-p.idle:
+		return c, nil
+	default:
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errReadersClosed
+	}
+	if p.opened < p.max {
+		p.opened++
+		p.mu.Unlock()
+		conn, err := p.db.Conn(ctx)
+		if err != nil {
+			p.mu.Lock()
+			p.opened--
+			p.mu.Unlock()
+			return nil, classify(err)
+		}
+		return &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}, nil
+	}
+	p.mu.Unlock()
+	select {
+	case c := <-p.idle:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// put gives c back for the next transaction (c must not be in one).
+func (p *readConns) put(c *readConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		p.opened--
+		c.close(nil)
+		return
+	}
+	p.idle <- c
+}
+
+// discard closes c for good, after an error that may have left it in a
+// state the next transaction must not meet.
+func (p *readConns) discard(c *readConn) {
+	c.close(driver.ErrBadConn)
+	p.mu.Lock()
+	p.opened--
+	p.mu.Unlock()
+}
+
+// close closes the idle connections; those in use close when put back.
+func (p *readConns) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for {
+		select {
+		case c := <-p.idle:
+			p.opened--
+			c.close(nil)
+		default:
+			return
+		}
+	}
+}
+
+// close closes c's statements and gives its connection back to
+// database/sql, which closes it too when why is driver.ErrBadConn.
+func (c *readConn) close(why error) {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	if why != nil {
+		_ = c.conn.Raw(func(any) error { return why })
+	}
+	c.conn.Close()
+}
+
+// valid reports whether the driver would take c back into a pool: not
+// after an interrupt (a canceled context) that may still be pending.
+func (c *readConn) valid() bool {
+	ok := true
+	_ = c.conn.Raw(func(dc any) error {
+		if v, is := dc.(driver.Validator); is {
+			ok = v.IsValid()
+		}
+		return nil
+	})
+	return ok
+}
+
+// exec runs query, prepared once, with no arguments.
+func (c *readConn) exec(ctx context.Context, query string) error {
+	_, err := readConnDB{c}.ExecContext(ctx, query)
+	return err
+}
+
+// readConnDB runs queries on a kept connection through its statements.
+type readConnDB struct{ c *readConn }
+
+// stmt returns query's statement, preparing it the first time; nil (and
+// no error) when the connection keeps as many as it may.
+func (d readConnDB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := d.c.stmts[query]; st != nil {
+		return st, nil
+	}
+	if len(d.c.stmts) >= maxConnStmts {
+		return nil, nil
+	}
+	st, err := d.c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	d.c.stmts[query] = st
+	return st, nil
+}
+
+func (d readConnDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := d.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return d.c.conn.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (d readConnDB) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return d.c.conn.PrepareContext(ctx, query)
+}
+
+func (d readConnDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := d.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return d.c.conn.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (d readConnDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := d.stmt(ctx, query)
+	if err != nil || st == nil {
+		// A *sql.Row cannot be built with an error: the unprepared query
+		// reports the same preparation error.
+		return d.c.conn.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// ReadTx is a read-only transaction on a reader connection: every query in
+// it sees one snapshot of the log and the projections. It must be used by
+// one goroutine at a time and closed.
+type ReadTx struct {
+	p *readConns
+	c *readConn
+}
+
+// BeginRead starts a read transaction. It waits for a reader connection
+// while all are in use (ctx bounds the wait).
+func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
+	var err error
+	for range 2 { // a connection that fails to BEGIN is replaced once
+		var c *readConn
+		if c, err = s.readConns.get(ctx); err != nil {
+			return nil, err
+		}
+		// BEGIN (deferred) takes no lock: the snapshot starts at the
+		// first read. It needs no context, and one would cost a goroutine
+		// in the driver.
+		if err = c.exec(context.Background(), "BEGIN"); err == nil {
+			return &ReadTx{p: s.readConns, c: c}, nil
+		}
+		s.readConns.discard(c)
+	}
+	return nil, classify(err)
+}
+
+// DB returns the transaction's queries.
+func (r *ReadTx) DB() DBTX { return readConnDB{r.c} }
+
+// Close ends the read transaction; closing it again does nothing.
+func (r *ReadTx) Close() error {
+	c := r.c
+	if c == nil {
+		return nil
+	}
+	r.c = nil
+	err := c.exec(context.Background(), "ROLLBACK")
+	if err != nil || !c.valid() {
+		r.p.discard(c) // it may still be in the transaction, or interrupted
+		return classify(err)
+	}
+	r.p.put(c)
+	return nil
+}

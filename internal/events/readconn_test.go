@@ -1,0 +1,173 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowQuery runs long enough (a few hundred ms) to be interrupted.
+const slowQuery = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50000000) SELECT count(*) FROM c`
+
+// TestReadTxCancelledQueriesLeaveUsableConnections: read transactions
+// whose queries are interrupted by their context (a client that hung up)
+// hand back no connection that would fail or interrupt the next
+// transaction: every later read succeeds and sees the log. (The driver
+// clears an interrupt when its statement ends; Close also drops a
+// connection the driver calls invalid, and BeginRead replaces one that
+// fails to BEGIN, which this test does not reach.)
+func TestReadTxCancelledQueriesLeaveUsableConnections(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	stream := Stream("01TASKREADCONN", "/root")
+	if _, err := appendOne(t, s, stream, 0, TypeNoteAppended,
+		NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: "x", By: "/root"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, time.Duration(1+i%4)*time.Millisecond)
+			defer cancel()
+			rtx, err := s.BeginRead(qctx)
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("begin: %v", err)
+				}
+				return
+			}
+			var n int64
+			err = rtx.DB().QueryRowContext(qctx, slowQuery).Scan(&n)
+			if err == nil {
+				t.Errorf("the slow query finished (%d) within its deadline", n)
+			}
+			// The transaction is closed after the context is done, as
+			// readAt's deferred Close does.
+			<-qctx.Done()
+			rtx.Close()
+		}()
+	}
+	wg.Wait()
+	for i := range 40 { // more than the connections kept
+		rtx, err := s.BeginRead(ctx)
+		if err != nil {
+			t.Fatalf("read %d after the cancellations: begin: %v", i, err)
+		}
+		var n int64
+		if err := rtx.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("read %d after the cancellations: %d events, %v", i, n, err)
+		}
+		if err := rtx.Close(); err != nil {
+			t.Fatalf("read %d: close: %v", i, err)
+		}
+	}
+}
+
+// TestReadConnsBounded: read transactions hold at most Readers
+// connections; one more waits for a Close (its context bounds the wait),
+// and the pool's own queries still run meanwhile.
+func TestReadConnsBounded(t *testing.T) {
+	s := concOpen(t) // default Readers: at least 8
+	ctx := context.Background()
+	readers := s.readConns.max
+	var held []*ReadTx
+	for i := range readers {
+		rtx, err := s.BeginRead(ctx)
+		if err != nil {
+			t.Fatalf("read transaction %d of %d: %v", i+1, readers, err)
+		}
+		var n int64
+		if err := rtx.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, rtx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.BeginRead(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read transaction past the bound: %v, want it to wait until its deadline", err)
+	}
+	if _, err := s.LastPosition(ctx); err != nil { // the pool's own queries
+		t.Fatalf("LastPosition with every reader held: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		rtx, err := s.BeginRead(ctx)
+		if err == nil {
+			err = rtx.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a read transaction past the bound did not wait (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	held[0].Close()
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting read transaction, once one closed: %v", err)
+	}
+	for _, rtx := range held {
+		if err := rtx.Close(); err != nil { // the first a second time
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadTxAcrossClose: after Close no read transaction starts (the
+// store is unavailable), and one open at Close still ends cleanly.
+func TestReadTxAcrossClose(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	open, err := s.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := open.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := s.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Close(); err != nil {
+		t.Fatalf("closing a read transaction left open across the store's Close: %v", err)
+	}
+	if _, err := s.BeginRead(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("BeginRead after Close: %v, want ErrUnavailable", err)
+	}
+	if s.readConns.opened != 0 {
+		t.Fatalf("%d kept connections still open after Close", s.readConns.opened)
+	}
+}
+
+// TestReadConnStatementsBounded: a connection keeps at most maxConnStmts
+// statements; queries past it still run.
+func TestReadConnStatementsBounded(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	rtx, err := s.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Close()
+	for i := range maxConnStmts + 10 {
+		var v int
+		if err := rtx.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT %d", i)).Scan(&v); err != nil || v != i {
+			t.Fatalf("query %d: %d, %v", i, v, err)
+		}
+	}
+	if n := len(rtx.c.stmts); n != maxConnStmts {
+		t.Fatalf("%d statements kept, want %d", n, maxConnStmts)
+	}
+}
