@@ -24,10 +24,15 @@ import (
 type Service struct {
 	store *events.Store
 	audit *auditor // nil: the read audit is off
+	// filters finds the history chunks a search must read (its
+	// candidates), from memory.
+	filters *projections.ChunkFilters
 }
 
 // New returns a Service over store, whose applier must be projections.Apply.
-func New(store *events.Store) *Service { return &Service{store: store} }
+func New(store *events.Store) *Service {
+	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit)}
+}
 
 // Store returns the service's event store.
 func (s *Service) Store() *events.Store { return s.store }

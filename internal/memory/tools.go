@@ -134,6 +134,7 @@ func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections
 	}
 	defer tx.Close()
 	r := projections.NewReader(tx.DB())
+	r.UseChunkFilters(s.filters)
 	err = fn(r)
 	if pos != nil { // the snapshot's position, known by identify or asked for
 		var ok bool

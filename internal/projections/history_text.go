@@ -140,9 +140,7 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 		return errors.New("search: empty query")
 	}
 	m := newLiteral(query)
-	candidates, err := r.q.CandidateChunks(ctx, projectionsdb.CandidateChunksParams{
-		TaskID: taskID, Agent: agent, Probes: bloomProbes([]byte(query)),
-	})
+	candidates, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)))
 	if err != nil {
 		return err
 	}
@@ -175,6 +173,32 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 		}
 	}
 	return nil
+}
+
+// candidateChunks returns the sealed chunks of an agent whose Bloom
+// filter has every probe bit: through the reader's ChunkFilters when it
+// has them (the chunks they pass, checked against their full filters),
+// else by every filter in SQL.
+func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, probes []byte) ([]int64, error) {
+	if r.filters != nil && len(probes) > 0 {
+		sealed, err := r.q.LastChunkNo(ctx, projectionsdb.LastChunkNoParams{TaskID: taskID, Agent: agent})
+		if err != nil {
+			return nil, err
+		}
+		passed, ok, err := r.filters.candidates(ctx, r.q, taskID, agent, sealed, probes)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if len(passed) == 0 {
+				return nil, nil
+			}
+			return r.q.CandidateChunksAmong(ctx, projectionsdb.CandidateChunksAmongParams{
+				TaskID: taskID, Agent: agent, ChunkNos: marshalChunkNos(passed), Probes: probes,
+			})
+		}
+	}
+	return r.q.CandidateChunks(ctx, projectionsdb.CandidateChunksParams{TaskID: taskID, Agent: agent, Probes: probes})
 }
 
 // searchChunk reports the entries of one sealed chunk that contain m.

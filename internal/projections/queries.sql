@@ -248,3 +248,18 @@ SELECT state FROM agent_states WHERE task_id = ? AND agent = ?;
 -- name: UpsertAgentState :exec
 INSERT INTO agent_states (task_id, agent, state, position) VALUES (?, ?, ?, ?)
 ON CONFLICT (task_id, agent) DO UPDATE SET state = excluded.state, position = excluded.position;
+
+-- name: ChunkFilters :many
+-- The Bloom filters of an agent's sealed chunks after..until (ChunkFilters
+-- loads them).
+SELECT chunk_no, bloom FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no > sqlc.arg(after) AND chunk_no <= sqlc.arg(until)
+ORDER BY chunk_no;
+
+-- name: CandidateChunksAmong :many
+-- CandidateChunks among the chunks numbered in chunk_nos (a JSON array).
+SELECT chunk_no FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND chunk_no IN (SELECT value FROM json_each(CAST(sqlc.arg(chunk_nos) AS TEXT)))
+  AND memoryd_bloom_has(bloom, CAST(sqlc.arg(probes) AS BLOB))
+ORDER BY chunk_no;

@@ -27,6 +27,8 @@ type Reader struct {
 	// AgentWithState fetches it with the caller's row, into fetched.
 	noteAhead *noteKey
 	fetched   *fetchedNote
+	// filters, when set, finds a search's candidate chunks (UseChunkFilters).
+	filters *ChunkFilters
 }
 
 // fetchedNote is a note fetched ahead of Note.
@@ -49,6 +51,10 @@ func (r *Reader) WillReadNote(taskID, agent, path string) {
 func NewReader(db projectionsdb.DBTX) *Reader {
 	return &Reader{q: projectionsdb.New(db), memo: events.TxMemo(db), readPosition: -1}
 }
+
+// UseChunkFilters makes SearchTexts find its candidate chunks through f,
+// which must serve the database the reader reads.
+func (r *Reader) UseChunkFilters(f *ChunkFilters) { r.filters = f }
 
 // ReadPosition returns the log position the reader's queries read at, if
 // a query already learnt it (AgentWithState does, at no extra cost). Only

@@ -153,6 +153,50 @@ func (q *Queries) CandidateChunks(ctx context.Context, arg CandidateChunksParams
 	return items, nil
 }
 
+const candidateChunksAmong = `-- name: CandidateChunksAmong :many
+SELECT chunk_no FROM history_chunks
+WHERE task_id = ?1 AND agent = ?2
+  AND chunk_no IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+  AND memoryd_bloom_has(bloom, CAST(?4 AS BLOB))
+ORDER BY chunk_no
+`
+
+type CandidateChunksAmongParams struct {
+	TaskID   string
+	Agent    string
+	ChunkNos string
+	Probes   []byte
+}
+
+// CandidateChunks among the chunks numbered in chunk_nos (a JSON array).
+func (q *Queries) CandidateChunksAmong(ctx context.Context, arg CandidateChunksAmongParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, candidateChunksAmong,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNos,
+		arg.Probes,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var chunk_no int64
+		if err := rows.Scan(&chunk_no); err != nil {
+			return nil, err
+		}
+		items = append(items, chunk_no)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const chunkData = `-- name: ChunkData :one
 SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?
 `
@@ -173,6 +217,54 @@ func (q *Queries) ChunkData(ctx context.Context, arg ChunkDataParams) (ChunkData
 	var i ChunkDataRow
 	err := row.Scan(&i.Entries, &i.Data)
 	return i, err
+}
+
+const chunkFilters = `-- name: ChunkFilters :many
+SELECT chunk_no, bloom FROM history_chunks
+WHERE task_id = ?1 AND agent = ?2 AND chunk_no > ?3 AND chunk_no <= ?4
+ORDER BY chunk_no
+`
+
+type ChunkFiltersParams struct {
+	TaskID string
+	Agent  string
+	After  int64
+	Until  int64
+}
+
+type ChunkFiltersRow struct {
+	ChunkNo int64
+	Bloom   []byte
+}
+
+// The Bloom filters of an agent's sealed chunks after..until (ChunkFilters
+// loads them).
+func (q *Queries) ChunkFilters(ctx context.Context, arg ChunkFiltersParams) ([]ChunkFiltersRow, error) {
+	rows, err := q.db.QueryContext(ctx, chunkFilters,
+		arg.TaskID,
+		arg.Agent,
+		arg.After,
+		arg.Until,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ChunkFiltersRow{}
+	for rows.Next() {
+		var i ChunkFiltersRow
+		if err := rows.Scan(&i.ChunkNo, &i.Bloom); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const chunkText = `-- name: ChunkText :one

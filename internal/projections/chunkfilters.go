@@ -1,0 +1,190 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// ChunkFilters keeps the sealed history chunks' Bloom filters in memory,
+// folded to foldedBits bits, so that a search finds its candidate chunks
+// without reading every filter from the database (about 32 MB of rows for
+// 1 GB of history). It is a cache of the history_chunks projection, never
+// a source: a chunk it lets through is checked again against its full
+// filter in SQL, then exactly, and a chunk it has not loaded is a
+// candidate.
+//
+// An agent's filters are loaded at its first search (the filters of every
+// sealed chunk) and extended at later ones (the chunks sealed since).
+// Sealed chunks never change: a rebuild writes the same rows again (a
+// filter is a pure function of the text, the text of the log), so what is
+// loaded stays right for every snapshot that has the chunk, and a search
+// uses only the chunks its own snapshot has. One ChunkFilters serves one
+// database.
+//
+// Memory is bounded: past limit bytes the agents searched least recently
+// are dropped, and an agent whose filters alone exceed it is searched
+// without them.
+type ChunkFilters struct {
+	limit int
+
+	mu     sync.Mutex
+	agents map[chunkAgent]*agentFilters
+	bytes  int
+	clock  uint64 // ticks at every use, for least-recently-used eviction
+}
+
+type chunkAgent struct{ taskID, agent string }
+
+// agentFilters are one agent's folded filters: chunk k (from 1) at
+// folded[(k-1)*foldedBytes:k*foldedBytes].
+type agentFilters struct {
+	mu     sync.Mutex // held while the filters are extended or read
+	folded []byte
+
+	// Under ChunkFilters.mu:
+	used    uint64 // ChunkFilters.clock at the last use
+	counted int    // bytes of folded counted in ChunkFilters.bytes
+}
+
+// Folding: bit b of a chunk's filter is bit b mod foldedBits of its
+// folded filter, so a needle's probes fold the same way and nothing the
+// full filter passes is skipped. 512 bytes a chunk: 8 MB for 1 GB.
+const (
+	foldedBits  = 1 << 12
+	foldedBytes = foldedBits / 8
+)
+
+// DefaultChunkFiltersLimit bounds the filters kept (the history of about
+// 4 GB of rendered text).
+const DefaultChunkFiltersLimit = 32 << 20
+
+// NewChunkFilters returns an empty cache of at most limit bytes.
+func NewChunkFilters(limit int) *ChunkFilters {
+	return &ChunkFilters{limit: limit, agents: map[chunkAgent]*agentFilters{}}
+}
+
+// fold returns the folded filter of a chunk's filter (all bits set when
+// the filter is malformed: bloomHas passes it whatever the needle).
+func fold(filter []byte) []byte {
+	out := make([]byte, foldedBytes)
+	if len(filter) != bloomBytes {
+		for i := range out {
+			out[i] = 0xff
+		}
+		return out
+	}
+	for part := 0; part < bloomBytes; part += foldedBytes {
+		for i, b := range filter[part : part+foldedBytes] {
+			out[i] |= b
+		}
+	}
+	return out
+}
+
+// candidates returns, in order, the sealed chunks (numbers 1..sealed) of
+// an agent whose folded filter has every probe bit (bloomProbes), after
+// loading the filters of the chunks sealed since its last search. It
+// reports false when the agent's filters do not fit in the cache.
+func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries, taskID, agent string, sealed int64, probes []byte) ([]int64, bool, error) {
+	key := chunkAgent{taskID, agent}
+	f.mu.Lock()
+	a := f.agents[key]
+	if a == nil {
+		a = &agentFilters{}
+		f.agents[key] = a
+	}
+	f.clock++
+	a.used = f.clock
+	f.mu.Unlock()
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	loaded := int64(len(a.folded) / foldedBytes)
+	if loaded < sealed {
+		if int(sealed)*foldedBytes > f.limit {
+			f.drop(key, a)
+			return nil, false, nil
+		}
+		rows, err := q.ChunkFilters(ctx, projectionsdb.ChunkFiltersParams{TaskID: taskID, Agent: agent, After: loaded, Until: sealed})
+		if err != nil {
+			return nil, false, err
+		}
+		before := cap(a.folded)
+		grown := make([]byte, len(a.folded), int(sealed)*foldedBytes)
+		copy(grown, a.folded)
+		next := loaded + 1
+		for _, r := range rows {
+			for ; next < r.ChunkNo; next++ { // a chunk with no row: always a candidate
+				grown = append(grown, fold(nil)...)
+			}
+			grown = append(grown, fold(r.Bloom)...)
+			next++
+		}
+		for ; next <= sealed; next++ {
+			grown = append(grown, fold(nil)...)
+		}
+		a.folded = grown
+		f.account(key, a, cap(grown)-before)
+	}
+	var bits []uint16
+	for i := 0; i+2 <= len(probes); i += 2 {
+		bits = append(bits, (uint16(probes[i])|uint16(probes[i+1])<<8)%foldedBits)
+	}
+	var out []int64
+	for k := range sealed {
+		filter := a.folded[k*foldedBytes : (k+1)*foldedBytes]
+		pass := true
+		for _, b := range bits {
+			if filter[b>>3]&(1<<(b&7)) == 0 {
+				pass = false
+				break
+			}
+		}
+		if pass {
+			out = append(out, k+1)
+		}
+	}
+	return out, true, nil
+}
+
+// account adds grown bytes to the total, if a is still cached, and drops
+// the agents searched least recently while the total is over the limit.
+func (f *ChunkFilters) account(key chunkAgent, a *agentFilters, grown int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.agents[key] != a {
+		return // dropped meanwhile: its memory goes with its last search
+	}
+	f.bytes += grown
+	a.counted += grown
+	for f.bytes > f.limit && len(f.agents) > 1 {
+		var oldest chunkAgent
+		var victim *agentFilters
+		for k, o := range f.agents {
+			if k != key && (victim == nil || o.used < victim.used) {
+				oldest, victim = k, o
+			}
+		}
+		f.bytes -= victim.counted
+		delete(f.agents, oldest)
+	}
+}
+
+// drop forgets a (whose filters do not fit).
+func (f *ChunkFilters) drop(key chunkAgent, a *agentFilters) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.agents[key] == a {
+		f.bytes -= a.counted
+		delete(f.agents, key)
+	}
+}
+
+// marshalChunkNos is the JSON array of nos, for json_each.
+func marshalChunkNos(nos []int64) string {
+	b, _ := json.Marshal(nos)
+	return string(b)
+}
