@@ -53,7 +53,9 @@ func NewReader(db projectionsdb.DBTX) *Reader {
 }
 
 // UseChunkFilters makes SearchTexts find its candidate chunks through f,
-// which must serve the database the reader reads.
+// which must serve the database the reader reads. For read transactions
+// only: f learns what the reader sees, and a write transaction may seal a
+// chunk it then rolls back.
 func (r *Reader) UseChunkFilters(f *ChunkFilters) { r.filters = f }
 
 // ReadPosition returns the log position the reader's queries read at, if
