@@ -19,8 +19,10 @@ import (
 // transaction's connection under the pool's lock. A note read spent 19 µs
 // of its ~200 µs of CPU there (the read8 row of docs/benchmarks.md).
 type readConns struct {
-	db   *sql.DB
-	idle chan *readConn // capacity max: put never waits
+	db    *sql.DB
+	idle  chan *readConn // capacity max: put never waits
+	freed chan struct{}  // capacity max: a connection was discarded, one may be opened
+	gone  chan struct{}  // closed by close: waiting ends
 
 	mu     sync.Mutex
 	opened int // connections taken from db and not closed
@@ -40,43 +42,55 @@ type readConn struct {
 const maxConnStmts = 256
 
 func newReadConns(db *sql.DB, max int) *readConns {
-	return &readConns{db: db, idle: make(chan *readConn, max), max: max}
+	return &readConns{db: db, idle: make(chan *readConn, max), freed: make(chan struct{}, max), gone: make(chan struct{}), max: max}
 }
 
 // errReadersClosed is get's error once the store is closed.
 var errReadersClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
 
 // get returns an idle connection, opens one while fewer than max are
-// open, or waits for one to be put back.
+// open, or waits for one to be put back (or discarded: then it may open
+// one).
 func (p *readConns) get(ctx context.Context) (*readConn, error) {
+	for {
+		c, retry, err := p.tryGet(ctx)
+		if !retry {
+			return c, err
+		}
+	}
+}
+
+func (p *readConns) tryGet(ctx context.Context) (c *readConn, retry bool, err error) {
 	select {
 	case c := <-p.idle:
-		return c, nil
+		return c, false, nil
 	default:
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errReadersClosed
+		return nil, false, errReadersClosed
 	}
 	if p.opened < p.max {
 		p.opened++
 		p.mu.Unlock()
 		conn, err := p.db.Conn(ctx)
 		if err != nil {
-			p.mu.Lock()
-			p.opened--
-			p.mu.Unlock()
-			return nil, classify(err)
+			p.release()
+			return nil, false, classify(err)
 		}
-		return &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}, nil
+		return &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}, false, nil
 	}
 	p.mu.Unlock()
 	select {
 	case c := <-p.idle:
-		return c, nil
+		return c, false, nil
+	case <-p.freed:
+		return nil, true, nil
+	case <-p.gone:
+		return nil, true, nil // to find p closed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
@@ -96,15 +110,27 @@ func (p *readConns) put(c *readConn) {
 // state the next transaction must not meet.
 func (p *readConns) discard(c *readConn) {
 	c.close(driver.ErrBadConn)
+	p.release()
+}
+
+// release counts one connection fewer, and lets a waiting get open one.
+func (p *readConns) release() {
 	p.mu.Lock()
 	p.opened--
 	p.mu.Unlock()
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
 }
 
 // close closes the idle connections; those in use close when put back.
 func (p *readConns) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closed {
+		close(p.gone)
+	}
 	p.closed = true
 	for {
 		select {

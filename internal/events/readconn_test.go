@@ -112,6 +112,34 @@ func TestReadConnsBounded(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the waiting read transaction, once one closed: %v", err)
 	}
+	// A connection dropped after an error lets a waiting transaction
+	// open another.
+	rtx, err := s.BeginRead(ctx) // the one held[0] gave back: all held again
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		rtx, err := s.BeginRead(ctx)
+		if err == nil {
+			err = rtx.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a read transaction past the bound did not wait (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.readConns.discard(rtx.c)
+	rtx.c = nil
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiting read transaction, once one was dropped: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read transaction still waits after a connection was dropped")
+	}
 	for _, rtx := range held {
 		if err := rtx.Close(); err != nil { // the first a second time
 			t.Fatal(err)
@@ -148,6 +176,35 @@ func TestReadTxAcrossClose(t *testing.T) {
 	}
 	if s.readConns.opened != 0 {
 		t.Fatalf("%d kept connections still open after Close", s.readConns.opened)
+	}
+}
+
+// TestReadTxWaitEndsAtClose: a transaction waiting for a connection when
+// the store closes is refused at once.
+func TestReadTxWaitEndsAtClose(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	for range s.readConns.max {
+		rtx, err := s.BeginRead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rtx.Close()
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.BeginRead(ctx)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.readConns.close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("the waiting transaction at close: %v, want ErrUnavailable", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read transaction still waits after the store closed")
 	}
 }
 
