@@ -112,7 +112,7 @@ func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool)
 		r.fig, r.ceil, r.ratio = append(r.fig, f.Seconds()), append(r.ceil, c.Seconds()), append(r.ratio, c.Seconds()/f.Seconds())
 		r.add("memoryd GB/s", float64(b.textBytes)/1e9/f.Seconds())
 		r.add("GLOB GB/s", float64(b.textBytes)/1e9/c.Seconds())
-		r.add("memoryd CPU during the search (s)", cpu)
+		r.add("memoryd CPU during the search, counted in 10 ms ticks (s)", cpu)
 		b.logf("%s: memoryd %s, GLOB %s", row, ms(f.Seconds()), ms(c.Seconds()))
 
 	case "rss":

@@ -158,6 +158,9 @@ func sig(x float64) string {
 
 // ms formats seconds as milliseconds (or µs below 1 ms).
 func ms(seconds float64) string {
+	if seconds == 0 {
+		return "0"
+	}
 	if seconds < 1e-3 {
 		return sig(seconds*1e6) + " µs"
 	}
