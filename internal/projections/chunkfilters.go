@@ -113,8 +113,18 @@ func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries,
 			return nil, false, err
 		}
 		before := cap(a.folded)
-		grown := make([]byte, len(a.folded), int(sealed)*foldedBytes)
-		copy(grown, a.folded)
+		grown := a.folded
+		if need := int(sealed) * foldedBytes; need > cap(grown) {
+			// A quarter more than needed, so that an agent searched after
+			// every sealed chunk is not copied each time; exactly what is
+			// needed when that would pass the limit.
+			size := need + need/4
+			if size > f.limit {
+				size = need
+			}
+			grown = make([]byte, len(a.folded), size)
+			copy(grown, a.folded)
+		}
 		next := loaded + 1
 		for _, r := range rows {
 			for ; next < r.ChunkNo; next++ { // a chunk with no row: always a candidate
