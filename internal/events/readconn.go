@@ -17,7 +17,8 @@ import (
 // BEGIN and ROLLBACK anew for every transaction, database/sql starts a
 // goroutine to watch the context and rebinds every statement to the
 // transaction's connection under the pool's lock. A note read spent 19 µs
-// of its ~200 µs of CPU there (the read8 row of docs/benchmarks.md).
+// of its ~200 µs of CPU there (a profile of the server under the bench's
+// read8 row).
 type readConns struct {
 	db    *sql.DB
 	idle  chan *readConn // capacity max: put never waits
@@ -35,6 +36,7 @@ type readConns struct {
 type readConn struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	db    DBTX // runs queries through stmts
 }
 
 // maxConnStmts bounds the statements kept per connection: queries past it
@@ -79,7 +81,7 @@ func (p *readConns) tryGet(ctx context.Context) (c *readConn, retry bool, err er
 			p.release()
 			return nil, false, classify(err)
 		}
-		return &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}, false, nil
+		return newReadConn(conn), false, nil
 	}
 	p.mu.Unlock()
 	select {
@@ -168,66 +170,33 @@ func (c *readConn) valid() bool {
 	return ok
 }
 
+func newReadConn(conn *sql.Conn) *readConn {
+	c := &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}
+	c.db = preparedDB{direct: conn, stmt: c.stmt}
+	return c
+}
+
+// stmt returns query's statement, preparing it the first time; nil when
+// the connection keeps as many as it may or the preparation fails.
+func (c *readConn) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := c.stmts[query]; st != nil {
+		return st
+	}
+	if len(c.stmts) >= maxConnStmts {
+		return nil
+	}
+	st, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	c.stmts[query] = st
+	return st
+}
+
 // exec runs query, prepared once, with no arguments.
 func (c *readConn) exec(ctx context.Context, query string) error {
-	_, err := readConnDB{c}.ExecContext(ctx, query)
+	_, err := c.db.ExecContext(ctx, query)
 	return err
-}
-
-// readConnDB runs queries on a kept connection through its statements.
-type readConnDB struct{ c *readConn }
-
-// stmt returns query's statement, preparing it the first time; nil (and
-// no error) when the connection keeps as many as it may.
-func (d readConnDB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st := d.c.stmts[query]; st != nil {
-		return st, nil
-	}
-	if len(d.c.stmts) >= maxConnStmts {
-		return nil, nil
-	}
-	st, err := d.c.conn.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	d.c.stmts[query] = st
-	return st, nil
-}
-
-func (d readConnDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := d.stmt(ctx, query)
-	switch {
-	case err != nil:
-		return nil, err
-	case st == nil:
-		return d.c.conn.ExecContext(ctx, query, args...)
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (d readConnDB) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return d.c.conn.PrepareContext(ctx, query)
-}
-
-func (d readConnDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := d.stmt(ctx, query)
-	switch {
-	case err != nil:
-		return nil, err
-	case st == nil:
-		return d.c.conn.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-func (d readConnDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := d.stmt(ctx, query)
-	if err != nil || st == nil {
-		// A *sql.Row cannot be built with an error: the unprepared query
-		// reports the same preparation error.
-		return d.c.conn.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
 }
 
 // ReadTx is a read-only transaction on a reader connection: every query in
@@ -259,7 +228,7 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 }
 
 // DB returns the transaction's queries.
-func (r *ReadTx) DB() DBTX { return readConnDB{r.c} }
+func (r *ReadTx) DB() DBTX { return r.c.db }
 
 // Close ends the read transaction; closing it again does nothing.
 func (r *ReadTx) Close() error {

@@ -95,19 +95,7 @@ func TestReadConnsBounded(t *testing.T) {
 	if _, err := s.LastPosition(ctx); err != nil { // the pool's own queries
 		t.Fatalf("LastPosition with every reader held: %v", err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		rtx, err := s.BeginRead(ctx)
-		if err == nil {
-			err = rtx.Close()
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("a read transaction past the bound did not wait (%v)", err)
-	case <-time.After(20 * time.Millisecond):
-	}
+	got := beginAndWait(t, s)
 	held[0].Close()
 	if err := <-got; err != nil {
 		t.Fatalf("the waiting read transaction, once one closed: %v", err)
@@ -118,18 +106,7 @@ func TestReadConnsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		rtx, err := s.BeginRead(ctx)
-		if err == nil {
-			err = rtx.Close()
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("a read transaction past the bound did not wait (%v)", err)
-	case <-time.After(20 * time.Millisecond):
-	}
+	got = beginAndWait(t, s)
 	s.readConns.discard(rtx.c)
 	rtx.c = nil
 	select {
@@ -145,6 +122,26 @@ func TestReadConnsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// beginAndWait starts a read transaction (closed once it begins) in the
+// background, checks that it waits, and returns where its error will come.
+func beginAndWait(t *testing.T, s *Store) chan error {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() {
+		rtx, err := s.BeginRead(context.Background())
+		if err == nil {
+			err = rtx.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a read transaction past the bound did not wait (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	return got
 }
 
 // TestReadTxAcrossClose: after Close no read transaction starts (the

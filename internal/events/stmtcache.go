@@ -167,33 +167,43 @@ func (t cachedTx) QueryRowContext(ctx context.Context, query string, args ...any
 	return st.QueryRowContext(ctx, args...)
 }
 
-// cachedDB runs queries on the pool through its prepared statements.
-type cachedDB struct{ c *stmtCache }
-
-func (d cachedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := d.c.stmt(ctx, query)
-	if err != nil {
-		return d.c.db.ExecContext(ctx, query, args...)
-	}
-	return st.ExecContext(ctx, args...)
+// preparedDB runs each query through the statement stmt returns for it,
+// or on direct when stmt returns none (not prepared yet, or its
+// preparation failed: running it unprepared then reports the error).
+type preparedDB struct {
+	direct DBTX
+	stmt   func(ctx context.Context, query string) *sql.Stmt
 }
 
-func (d cachedDB) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return d.c.db.PrepareContext(ctx, query)
+func (d preparedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := d.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return d.direct.ExecContext(ctx, query, args...)
 }
 
-func (d cachedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := d.c.stmt(ctx, query)
-	if err != nil {
-		return d.c.db.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
+func (d preparedDB) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return d.direct.PrepareContext(ctx, query)
 }
 
-func (d cachedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := d.c.stmt(ctx, query)
-	if err != nil {
-		return d.c.db.QueryRowContext(ctx, query, args...)
+func (d preparedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := d.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return d.direct.QueryContext(ctx, query, args...)
+}
+
+func (d preparedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := d.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return d.direct.QueryRowContext(ctx, query, args...)
+}
+
+// queries runs queries on the pool through its prepared statements.
+func (c *stmtCache) queries() DBTX {
+	return preparedDB{direct: c.db, stmt: func(ctx context.Context, query string) *sql.Stmt {
+		st, _ := c.stmt(ctx, query)
+		return st
+	}}
 }

@@ -408,7 +408,7 @@ func (t *Tx) insert(ctx context.Context, ev Event) error {
 
 // LastPosition returns the position of the newest event (0 when empty).
 func (s *Store) LastPosition(ctx context.Context) (int64, error) {
-	p, err := eventsdb.New(cachedDB{s.readStmts}).LastPosition(ctx)
+	p, err := eventsdb.New(s.readStmts.queries()).LastPosition(ctx)
 	return p, classify(err)
 }
 
@@ -422,7 +422,7 @@ type Filter struct {
 
 // Read returns one page of events in position order.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Event, error) {
-	return readEvents(ctx, cachedDB{s.readStmts}, f)
+	return readEvents(ctx, s.readStmts.queries(), f)
 }
 
 func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error) {
