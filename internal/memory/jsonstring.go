@@ -97,6 +97,8 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // appendJSON appends d as encoding/json encodes it (its fields in order).
+// A field added to readNoteDetails must be added here too:
+// TestToolResultJSONIsEncodingJSON fails until it is.
 func (d *readNoteDetails) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"path":`...)
 	dst = appendJSONString(dst, d.Path)

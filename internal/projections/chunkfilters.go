@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"sync"
 
@@ -141,7 +142,7 @@ func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries,
 	}
 	var bits []uint16
 	for i := 0; i+2 <= len(probes); i += 2 {
-		bits = append(bits, (uint16(probes[i])|uint16(probes[i+1])<<8)%foldedBits)
+		bits = append(bits, binary.LittleEndian.Uint16(probes[i:])%foldedBits)
 	}
 	var out []int64
 	for k := range sealed {
