@@ -40,13 +40,14 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 			return fmt.Errorf("%w: it holds %d events", ErrNotEmpty, last)
 		}
 		tx.last = last
+		tx.DeferProjections() // nothing reads the projections before the import ends
 		for {
 			ev, ok, err := next()
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return nil
+				return tx.FlushProjections(ctx)
 			}
 			if err := tx.checkImported(ctx, &ev); err != nil {
 				return err

@@ -99,6 +99,8 @@ type cachedTx struct {
 	c     *stmtCache
 	local map[string]*sql.Stmt // closed by database/sql when tx ends
 	memo  map[any]any          // a write transaction's (see TxMemo); nil for reads
+	// deferring: the request may defer projection writes (Tx.DeferProjections)
+	deferring bool
 }
 
 // TxMemo returns the memo of the write transaction db, or nil when db is
@@ -113,6 +115,13 @@ func TxMemo(db DBTX) map[any]any {
 		return t.memo
 	}
 	return nil
+}
+
+// TxDeferring reports whether the applier may defer its projection writes
+// in db until Options.Flush (see Tx.DeferProjections).
+func TxDeferring(db DBTX) bool {
+	t, ok := db.(cachedTx)
+	return ok && t.deferring
 }
 
 func newCachedTx(tx *sql.Tx, c *stmtCache) cachedTx {

@@ -97,6 +97,10 @@ type Applier func(ctx context.Context, db DBTX, ev Event) error
 type Options struct {
 	// Apply is called for every appended or imported event. Required.
 	Apply Applier
+	// Flush writes out the projection changes Apply deferred in a request
+	// that allowed it (Tx.DeferProjections: imports and rebuilds). Nil
+	// when Apply never defers.
+	Flush func(ctx context.Context, db DBTX) error
 	// Now is the clock for recorded_at and event ids (default time.Now).
 	Now func() time.Time
 	// Synchronous is "full" (default) or "normal" (see docs/durability.md),
@@ -121,6 +125,7 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB
 	apply  Applier
+	flush  func(ctx context.Context, db DBTX) error
 	now    func() time.Time
 
 	entropy io.Reader // used by the writer goroutine only
@@ -254,6 +259,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer:  writer,
 		reader:  reader,
 		apply:   opts.Apply,
+		flush:   opts.Flush,
 		now:     opts.Now,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		writes:  make(chan *writeRequest),
@@ -517,6 +523,28 @@ func isDBClosed(err error) bool {
 // Read returns one page of events as this transaction sees them.
 func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
 	return readEvents(ctx, t.db, f)
+}
+
+// DeferProjections lets the applier defer its projection writes until
+// FlushProjections, for the rest of this request (TxDeferring tells the
+// applier). It is for requests in which nothing but the applier reads the
+// projections, imports and rebuilds, and they must call FlushProjections
+// before they return: a bulk request may then write a projection row once
+// instead of once per event.
+// Without Options.Flush it does nothing.
+func (t *Tx) DeferProjections() {
+	if c, ok := t.db.(cachedTx); ok && t.s.flush != nil {
+		c.deferring = true
+		t.db = c
+	}
+}
+
+// FlushProjections writes out what the applier has deferred so far.
+func (t *Tx) FlushProjections(ctx context.Context) error {
+	if t.s.flush == nil {
+		return nil
+	}
+	return t.s.flush(ctx, t.db)
 }
 
 // Reapply runs the store's applier for ev again, inside this transaction,

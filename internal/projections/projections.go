@@ -57,9 +57,9 @@ func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), TaskID: p.TaskID, Agent: p.Agent,
 		})
 	case *events.NoteWritten:
-		return applyNote(ctx, q, events.TxMemo(db), ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
+		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
 	case *events.NoteAppended:
-		return applyNote(ctx, q, events.TxMemo(db), ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
 	case *events.HistoryEntryRecorded:
 		return applyEntryRecorded(ctx, q, ev, p)
 	case *events.HistoryBranchChanged:
@@ -111,28 +111,39 @@ type noteRow struct {
 	row    projectionsdb.NoteSizeRow
 }
 
-func applyNote(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, ev events.Event, c noteChange) error {
+// noteBefore returns the note's row as the transaction sees it: from the
+// memo when the transaction has read or written it, else from its table.
+func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, mk noteKey) (noteRow, error) {
+	if m, ok := memo[mk].(noteRow); ok {
+		return m, nil
+	}
+	row, err := q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path})
+	if errors.Is(err, sql.ErrNoRows) {
+		return noteRow{}, nil
+	}
+	return noteRow{exists: err == nil, row: row}, err
+}
+
+func applyNote(ctx context.Context, db events.DBTX, ev events.Event, c noteChange) error {
+	q := projectionsdb.New(db)
+	memo := events.TxMemo(db)
+	mk := noteKey{c.taskID, c.agent, c.path}
+	if events.TxDeferring(db) && memo != nil {
+		return deferNote(ctx, db, q, memo, mk, ev, c)
+	}
 	key := func(part int64, text []byte) projectionsdb.InsertNotePartParams {
 		return projectionsdb.InsertNotePartParams{TaskID: c.taskID, Agent: c.agent, Path: c.path, Part: part, Text: text}
 	}
-	mk := noteKey{c.taskID, c.agent, c.path}
-	var old projectionsdb.NoteSizeRow
-	var created bool
-	var err error
-	if m, ok := memo[mk].(noteRow); ok { // read or written earlier in this transaction
-		old, created = m.row, !m.exists
-	} else {
-		old, err = q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: c.taskID, Agent: c.agent, Path: c.path})
-		created = errors.Is(err, sql.ErrNoRows)
-		if err != nil && !created {
-			return err
-		}
+	before, err := noteBefore(ctx, q, memo, mk)
+	if err != nil {
+		return err
 	}
+	old := before.row
 	size, parts := int64(len(c.text)), int64(1)
 	switch {
-	case created:
+	case !before.exists:
 		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
-			TaskID: c.taskID, Agent: c.agent, Path: c.path, Bytes: size, Parts: parts,
+			TaskID: c.taskID, Agent: c.agent, Path: c.path, Bytes: size, Revision: 1, Parts: parts,
 			CreatedAt: ev.RecordedAt, UpdatedAt: ev.RecordedAt, CreatedPosition: ev.Position, UpdatedPosition: ev.Position,
 		})
 		if err == nil {
@@ -158,8 +169,8 @@ func applyNote(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, 
 			err = q.InsertNotePart(ctx, key(0, text))
 		}
 	}
-	if err == nil && !created {
-		err = q.UpdateNote(ctx, projectionsdb.UpdateNoteParams{Bytes: size, Parts: parts, UpdatedAt: ev.RecordedAt,
+	if err == nil && before.exists {
+		err = q.UpdateNote(ctx, projectionsdb.UpdateNoteParams{Bytes: size, Revision: old.Revision + 1, Parts: parts, UpdatedAt: ev.RecordedAt,
 			UpdatedPosition: ev.Position, TaskID: c.taskID, Agent: c.agent, Path: c.path})
 	}
 	if err != nil {
@@ -168,6 +179,12 @@ func applyNote(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, 
 	if memo != nil {
 		memo[mk] = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1, Parts: parts}}
 	}
+	return insertNoteCall(ctx, q, ev, c, old)
+}
+
+// insertNoteCall keeps the result of c for retries of its call (when it
+// has a call_id); old is the note before c.
+func insertNoteCall(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange, old projectionsdb.NoteSizeRow) error {
 	if c.callID == "" {
 		return nil
 	}

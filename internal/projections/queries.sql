@@ -62,10 +62,10 @@ SELECT bytes, revision, parts FROM notes WHERE task_id = ? AND agent = ? AND pat
 
 -- name: InsertNote :exec
 INSERT INTO notes (task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position, parts)
-VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: UpdateNote :exec
-UPDATE notes SET bytes = ?, revision = revision + 1, parts = ?, updated_at = ?, updated_position = ?
+UPDATE notes SET bytes = ?, revision = ?, parts = ?, updated_at = ?, updated_position = ?
 WHERE task_id = ? AND agent = ? AND path = ?;
 
 -- name: InsertNotePart :exec

@@ -18,24 +18,32 @@ import (
 type table struct {
 	name    string
 	orderBy string
+	// columns are what Digest and Diff compare ("" for every column).
+	columns string
+	// joinLast: consecutive rows that agree on every column but the last
+	// are compared as one row, their last columns concatenated. A note's
+	// text is compared, not how it is cut into parts (a deferred write,
+	// notes_deferred.go, cuts it differently from one append at a time).
+	joinLast bool
 }
 
 // tables lists every projection table. Rebuild truncates them; Digest
 // fingerprints them.
 var tables = []table{
-	{"tasks", "task_id"},
-	{"agents", "task_id, agent"},
-	{"notes", "task_id, agent, path"},
-	{"note_parts", "task_id, agent, path, part"},
-	{"note_calls", "task_id, agent, call_id"},
-	{"history_entries", "task_id, agent, entry_id"},
-	{"history_open_texts", "task_id, agent, text_offset"},
-	{"history_chunks", "task_id, agent, chunk_no"},
-	{"history_branches", "task_id, agent"},
-	{"history_branch_entries", "task_id, agent, branch_index"},
-	{"history_items", "task_id, agent, branch_index"},
-	{"history_calls", "task_id, agent, branch_index, call_id"},
-	{"agent_states", "task_id, agent"},
+	{name: "tasks", orderBy: "task_id"},
+	{name: "agents", orderBy: "task_id, agent"},
+	{name: "notes", orderBy: "task_id, agent, path", // not parts: how the text is cut
+		columns: "task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position"},
+	{name: "note_parts", orderBy: "task_id, agent, path, part", columns: "task_id, agent, path, text", joinLast: true},
+	{name: "note_calls", orderBy: "task_id, agent, call_id"},
+	{name: "history_entries", orderBy: "task_id, agent, entry_id"},
+	{name: "history_open_texts", orderBy: "task_id, agent, text_offset"},
+	{name: "history_chunks", orderBy: "task_id, agent, chunk_no"},
+	{name: "history_branches", orderBy: "task_id, agent"},
+	{name: "history_branch_entries", orderBy: "task_id, agent, branch_index"},
+	{name: "history_items", orderBy: "task_id, agent, branch_index"},
+	{name: "history_calls", orderBy: "task_id, agent, branch_index, call_id"},
+	{name: "agent_states", orderBy: "task_id, agent"},
 }
 
 // Rebuild empties every projection and re-applies the whole log from
@@ -49,7 +57,7 @@ func Rebuild(ctx context.Context, store *events.Store) error {
 // marked the projections for a rebuild, it rebuilds them from the log
 // before returning, in one transaction, and logs why through logf.
 func Open(ctx context.Context, path string, opts events.Options, logf func(format string, args ...any)) (*events.Store, error) {
-	opts.Apply = Apply
+	opts.Apply, opts.Flush = Apply, Flush
 	store, err := events.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
@@ -105,6 +113,7 @@ func rebuild(ctx context.Context, tx *events.Tx) error {
 		}
 	}
 	clear(events.TxMemo(tx.DB())) // it remembers rows the deletes just removed
+	tx.DeferProjections()         // nothing reads the projections before the rebuild ends
 	f := events.Filter{Limit: 1000}
 	for {
 		page, err := tx.Read(ctx, f)
@@ -117,7 +126,7 @@ func rebuild(ctx context.Context, tx *events.Tx) error {
 			}
 		}
 		if len(page) < f.Limit {
-			return nil
+			return tx.FlushProjections(ctx)
 		}
 		f.After = page[len(page)-1].Position
 	}
@@ -165,10 +174,56 @@ func hashTable(ctx context.Context, db *sql.DB, t table, h hash.Hash) (int64, er
 	return n, err
 }
 
-// eachRow calls fn with every row of t in key order; BLOBs are passed as
-// strings.
+// eachRow calls fn with every row of t in key order (its columns, rows
+// joined as joinLast says); BLOBs are passed as strings.
 func eachRow(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
-	rows, err := db.QueryContext(ctx, "SELECT * FROM "+t.name+" ORDER BY "+t.orderBy)
+	if t.joinLast {
+		return joinRows(ctx, db, t, fn)
+	}
+	return scanRows(ctx, db, t, fn)
+}
+
+// joinRows is eachRow for a table whose rows are joined on their last
+// column.
+func joinRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+	var held []any // the row being joined; its last column a string
+	var last strings.Builder
+	emit := func() error {
+		if held == nil {
+			return nil
+		}
+		held[len(held)-1] = last.String()
+		return fn(held)
+	}
+	err := scanRows(ctx, db, t, func(vals []any) error {
+		n := len(vals) - 1
+		text, _ := vals[n].(string) // NULL joins as ""
+		if held != nil && slices.Equal(held[:n], vals[:n]) {
+			last.WriteString(text)
+			return nil
+		}
+		if err := emit(); err != nil {
+			return err
+		}
+		held = slices.Clone(vals)
+		last.Reset()
+		last.WriteString(text)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return emit()
+}
+
+// scanRows calls fn with every row of t in key order; BLOBs are passed as
+// strings. fn must not keep vals.
+func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+	what := t.columns
+	if what == "" {
+		what = "*"
+	}
+	rows, err := db.QueryContext(ctx, "SELECT "+what+" FROM "+t.name+" ORDER BY "+t.orderBy)
 	if err != nil {
 		return err
 	}

@@ -1188,7 +1188,7 @@ func (q *Queries) InsertItem(ctx context.Context, arg InsertItemParams) error {
 
 const insertNote = `-- name: InsertNote :exec
 INSERT INTO notes (task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position, parts)
-VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertNoteParams struct {
@@ -1196,6 +1196,7 @@ type InsertNoteParams struct {
 	Agent           string
 	Path            string
 	Bytes           int64
+	Revision        int64
 	CreatedAt       string
 	UpdatedAt       string
 	CreatedPosition int64
@@ -1209,6 +1210,7 @@ func (q *Queries) InsertNote(ctx context.Context, arg InsertNoteParams) error {
 		arg.Agent,
 		arg.Path,
 		arg.Bytes,
+		arg.Revision,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 		arg.CreatedPosition,
@@ -1799,12 +1801,13 @@ func (q *Queries) UpdateAgentSession(ctx context.Context, arg UpdateAgentSession
 }
 
 const updateNote = `-- name: UpdateNote :exec
-UPDATE notes SET bytes = ?, revision = revision + 1, parts = ?, updated_at = ?, updated_position = ?
+UPDATE notes SET bytes = ?, revision = ?, parts = ?, updated_at = ?, updated_position = ?
 WHERE task_id = ? AND agent = ? AND path = ?
 `
 
 type UpdateNoteParams struct {
 	Bytes           int64
+	Revision        int64
 	Parts           int64
 	UpdatedAt       string
 	UpdatedPosition int64
@@ -1816,6 +1819,7 @@ type UpdateNoteParams struct {
 func (q *Queries) UpdateNote(ctx context.Context, arg UpdateNoteParams) error {
 	_, err := q.db.ExecContext(ctx, updateNote,
 		arg.Bytes,
+		arg.Revision,
 		arg.Parts,
 		arg.UpdatedAt,
 		arg.UpdatedPosition,

@@ -1,0 +1,163 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// In a request that defers its projection writes (events.TxDeferring: an
+// import, a replay segment, a rebuild), a note's changes are gathered in
+// the transaction's memo and written by Flush, once per note: one notes
+// row and one part for all the appends in between, instead of a row
+// update and a part per append. The note's text is the same either way;
+// how it is cut into parts is not (Digest and Diff compare the text, not
+// the parts). Nothing but the applier reads the notes before Flush.
+
+// pendingKey names a transaction's pendingNotes in its memo.
+type pendingKey struct{}
+
+// pendingNotes are the note changes of a transaction not written yet, in
+// the order the notes were first changed.
+type pendingNotes struct {
+	order []noteKey
+	notes map[noteKey]*pendingNote
+	held  int // bytes of text held, to bound the memory
+}
+
+// Flush writes the pending notes out when they hold more than this many
+// bytes of text or this many notes, so that an import of a large log in
+// one transaction does not keep its notes in memory. Variables so that a
+// test can make them small.
+var (
+	maxPendingNoteBytes = 8 << 20
+	maxPendingNotes     = 1 << 16
+)
+
+// pendingNote is one note's pending change.
+type pendingNote struct {
+	disk noteRow // the note as its tables hold it
+	now  noteRow // the note after the pending changes (now.row.Parts unused)
+	// replace: text replaces the disk's parts (an overwrite, or a new
+	// note); otherwise text is appended to them.
+	replace         bool
+	text            []byte
+	createdAt       string
+	createdPosition int64
+	updatedAt       string
+	updatedPosition int64
+}
+
+// deferNote records c in the transaction's pending notes; it writes only
+// the call's result (note_calls), which does not depend on the parts.
+func deferNote(ctx context.Context, db events.DBTX, q *projectionsdb.Queries, memo map[any]any, mk noteKey, ev events.Event, c noteChange) error {
+	pn, _ := memo[pendingKey{}].(*pendingNotes)
+	if pn == nil {
+		pn = &pendingNotes{notes: map[noteKey]*pendingNote{}}
+		memo[pendingKey{}] = pn
+	}
+	p := pn.notes[mk]
+	if p == nil {
+		disk, err := noteBefore(ctx, q, memo, mk)
+		if err != nil {
+			return err
+		}
+		p = &pendingNote{disk: disk, now: disk}
+		pn.notes[mk] = p
+		pn.order = append(pn.order, mk)
+	}
+	old := p.now.row
+	size := int64(len(c.text))
+	switch {
+	case !p.now.exists:
+		p.replace, p.text = true, append(p.text[:0], c.text...)
+		p.createdAt, p.createdPosition = ev.RecordedAt, ev.Position
+	case c.append:
+		p.text = append(p.text, c.text...)
+		size += old.Bytes
+	default:
+		p.replace, p.text = true, append(p.text[:0], c.text...)
+	}
+	p.updatedAt, p.updatedPosition = ev.RecordedAt, ev.Position
+	p.now = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1}}
+	pn.held += len(c.text)
+	if err := insertNoteCall(ctx, q, ev, c, old); err != nil {
+		return err
+	}
+	if pn.held > maxPendingNoteBytes || len(pn.order) > maxPendingNotes {
+		return Flush(ctx, db)
+	}
+	return nil
+}
+
+// Flush writes out the note changes deferred in db's transaction. It is
+// the events.Options.Flush of the store.
+func Flush(ctx context.Context, db events.DBTX) error {
+	memo := events.TxMemo(db)
+	pn, _ := memo[pendingKey{}].(*pendingNotes)
+	if pn == nil {
+		return nil
+	}
+	delete(memo, pendingKey{})
+	q := projectionsdb.New(db)
+	for _, mk := range pn.order {
+		p := pn.notes[mk]
+		parts, err := writePending(ctx, q, mk, p)
+		if err != nil {
+			return err
+		}
+		memo[mk] = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: p.now.row.Bytes, Revision: p.now.row.Revision, Parts: parts}}
+	}
+	return nil
+}
+
+// writePending writes one note's pending change and returns its number of
+// parts: its text replaces the parts, or is one more part, or (at
+// maxNoteParts) is merged with them into one.
+func writePending(ctx context.Context, q *projectionsdb.Queries, mk noteKey, p *pendingNote) (int64, error) {
+	where := projectionsdb.DeleteNotePartsParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path}
+	part := func(n int64, text []byte) error {
+		return q.InsertNotePart(ctx, projectionsdb.InsertNotePartParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Part: n, Text: text})
+	}
+	if p.text == nil {
+		p.text = []byte{} // an empty part, not NULL
+	}
+	parts := p.disk.row.Parts
+	var err error
+	switch {
+	case p.replace:
+		if p.disk.exists {
+			err = q.DeleteNoteParts(ctx, where)
+		}
+		if err == nil {
+			err, parts = part(0, p.text), 1
+		}
+	case len(p.text) == 0: // empty appends change only the revision
+	case parts < maxNoteParts:
+		err, parts = part(parts, p.text), parts+1
+	default:
+		var all [][]byte
+		if all, err = q.NoteParts(ctx, projectionsdb.NotePartsParams(where)); err != nil {
+			return 0, err
+		}
+		if err = q.DeleteNoteParts(ctx, where); err == nil {
+			err, parts = part(0, append(bytes.Join(all, nil), p.text...)), 1
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	now := p.now.row
+	if !p.disk.exists {
+		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
+			TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Bytes: now.Bytes, Revision: now.Revision, Parts: parts,
+			CreatedAt: p.createdAt, UpdatedAt: p.updatedAt, CreatedPosition: p.createdPosition, UpdatedPosition: p.updatedPosition,
+		})
+	} else {
+		err = q.UpdateNote(ctx, projectionsdb.UpdateNoteParams{Bytes: now.Bytes, Revision: now.Revision, Parts: parts,
+			UpdatedAt: p.updatedAt, UpdatedPosition: p.updatedPosition, TaskID: mk.taskID, Agent: mk.agent, Path: mk.path})
+	}
+	return parts, err
+}
