@@ -222,6 +222,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wq.Add("_pragma", "journal_mode(WAL)")
 	wq.Add("_pragma", "synchronous("+sync+")")
 	wq.Add("_pragma", "foreign_keys(ON)")
+	// A batch runs each request in a savepoint, and SQLite keeps the
+	// pages a savepoint changes in a statement journal: in memory, not in
+	// a temporary file that a batch of 16 appends spilled to (and wrote
+	// with a pwrite per page).
+	wq.Add("_pragma", "temp_store(MEMORY)")
 	for _, p := range opts.WriterPragmas {
 		wq.Add("_pragma", p)
 	}
