@@ -225,7 +225,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// A batch runs each request in a savepoint, and SQLite keeps the
 	// pages a savepoint changes in a statement journal: in memory, not in
 	// a temporary file that a batch of 16 appends spilled to (and wrote
-	// with a pwrite per page).
+	// with a pwrite per page). The writer's sorts and temporary tables are
+	// kept in memory too: its queries sort nothing larger than a page of
+	// rows, and migrations copy tables in key order.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	for _, p := range opts.WriterPragmas {
 		wq.Add("_pragma", p)
