@@ -118,37 +118,36 @@ func Flush(ctx context.Context, db events.DBTX) error {
 // maxNoteParts) is merged with them into one.
 func writePending(ctx context.Context, q *projectionsdb.Queries, mk noteKey, p *pendingNote) (int64, error) {
 	where := projectionsdb.DeleteNotePartsParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path}
-	part := func(n int64, text []byte) error {
-		return q.InsertNotePart(ctx, projectionsdb.InsertNotePartParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Part: n, Text: text})
-	}
-	if p.text == nil {
-		p.text = []byte{} // an empty part, not NULL
-	}
 	parts := p.disk.row.Parts
-	var err error
 	switch {
-	case p.replace:
+	case p.replace || (len(p.text) > 0 && parts >= maxNoteParts):
+		text := p.text
+		if !p.replace { // merge the parts with the appended text
+			all, err := q.NoteParts(ctx, projectionsdb.NotePartsParams(where))
+			if err != nil {
+				return 0, err
+			}
+			text = append(bytes.Join(all, nil), p.text...)
+		}
 		if p.disk.exists {
-			err = q.DeleteNoteParts(ctx, where)
+			if err := q.DeleteNoteParts(ctx, where); err != nil {
+				return 0, err
+			}
 		}
-		if err == nil {
-			err, parts = part(0, p.text), 1
+		if text == nil {
+			text = []byte{} // an empty part, not NULL
 		}
-	case len(p.text) == 0: // empty appends change only the revision
-	case parts < maxNoteParts:
-		err, parts = part(parts, p.text), parts+1
-	default:
-		var all [][]byte
-		if all, err = q.NoteParts(ctx, projectionsdb.NotePartsParams(where)); err != nil {
+		if err := q.InsertNotePart(ctx, projectionsdb.InsertNotePartParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Part: 0, Text: text}); err != nil {
 			return 0, err
 		}
-		if err = q.DeleteNoteParts(ctx, where); err == nil {
-			err, parts = part(0, append(bytes.Join(all, nil), p.text...)), 1
+		parts = 1
+	case len(p.text) > 0: // (empty appends change only the revision)
+		if err := q.InsertNotePart(ctx, projectionsdb.InsertNotePartParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Part: parts, Text: p.text}); err != nil {
+			return 0, err
 		}
+		parts++
 	}
-	if err != nil {
-		return 0, err
-	}
+	var err error
 	now := p.now.row
 	if !p.disk.exists {
 		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
