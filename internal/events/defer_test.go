@@ -11,8 +11,9 @@ import (
 
 // TestImportDefersProjectionsOnlyWithFlush: an import lets the applier
 // defer its writes (TxDeferring) and calls Options.Flush once, after its
-// last event and before it commits; appends never defer; a store without
-// Flush never defers; a failed import flushes nothing.
+// last event and before it commits; appends never defer; the flush ends
+// the deferral; a store without Flush never defers; a failed import
+// flushes nothing.
 func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 	ctx := context.Background()
 	log := exportLog(t)
@@ -61,6 +62,24 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("append after the import", "apply eager", 1, false)
+	err := s.Update(ctx, "", func(tx *Tx) error {
+		tx.DeferProjections()
+		if _, err := tx.Append(ctx, log[0].Stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "deferred")}); err != nil {
+			return err
+		}
+		if err := tx.FlushProjections(ctx); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, log[0].Stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "after the flush")})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []string{"apply deferring", "flush", "apply eager"}) {
+		t.Fatalf("a request that defers, flushes and appends again: %s", runs(seen))
+	}
+	seen = nil
 
 	bad := append([]Event(nil), log...)
 	bad[len(bad)-1].ID = "not-a-ulid"

@@ -532,12 +532,10 @@ func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
 	return readEvents(ctx, t.db, f)
 }
 
-// DeferProjections lets the applier defer its projection writes until
-// FlushProjections, for the rest of this request (TxDeferring tells the
-// applier). It is for requests in which nothing but the applier reads the
-// projections, imports and rebuilds, and they must call FlushProjections
-// before they return: a bulk request may then write a projection row once
-// instead of once per event.
+// DeferProjections lets the applier defer its projection writes (it asks
+// TxDeferring) until FlushProjections. It is for requests in which nothing
+// but the applier reads the projections, imports and rebuilds: a bulk
+// request may then write a projection row once instead of once per event.
 // Without Options.Flush it does nothing.
 func (t *Tx) DeferProjections() {
 	if c, ok := t.db.(cachedTx); ok && t.s.flush != nil {
@@ -546,12 +544,18 @@ func (t *Tx) DeferProjections() {
 	}
 }
 
-// FlushProjections writes out what the applier has deferred so far.
+// FlushProjections writes out what the applier has deferred and ends the
+// deferral: the request's later events are applied as they come. A
+// request that defers must call it before it returns.
 func (t *Tx) FlushProjections(ctx context.Context) error {
-	if t.s.flush == nil {
+	c, ok := t.db.(cachedTx)
+	if !ok || !c.deferring {
 		return nil
 	}
-	return t.s.flush(ctx, t.db)
+	c.deferring = false
+	err := t.s.flush(ctx, t.db)
+	t.db = c
+	return err
 }
 
 // Reapply runs the store's applier for ev again, inside this transaction,
