@@ -36,7 +36,8 @@ var (
 	maxPendingNotes     = 1 << 16
 )
 
-// pendingNote is one note's pending change.
+// pendingNote is a note's changes not written yet: one change applied at
+// once (applyNote), or all of a deferring transaction's.
 type pendingNote struct {
 	disk noteRow // the note as its tables hold it
 	now  noteRow // the note after the pending changes (now.row.Parts unused)
@@ -68,20 +69,7 @@ func deferNote(ctx context.Context, db events.DBTX, q *projectionsdb.Queries, me
 		pn.notes[mk] = p
 		pn.order = append(pn.order, mk)
 	}
-	old := p.now.row
-	size := int64(len(c.text))
-	switch {
-	case !p.now.exists:
-		p.replace, p.text = true, append(p.text[:0], c.text...)
-		p.createdAt, p.createdPosition = ev.RecordedAt, ev.Position
-	case c.append:
-		p.text = append(p.text, c.text...)
-		size += old.Bytes
-	default:
-		p.replace, p.text = true, append(p.text[:0], c.text...)
-	}
-	p.updatedAt, p.updatedPosition = ev.RecordedAt, ev.Position
-	p.now = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1}}
+	old := p.change(ev, c)
 	pn.held += len(c.text)
 	if err := insertNoteCall(ctx, q, ev, c, old); err != nil {
 		return err
@@ -108,9 +96,34 @@ func Flush(ctx context.Context, db events.DBTX) error {
 		if err != nil {
 			return err
 		}
-		memo[mk] = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: p.now.row.Bytes, Revision: p.now.row.Revision, Parts: parts}}
+		memo[mk] = p.written(parts)
 	}
 	return nil
+}
+
+// change records c in p and returns the note as it was before c.
+func (p *pendingNote) change(ev events.Event, c noteChange) projectionsdb.NoteSizeRow {
+	old := p.now.row
+	size := int64(len(c.text))
+	switch {
+	case !p.now.exists:
+		p.replace, p.text = true, append(p.text[:0], c.text...)
+		p.createdAt, p.createdPosition = ev.RecordedAt, ev.Position
+	case c.append:
+		p.text = append(p.text, c.text...)
+		size += old.Bytes
+	default:
+		p.replace, p.text = true, append(p.text[:0], c.text...)
+	}
+	p.updatedAt, p.updatedPosition = ev.RecordedAt, ev.Position
+	p.now = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1}}
+	return old
+}
+
+// written is the note's row once writePending has written p, leaving
+// parts parts: what the transaction's memo keeps.
+func (p *pendingNote) written(parts int64) noteRow {
+	return noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: p.now.row.Bytes, Revision: p.now.row.Revision, Parts: parts}}
 }
 
 // writePending writes one note's pending change and returns its number of

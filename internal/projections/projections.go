@@ -7,7 +7,6 @@
 package projections
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -124,60 +123,28 @@ func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any,
 	return noteRow{exists: err == nil, row: row}, err
 }
 
+// applyNote applies one note write or append: at once (its part and row
+// written now, by the rule writePending keeps), or, in a request that
+// defers, gathered with the transaction's other changes of the note.
 func applyNote(ctx context.Context, db events.DBTX, ev events.Event, c noteChange) error {
 	q := projectionsdb.New(db)
 	memo := events.TxMemo(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
-	if events.TxDeferring(db) && memo != nil {
+	if events.TxDeferring(db) {
 		return deferNote(ctx, db, q, memo, mk, ev, c)
-	}
-	key := func(part int64, text []byte) projectionsdb.InsertNotePartParams {
-		return projectionsdb.InsertNotePartParams{TaskID: c.taskID, Agent: c.agent, Path: c.path, Part: part, Text: text}
 	}
 	before, err := noteBefore(ctx, q, memo, mk)
 	if err != nil {
 		return err
 	}
-	old := before.row
-	size, parts := int64(len(c.text)), int64(1)
-	switch {
-	case !before.exists:
-		err = q.InsertNote(ctx, projectionsdb.InsertNoteParams{
-			TaskID: c.taskID, Agent: c.agent, Path: c.path, Bytes: size, Revision: 1, Parts: parts,
-			CreatedAt: ev.RecordedAt, UpdatedAt: ev.RecordedAt, CreatedPosition: ev.Position, UpdatedPosition: ev.Position,
-		})
-		if err == nil {
-			err = q.InsertNotePart(ctx, key(0, []byte(c.text)))
-		}
-	case c.append && old.Parts < maxNoteParts:
-		size, parts = old.Bytes+int64(len(c.text)), old.Parts
-		if c.text != "" { // an empty append changes only the revision
-			err = q.InsertNotePart(ctx, key(old.Parts, []byte(c.text)))
-			parts++
-		}
-	default: // an overwrite, or an append that merges the parts
-		text := []byte(c.text)
-		if c.append {
-			size = old.Bytes + int64(len(c.text))
-			var all [][]byte
-			if all, err = q.NoteParts(ctx, projectionsdb.NotePartsParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}); err != nil {
-				return err
-			}
-			text = append(bytes.Join(all, nil), c.text...)
-		}
-		if err = q.DeleteNoteParts(ctx, projectionsdb.DeleteNotePartsParams{TaskID: c.taskID, Agent: c.agent, Path: c.path}); err == nil {
-			err = q.InsertNotePart(ctx, key(0, text))
-		}
-	}
-	if err == nil && before.exists {
-		err = q.UpdateNote(ctx, projectionsdb.UpdateNoteParams{Bytes: size, Revision: old.Revision + 1, Parts: parts, UpdatedAt: ev.RecordedAt,
-			UpdatedPosition: ev.Position, TaskID: c.taskID, Agent: c.agent, Path: c.path})
-	}
+	p := &pendingNote{disk: before, now: before}
+	old := p.change(ev, c)
+	parts, err := writePending(ctx, q, mk, p)
 	if err != nil {
 		return err
 	}
 	if memo != nil {
-		memo[mk] = noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: size, Revision: old.Revision + 1, Parts: parts}}
+		memo[mk] = p.written(parts)
 	}
 	return insertNoteCall(ctx, q, ev, c, old)
 }
