@@ -132,6 +132,7 @@ type Store struct {
 
 	readConns             *readConns
 	readStmts, writeStmts *stmtCache
+	walIndex              *walIndex // CommitStamp's source
 
 	writes chan *writeRequest
 	quit   chan struct{}
@@ -274,6 +275,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		readConns:  newReadConns(reader, opts.Readers),
 		readStmts:  newStmtCache(reader),
 		writeStmts: newStmtCache(writer),
+		walIndex:   newWALIndex(path),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
 		tip:        logTip{last: -1},
@@ -293,6 +295,7 @@ func (s *Store) Close() error {
 		s.readConns.close()
 		s.readStmts.close()
 		s.writeStmts.close()
+		s.walIndex.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
 	})
 	return err

@@ -27,11 +27,15 @@ type Service struct {
 	// filters finds the history chunks a search must read (its
 	// candidates), from memory.
 	filters *projections.ChunkFilters
+	// notes answers note reads from memory while nothing was committed
+	// since (projections.NoteCache); nil: every read queries SQLite.
+	notes *projections.NoteCache
 }
 
 // New returns a Service over store, whose applier must be projections.Apply.
 func New(store *events.Store) *Service {
-	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit)}
+	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit),
+		notes: projections.NewNoteCache(projections.DefaultNoteCacheBytes)}
 }
 
 // Store returns the service's event store.

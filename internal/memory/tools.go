@@ -103,7 +103,8 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 		return ToolResult{}, err
 	}
 	var res ToolResult
-	err := s.readAt(ctx, pos, func(r *projections.Reader) error {
+	_, cacheable := any(args).(fetcherAhead)
+	err := s.readAt(ctx, pos, cacheable, func(r *projections.Reader) error {
 		if f, ok := any(args).(fetcherAhead); ok {
 			f.fetchAhead(r, cc)
 		}
@@ -122,20 +123,56 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 
 // read runs fn over one read-only snapshot of the projections.
 func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error) error {
-	return s.readAt(ctx, nil, fn)
+	return s.readAt(ctx, nil, false, fn)
 }
 
 // readAt is read that also sets *pos (if pos is not nil) to the log
-// position of the snapshot.
-func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections.Reader) error) error {
+// position of the snapshot. With noteCache, the note fn announces
+// (WillReadNote) may come from the service's note cache: fn then runs
+// again without it in the rare case where fn also queried SQLite and
+// something was committed while it ran (its queries would otherwise read
+// a newer state than the cached note's).
+func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn func(r *projections.Reader) error) error {
+	var stamp events.CommitStamp
+	if noteCache && s.notes != nil {
+		stamp, noteCache = s.store.CommitStamp() // before the transaction: no entry is tagged newer than its rows
+	} else {
+		noteCache = false
+	}
+	for {
+		retry, err := s.readOnce(ctx, pos, noteCache, stamp, fn)
+		if !retry {
+			return err
+		}
+		noteCache = false
+	}
+}
+
+// afterCachedRead, when set (by tests only), runs after a call served
+// from the note cache, before the check that nothing was committed.
+var afterCachedRead func()
+
+func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp events.CommitStamp,
+	fn func(r *projections.Reader) error) (retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Close()
 	r := projections.NewReader(tx.DB())
 	r.UseChunkFilters(s.filters)
+	if noteCache {
+		r.UseNoteCache(s.notes, stamp)
+	}
 	err = fn(r)
+	if r.FromNoteCache() {
+		if afterCachedRead != nil {
+			afterCachedRead()
+		}
+		if now, ok := s.store.CommitStamp(); !ok || now != stamp {
+			return true, nil
+		}
+	}
 	if pos != nil { // the snapshot's position, known by identify or asked for
 		var ok bool
 		if *pos, ok = r.ReadPosition(); !ok {
@@ -145,5 +182,5 @@ func (s *Service) readAt(ctx context.Context, pos *int64, fn func(r *projections
 			}
 		}
 	}
-	return err
+	return false, err
 }

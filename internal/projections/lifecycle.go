@@ -45,19 +45,27 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 	var row projectionsdb.GetAgentWithStateRow
 	if k := r.noteAhead; k != nil && k.taskID == taskID {
 		r.noteAhead = nil
-		rows, err := r.q.GetAgentWithStateAndNote(ctx, projectionsdb.GetAgentWithStateAndNoteParams{
-			NoteAgent: k.agent, NotePath: k.path, TaskID: taskID, Agent: agent})
-		if err != nil {
-			return Agent{}, fence.State{}, err
+		ck := noteReadKey{taskID: taskID, agent: agent, note: *k}
+		if e, ok := r.noteCache.get(ck, r.stamp); ok {
+			row, r.fromCache = e.row, true
+			f := e.note
+			r.fetched = &f
+		} else {
+			rows, err := r.q.GetAgentWithStateAndNote(ctx, projectionsdb.GetAgentWithStateAndNoteParams{
+				NoteAgent: k.agent, NotePath: k.path, TaskID: taskID, Agent: agent})
+			if err != nil {
+				return Agent{}, fence.State{}, err
+			}
+			if len(rows) == 0 {
+				return Agent{}, fence.State{}, ErrNotFound
+			}
+			a := rows[0]
+			row = projectionsdb.GetAgentWithStateRow{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent,
+				SessionKey: a.SessionKey, SessionID: a.SessionID, SessionFile: a.SessionFile, Budget: a.Budget,
+				Position: a.Position, State: a.State, ReadPosition: a.ReadPosition}
+			r.fetched = fetchNote(*k, rows)
+			r.noteCache.put(ck, r.stamp, row, *r.fetched)
 		}
-		if len(rows) == 0 {
-			return Agent{}, fence.State{}, ErrNotFound
-		}
-		a := rows[0]
-		row = projectionsdb.GetAgentWithStateRow{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent,
-			SessionKey: a.SessionKey, SessionID: a.SessionID, SessionFile: a.SessionFile, Budget: a.Budget,
-			Position: a.Position, State: a.State, ReadPosition: a.ReadPosition}
-		r.fetched = fetchNote(*k, rows)
 	} else {
 		var err error
 		if row, err = r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent}); err != nil {

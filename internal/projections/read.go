@@ -29,6 +29,11 @@ type Reader struct {
 	fetched   *fetchedNote
 	// filters, when set, finds a search's candidate chunks (UseChunkFilters).
 	filters *ChunkFilters
+	// noteCache, when set, answers the note fetched ahead (UseNoteCache)
+	// for stamp; fromCache says it did.
+	noteCache *NoteCache
+	stamp     events.CommitStamp
+	fromCache bool
 }
 
 // fetchedNote is a note fetched ahead of Note.
