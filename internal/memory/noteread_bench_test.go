@@ -10,9 +10,19 @@ import (
 
 // BenchmarkNoteRead: notes_read_file of a ~4 KB note (the read8 bench row's
 // request) through Service.CallTool, with a cancellable context as an HTTP
-// request has, on 8 goroutines, without the HTTP layer.
+// request has, on 8 goroutines, without the HTTP layer. Nothing is
+// committed while it runs, so the note cache answers: "uncached" reads
+// through SQLite every time.
 func BenchmarkNoteRead(b *testing.B) {
+	b.Run("cached", func(b *testing.B) { benchmarkNoteRead(b, true) })
+	b.Run("uncached", func(b *testing.B) { benchmarkNoteRead(b, false) })
+}
+
+func benchmarkNoteRead(b *testing.B, cached bool) {
 	s := mustOpenService(b)
+	if !cached {
+		s.notes = nil
+	}
 	cc := mustAttach(b, s, "/bench/noteread.jsonl")
 	var text strings.Builder
 	for i := 0; text.Len() < 4000; i++ {
