@@ -16,8 +16,10 @@ const DefaultNoteCacheBytes = 8 << 20
 // database's commit stamp (events.CommitStamp) read before the read
 // transaction that fetched it. An entry answers a later read only while
 // the stamp is still the same: no connection has committed anything since,
-// so the query would return the same rows. A read of a note nobody writes
-// is then no SQL at all, whatever else the agents read.
+// so the query would return the same rows. A read repeated with nothing
+// committed in between then runs no query (its read transaction is still
+// begun and ended); any commit, a read audit batch included, sends the
+// next read of every note back to SQLite.
 //
 // It is bounded by the bytes of the texts it keeps; a note larger than a
 // sixteenth of the bound is not kept. An entry is replaced by the next
