@@ -379,6 +379,14 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	if err := b.syncProbe(ctx, branch); err != nil {
 		return err
 	}
+	// The ingest's own peak, which the rss row (a restarted server) does
+	// not cover.
+	hwm, rss, err := procMemory(b.hist.pid())
+	if err != nil {
+		return err
+	}
+	b.info = append(b.info, fmt.Sprintf("History server memory at the end of the ingest (VmHWM is the peak over the whole ingest, requests ≤ %s): VmHWM %s, VmRSS %s.",
+		mb(maxSyncRequest), mb(hwm), mb(rss)))
 	err = b.hist.stop()
 	b.hist = nil
 	if err != nil {
@@ -397,7 +405,7 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	}
 	b.info = append(b.info, fmt.Sprintf("History server restart on the %s database (position %s): %s to the first 200 from /healthz.",
 		fileSize(db), num(float64(pos), 0), ms(time.Since(t1).Seconds())))
-	hwm, rss, err := procMemory(b.hist.pid())
+	hwm, rss, err = procMemory(b.hist.pid())
 	if err != nil {
 		return err
 	}

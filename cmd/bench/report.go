@@ -163,7 +163,7 @@ func specs(b *bench) map[string]rowSpec {
 				num(float64(b.readBytes), 0), dur, bareVerb)},
 		"rss": {func(x float64) string { return sig(x) + " MB" }, nil, 150, false, "≤ 150 MB",
 			"VmHWM (peak resident set) of the restarted memoryd serving the history, read from /proc/<pid>/status after the repetition's searches; " +
-				"MB = 10⁶ bytes. The server was restarted after the ingest, so this is the peak of start-up plus serving searches, not of ingesting."},
+				"MB = 10⁶ bytes. The server was restarted after the ingest, so this is the peak of start-up plus serving searches, not of ingesting (the ingest's own peak is under Other figures)."},
 		"startup": {ms, nil, 0.3, false, "≤ 300 ms",
 			fmt.Sprintf("Time from exec of `memoryd serve` on the replayed %s-event database to the first 200 from `GET /healthz` (polled every 1 ms "+
 				"once the listening line is printed); the reported position must equal the event count.", num(float64(b.cfg.events), 0))},

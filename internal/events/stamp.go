@@ -36,6 +36,10 @@ func (s *Store) CommitStamp() (CommitStamp, bool) { return s.walIndex.stamp() }
 // kept open, and opened anew when it has been removed (SQLite removes it
 // when the last connection to the database closes and makes a new one
 // with the next: a header read from the old one would never change again).
+// While a store is open its own connections hold the file (SQLite removes
+// it only when it can lock the database exclusively), so that happens
+// only when they are all gone, and the check costs one fstat, no path
+// lookup.
 type walIndex struct {
 	path string
 	mu   sync.Mutex // serialises opening
