@@ -40,10 +40,18 @@ func (s *Store) CommitStamp() (CommitStamp, bool) { return s.walIndex.stamp() }
 // it only when it can lock the database exclusively), so that happens
 // only when they are all gone, and the check costs one fstat, no path
 // lookup.
+//
+// A descriptor of the file is closed only once the file is removed.
+// Closing any descriptor of a file drops every POSIX lock the process
+// holds on it, SQLite's own included ("How To Corrupt An SQLite Database
+// File", §2.2): SQLite's connections to a removed file are all gone, but
+// those of another store of this process on the same database would lose
+// their locks on a file still in use.
 type walIndex struct {
-	path string
-	mu   sync.Mutex // serialises opening
-	open atomic.Pointer[os.File]
+	path   string
+	mu     sync.Mutex // serialises opening and closing
+	open   atomic.Pointer[os.File]
+	closed bool // under mu
 }
 
 func newWALIndex(dbPath string) *walIndex { return &walIndex{path: dbPath + "-shm"} }
@@ -51,9 +59,17 @@ func newWALIndex(dbPath string) *walIndex { return &walIndex{path: dbPath + "-sh
 func (w *walIndex) stamp() (CommitStamp, bool) {
 	var st CommitStamp
 	f := w.open.Load()
-	if f == nil || removed(f) {
+	stale := f == nil
+	if f != nil {
+		gone, ok := removed(f)
+		if !ok {
+			return st, false
+		}
+		stale = gone
+	}
+	if stale {
 		var err error
-		if f, err = w.reopen(f); err != nil {
+		if f, err = w.reopen(f); err != nil || f == nil {
 			return st, false
 		}
 	}
@@ -72,10 +88,14 @@ func (w *walIndex) stamp() (CommitStamp, bool) {
 }
 
 // reopen opens the -shm file at the path in place of stale (nil: none was
-// open), unless another caller did already.
+// open; else its file is removed), unless another caller did already. It
+// returns nil once the index is closed.
 func (w *walIndex) reopen(stale *os.File) (*os.File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return nil, nil
+	}
 	if f := w.open.Load(); f != stale {
 		return f, nil
 	}
@@ -84,16 +104,35 @@ func (w *walIndex) reopen(stale *os.File) (*os.File, error) {
 		return nil, err
 	}
 	if stale != nil {
-		stale.Close() // a concurrent ReadAt on it finishes first (os.File counts its uses)
+		stale.Close() // removed: no lock of anyone's is on it; a concurrent ReadAt finishes first (os.File counts its uses)
 	}
 	w.open.Store(f)
 	return f, nil
 }
 
+// keptOpen holds the descriptors close could not close (their files were
+// still in use), so that no finalizer closes them either.
+var keptOpen struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// close stops reading stamps. Call it after the store's connections are
+// closed: the descriptor is closed if the file is removed by then, and
+// kept open otherwise (see walIndex).
 func (w *walIndex) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f := w.open.Swap(nil); f != nil {
-		f.Close()
+	w.closed = true
+	f := w.open.Swap(nil)
+	if f == nil {
+		return
 	}
+	if gone, ok := removed(f); ok && gone {
+		f.Close()
+		return
+	}
+	keptOpen.Lock()
+	keptOpen.files = append(keptOpen.files, f)
+	keptOpen.Unlock()
 }

@@ -2,15 +2,25 @@
 
 package events
 
-import "os"
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
 
-// removed reports whether f's file is no longer the one at its name (or
-// cannot be checked).
-func removed(f *os.File) bool {
+// removed reports whether f's file is no longer the one at its name; ok
+// is false when it cannot tell.
+func removed(f *os.File) (gone, ok bool) {
 	fi, err := f.Stat()
 	if err != nil {
-		return true
+		return false, false
 	}
 	at, err := os.Stat(f.Name())
-	return err != nil || !os.SameFile(fi, at)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, true
+	}
+	if err != nil {
+		return false, false
+	}
+	return !os.SameFile(fi, at), true
 }

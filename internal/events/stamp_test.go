@@ -117,3 +117,51 @@ func dbPath(tb testing.TB, s *Store) string {
 	}
 	return file
 }
+
+// TestWALIndexClosesOnlyARemovedFile: closing a descriptor of the -shm
+// file would drop every POSIX lock this process holds on it, SQLite's
+// included, so close keeps it open while the file is in use and closes it
+// once SQLite has removed the file.
+func TestWALIndexClosesOnlyARemovedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE a (x)`); err != nil {
+		t.Fatal(err)
+	}
+	kept := func() int {
+		keptOpen.Lock()
+		defer keptOpen.Unlock()
+		return len(keptOpen.files)
+	}
+
+	inUse := newWALIndex(path)
+	if _, ok := inUse.stamp(); !ok {
+		t.Fatal("no stamp")
+	}
+	before := kept()
+	inUse.close()
+	if kept() != before+1 {
+		t.Fatal("close closed the descriptor of a -shm file still in use")
+	}
+	if _, ok := inUse.stamp(); ok {
+		t.Fatal("a stamp after close")
+	}
+
+	removedLater := newWALIndex(path)
+	if _, ok := removedLater.stamp(); !ok {
+		t.Fatal("no stamp")
+	}
+	db.Close() // the last connection: SQLite removes the -shm file
+	if _, err := os.Stat(path + "-shm"); !os.IsNotExist(err) {
+		t.Fatalf("the -shm file is still there after the last close (%v)", err)
+	}
+	before = kept()
+	removedLater.close()
+	if kept() != before {
+		t.Fatal("close kept the descriptor of a removed -shm file")
+	}
+}

@@ -7,21 +7,20 @@ import (
 	"syscall"
 )
 
-// removed reports whether f's file no longer has a name (or cannot be
-// checked): one fstat, no path lookup.
-func removed(f *os.File) bool {
+// removed reports whether f's file no longer has a name (one fstat, no
+// path lookup); ok is false when it cannot tell.
+func removed(f *os.File) (gone, ok bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return true
+		return false, false
 	}
-	gone := true
 	if err := rc.Control(func(fd uintptr) {
 		var st syscall.Stat_t
 		if syscall.Fstat(int(fd), &st) == nil {
-			gone = st.Nlink == 0
+			gone, ok = st.Nlink == 0, true
 		}
 	}); err != nil {
-		return true
+		return false, false
 	}
-	return gone
+	return gone, ok
 }

@@ -295,8 +295,8 @@ func (s *Store) Close() error {
 		s.readConns.close()
 		s.readStmts.close()
 		s.writeStmts.close()
-		s.walIndex.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
+		s.walIndex.close() // after the connections: see walIndex
 	})
 	return err
 }
