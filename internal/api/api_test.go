@@ -882,6 +882,8 @@ func TestMetrics(t *testing.T) {
 		`memoryd_tool_calls_total{code="ok",tool="notes_write_file"} 1`,
 		`memoryd_tool_calls_total{code="not_found",tool="notes_read_file"} 1`,
 		"memoryd_log_position 3",
+		"memoryd_note_cache_hits_total 0",
+		"memoryd_note_cache_misses_total 1", // the one note read, with nothing cached yet
 		"go_goroutines",
 	} {
 		if !strings.Contains(text, want) {

@@ -47,6 +47,17 @@ func newMetrics(reg *prometheus.Registry, svc *memory.Service) *metrics {
 			}
 			return float64(p)
 		}))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "memoryd_note_cache_hits_total", Help: "Note reads answered from memory (nothing committed since the same read queried SQLite).",
+		}, func() float64 {
+			h, _ := svc.NoteCacheStats()
+			return float64(h)
+		}), prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "memoryd_note_cache_misses_total", Help: "Note reads that queried SQLite.",
+		}, func() float64 {
+			_, m := svc.NoteCacheStats()
+			return float64(m)
+		}))
 	}
 	return m
 }

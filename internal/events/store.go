@@ -556,7 +556,7 @@ func (t *Tx) FlushProjections(ctx context.Context) error {
 		return nil
 	}
 	c.deferring = false
-	err := t.s.flush(ctx, t.db)
+	err := t.s.flush(ctx, t.db) // t.db still defers: Flush runs as part of the deferring request
 	t.db = c
 	return err
 }

@@ -38,6 +38,15 @@ func New(store *events.Store) *Service {
 		notes: projections.NewNoteCache(projections.DefaultNoteCacheBytes)}
 }
 
+// NoteCacheStats returns how many note reads the note cache answered and
+// how many went to SQLite (see projections.NoteCache).
+func (s *Service) NoteCacheStats() (hits, misses uint64) {
+	if s.notes == nil {
+		return 0, 0
+	}
+	return s.notes.Stats()
+}
+
 // Store returns the service's event store.
 func (s *Service) Store() *events.Store { return s.store }
 

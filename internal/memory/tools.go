@@ -103,10 +103,10 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 		return ToolResult{}, err
 	}
 	var res ToolResult
-	_, cacheable := any(args).(fetcherAhead)
-	err := s.readAt(ctx, pos, cacheable, func(r *projections.Reader) error {
-		if f, ok := any(args).(fetcherAhead); ok {
-			f.fetchAhead(r, cc)
+	ahead, fetches := any(args).(fetcherAhead)
+	err := s.readAt(ctx, pos, fetches, func(r *projections.Reader) error {
+		if fetches {
+			ahead.fetchAhead(r, cc)
 		}
 		c, err := identify(ctx, r, cc)
 		if err != nil {
@@ -128,10 +128,12 @@ func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error
 
 // readAt is read that also sets *pos (if pos is not nil) to the log
 // position of the snapshot. With noteCache, the note fn announces
-// (WillReadNote) may come from the service's note cache: fn then runs
-// again without it in the rare case where fn also queried SQLite and
-// something was committed while it ran (its queries would otherwise read
-// a newer state than the cached note's).
+// (WillReadNote) may come from the service's note cache. If something was
+// committed while such a call ran, fn runs again without the cache: any
+// query fn made after taking the note would have read a newer state than
+// the note's. (A call that made none would have been right as it was; it
+// is rerun all the same, to keep one rule, and it is rare: the window is
+// one call.)
 func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn func(r *projections.Reader) error) error {
 	var stamp events.CommitStamp
 	if noteCache && s.notes != nil {
