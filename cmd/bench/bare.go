@@ -14,9 +14,9 @@ import (
 	"time"
 )
 
-// bareVerb is the hidden verb that runs the read8 ceiling: a bare net/http
-// server, in its own process like memoryd, answering every request with
-// the bytes of FILE.
+// bareVerb is the hidden verb that runs the read8 ceiling and append16's
+// bound: a bare net/http server, in its own process like memoryd,
+// answering every request with the bytes of FILE.
 const bareVerb = "bare-server"
 
 // runBareServer is "bench bare-server FILE": it listens on a free loopback

@@ -43,7 +43,12 @@ type bench struct {
 	notesTask string
 	appends   [17]int64 // per-client append counters (16 = the sequential client)
 	readBytes int       // size of memoryd's read8 response
-	bare      *proc
+	bare      *proc     // read8's ceiling: answers with memoryd's read8 response
+	// append16's bound: a bare server answering with memoryd's append
+	// response, driven like memoryd (no target; it shows what loopback
+	// HTTP alone allows on this machine).
+	bareAppend  *proc
+	appendBytes int // size of memoryd's append response
 
 	// search-rare, search-common, search-everywhere, rss: one memoryd
 	// serving the history.
@@ -166,7 +171,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running; the first error lands in
 // *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.hist} {
+	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.hist} {
 		if *p == nil {
 			continue
 		}
@@ -287,6 +292,10 @@ func (b *bench) setupNotes(ctx context.Context) error {
 		return err
 	}
 	b.logf("memoryd(notes) at %s, task %s", b.notes.url, b.notesTask)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	if b.cfg.has("append16", "append1") {
 		warm := min(b.cfg.dur/5, time.Second)
 		if _, err := loop(ctx, 16, warm, func(ctx context.Context, c int) error {
@@ -294,6 +303,26 @@ func (b *bench) setupNotes(ctx context.Context) error {
 			return err
 		}); err != nil {
 			return fmt.Errorf("append warm-up: %w", err)
+		}
+	}
+	if b.cfg.has("append16") {
+		resp, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_append_to_file", b.appendBody(0), true)
+		if err != nil {
+			return err
+		}
+		b.appendBytes = len(resp)
+		file := filepath.Join(b.scratch, "append-response.json")
+		if err := os.WriteFile(file, resp, 0o600); err != nil {
+			return err
+		}
+		if b.bareAppend, err = startProc(ctx, "bare-server(append)", []string{self, bareVerb, file}, nil, b.progress); err != nil {
+			return err
+		}
+		if _, err := loop(ctx, 16, min(b.cfg.dur/5, time.Second), func(ctx context.Context, c int) error {
+			_, err := b.cl.post(ctx, b.bareAppend.url+"/v1/tools/notes_append_to_file", b.appendBody(c), false)
+			return err
+		}); err != nil {
+			return fmt.Errorf("bare append warm-up: %w", err)
 		}
 	}
 	if !b.cfg.has("read8") {
@@ -322,10 +351,6 @@ func (b *bench) setupNotes(ctx context.Context) error {
 	b.readBytes = len(resp)
 	file := filepath.Join(b.scratch, "read8-response.json")
 	if err := os.WriteFile(file, resp, 0o600); err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
 		return err
 	}
 	if b.bare, err = startProc(ctx, "bare-server", []string{self, bareVerb, file}, nil, b.progress); err != nil {

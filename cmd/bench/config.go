@@ -19,7 +19,8 @@ Markdown report on stdout (progress on stderr). memoryd runs as a subprocess
 ceiling run interleaved in the same repetition. Rows:
 
   append16       durable note appends/s over HTTP, 16 clients, vs raw SQLite
-                 inserting 1000 rows per FULL transaction       (target ≥ 0.6×)
+                 inserting 1000 rows per FULL transaction       (target ≥ 0.6×);
+                 also the same requests to a bare net/http handler, as a bound
   append1        one client's append p50 latency, vs one raw single-insert
                  FULL transaction                               (target ≤ 3×)
   search-rare    history_search_contents over -history-bytes of history, rare

@@ -59,7 +59,7 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("row %s has no notes", row)
 		}
 	}
-	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest"} {
+	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest", "- bound: bare net/http, same requests: "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -130,7 +130,10 @@ func specs(b *bench) map[string]rowSpec {
 				"keep-alive connections, every response checked for 200; figure = 200s / wall time. " +
 				"Ceiling: raw SQLite in this process (modernc), the perf-limits §2 loop: table events with UNIQUE(stream_id, stream_seq), INDEX(type), UNIQUE(ulid), " +
 				"WAL, synchronous=FULL, one connection, busy_timeout=5000, one prepared INSERT through tx.Stmt, ~1,000-byte lowercase JSON bodies, " +
-				"1,000 inserts per transaction for " + dur + " on a fresh file in the scratch folder; rows/s. Ratio = figure / ceiling."},
+				"1,000 inserts per transaction for " + dur + " on a fresh file in the scratch folder; rows/s. Ratio = figure / ceiling. " +
+				"Bound (no target, after each pair): the same 16-client loop with the same requests against a bare net/http server in its own process " +
+				"(`bench " + bareVerb + "`) that reads each body and answers with the bytes of one memoryd append response (" + num(float64(b.appendBytes), 0) + " bytes) " +
+				"and stores nothing: what loopback HTTP alone allows on this machine, as a ratio of the same ceiling."},
 		"append1": {ms, ms, 3, false, "≤ 3×",
 			"memoryd: one client appending sequentially (as in append16) for " + dur + "; figure = p50 of the HTTP round trip of each append. " +
 				"Ceiling: the same raw SQLite loop with 1 insert per transaction (FULL) for " + dur + "; p50 of BEGIN…COMMIT. Ratio = figure / ceiling (lower is better)."},
@@ -255,6 +258,10 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 				f, label = ms, l
 			} else if l, ok := strings.CutSuffix(name, " (MB)"); ok {
 				f, label = func(x float64) string { return sig(x) + " MB" }, l
+			} else if l, ok := strings.CutSuffix(name, " (req/s)"); ok {
+				f, label = rate("req/s"), l
+			} else if l, ok := strings.CutSuffix(name, " (×)"); ok {
+				f, label = func(x float64) string { return fmt.Sprintf("%.2f×", x) }, l
 			}
 			p("- %s: %s\n", label, spreadOf(r.series[name]).format(f))
 		}

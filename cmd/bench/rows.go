@@ -46,7 +46,22 @@ func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool)
 		if err != nil {
 			return err
 		}
+		// The bound: the same requests to a bare net/http server, after
+		// the pair (its order does not change between repetitions).
+		var bare loopResult
+		if b.bareAppend != nil {
+			if bare, err = loop(ctx, 16, b.cfg.dur, func(ctx context.Context, client int) error {
+				_, err := b.cl.post(ctx, b.bareAppend.url+"/v1/tools/notes_append_to_file", b.appendBody(client), false)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
 		r.fig, r.ceil, r.ratio = append(r.fig, f.rate()), append(r.ceil, c.rate()), append(r.ratio, f.rate()/c.rate())
+		if b.bareAppend != nil {
+			r.add("bound: bare net/http, same requests (req/s)", bare.rate())
+			r.add("bound: bare net/http / ceiling (×)", bare.rate()/c.rate())
+		}
 		r.add("memoryd append latency p50 (s)", percentile(f.lat, 50).Seconds())
 		r.add("memoryd append latency p99 (s)", percentile(f.lat, 99).Seconds())
 		r.add("raw 1000-row transaction p50 (s)", percentile(c.lat, 50).Seconds())
