@@ -378,6 +378,11 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 			}
 		}()
 		r := projections.NewReader(tx.DB())
+		// The caller's row, the note's size and the call_id's first
+		// result in one query (a path that does not parse is refused below).
+		if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil && cc.TaskID != "" {
+			r.WillWriteNote(cc.TaskID, np.Agent, np.Path, cc.CallID)
+		}
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err

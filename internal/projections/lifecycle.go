@@ -66,6 +66,18 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 			r.fetched = fetchNote(*k, rows)
 			r.noteCache.put(ck, r.stamp, row, *r.fetched)
 		}
+	} else if k := r.writeAhead; k != nil && k.note.taskID == taskID {
+		r.writeAhead, r.writeState = nil, nil
+		w, err := r.q.GetAgentWithStateAndNoteWrite(ctx, projectionsdb.GetAgentWithStateAndNoteWriteParams{
+			NoteAgent: k.note.agent, NotePath: k.note.path, CallID: k.callID, TaskID: taskID, Agent: agent})
+		if err != nil {
+			return Agent{}, fence.State{}, notFound(err)
+		}
+		row = projectionsdb.GetAgentWithStateRow{TaskID: w.TaskID, Agent: w.Agent, ParentAgent: w.ParentAgent,
+			SessionKey: w.SessionKey, SessionID: w.SessionID, SessionFile: w.SessionFile, Budget: w.Budget,
+			Position: w.Position, State: w.State, ReadPosition: w.ReadPosition}
+		r.writeState = &fetchedWriteState{key: *k, caller: w.Agent, row: projectionsdb.NoteWriteStateRow{
+			Bytes: w.NoteBytes, Revision: w.NoteRevision, Parts: w.NoteParts, Called: w.Called, RequestKey: w.RequestKey, Result: w.Result}}
 	} else {
 		var err error
 		if row, err = r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent}); err != nil {

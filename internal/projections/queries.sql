@@ -37,6 +37,23 @@ LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path
 WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent)
 ORDER BY p.part;
 
+-- name: GetAgentWithStateAndNoteWrite :one
+-- GetAgentWithState and NoteWriteState in one statement: a note write's
+-- first query also learns the note's size and the caller's call_id.
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
+    CAST(coalesce(n.bytes, 0) AS INTEGER) AS note_bytes,
+    CAST(coalesce(n.revision, 0) AS INTEGER) AS note_revision,
+    CAST(coalesce(n.parts, 0) AS INTEGER) AS note_parts,
+    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
+    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
+    CAST(coalesce(c.result, '') AS TEXT) AS result
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(note_path)
+LEFT JOIN note_calls c ON c.task_id = a.task_id AND c.agent = a.agent AND c.call_id = sqlc.arg(call_id)
+WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent);
+
 -- name: AgentBySessionKey :one
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE session_key = ?;

@@ -27,6 +27,11 @@ type Reader struct {
 	// AgentWithState fetches it with the caller's row, into fetched.
 	noteAhead *noteKey
 	fetched   *fetchedNote
+	// writeAhead is the note write the caller announced (WillWriteNote);
+	// AgentWithState learns its NoteWriteState with the caller's row,
+	// into writeState.
+	writeAhead *noteWriteKey
+	writeState *fetchedWriteState
 	// filters, when set, finds a search's candidate chunks (UseChunkFilters).
 	filters *ChunkFilters
 	// noteCache, when set, answers the note fetched ahead (UseNoteCache)
@@ -50,6 +55,30 @@ type fetchedNote struct {
 // transaction the note could change between the two calls.
 func (r *Reader) WillReadNote(taskID, agent, path string) {
 	r.noteAhead = &noteKey{taskID, agent, path}
+}
+
+// noteWriteKey is what a note write's NoteWriteState depends on besides
+// the caller: the note and the call_id.
+type noteWriteKey struct {
+	note   noteKey
+	callID string
+}
+
+// fetchedWriteState is a NoteWriteState fetched ahead of NoteWriteState,
+// for caller.
+type fetchedWriteState struct {
+	key    noteWriteKey
+	caller string
+	row    projectionsdb.NoteWriteStateRow
+}
+
+// WillWriteNote tells the reader that its caller will ask NoteWriteState
+// for the note (taskID, noteAgent, path) and callID right after
+// AgentWithState: that query then learns it too, and NoteWriteState
+// returns it without a query of its own. The caller must write nothing
+// in between (the state is the one AgentWithState's snapshot saw).
+func (r *Reader) WillWriteNote(taskID, noteAgent, path, callID string) {
+	r.writeAhead = &noteWriteKey{noteKey{taskID, noteAgent, path}, callID}
 }
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
@@ -250,10 +279,16 @@ type NoteWriteState struct {
 // NoteWriteState returns, in one query, the size and revision of a note
 // and what the caller's earlier write with callID (if any) returned.
 func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, caller, callID string) (NoteWriteState, error) {
-	row, err := r.q.NoteWriteState(ctx, projectionsdb.NoteWriteStateParams{TaskID: taskID, NoteAgent: noteAgent, Path: path,
-		Caller: caller, CallID: callID})
-	if err != nil {
-		return NoteWriteState{}, err
+	var row projectionsdb.NoteWriteStateRow
+	if f := r.writeState; f != nil && f.key == (noteWriteKey{noteKey{taskID, noteAgent, path}, callID}) && f.caller == caller {
+		row = f.row
+		r.writeState = nil
+	} else {
+		var err error
+		if row, err = r.q.NoteWriteState(ctx, projectionsdb.NoteWriteStateParams{TaskID: taskID, NoteAgent: noteAgent, Path: path,
+			Caller: caller, CallID: callID}); err != nil {
+			return NoteWriteState{}, err
+		}
 	}
 	if r.memo != nil { // the note write about to be applied need not read it again
 		r.memo[noteKey{taskID, noteAgent, path}] = noteRow{exists: row.Revision > 0,
@@ -261,7 +296,7 @@ func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, ca
 	}
 	st := NoteWriteState{Size: row.Bytes, Revision: row.Revision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
 	if st.Called {
-		err = json.Unmarshal([]byte(row.Result), &st.Result)
+		return st, json.Unmarshal([]byte(row.Result), &st.Result)
 	}
-	return st, err
+	return st, nil
 }

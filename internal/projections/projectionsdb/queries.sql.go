@@ -544,6 +544,81 @@ func (q *Queries) GetAgentWithStateAndNote(ctx context.Context, arg GetAgentWith
 	return items, nil
 }
 
+const getAgentWithStateAndNoteWrite = `-- name: GetAgentWithStateAndNoteWrite :one
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
+    CAST(coalesce(n.bytes, 0) AS INTEGER) AS note_bytes,
+    CAST(coalesce(n.revision, 0) AS INTEGER) AS note_revision,
+    CAST(coalesce(n.parts, 0) AS INTEGER) AS note_parts,
+    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
+    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
+    CAST(coalesce(c.result, '') AS TEXT) AS result
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = ?1 AND n.path = ?2
+LEFT JOIN note_calls c ON c.task_id = a.task_id AND c.agent = a.agent AND c.call_id = ?3
+WHERE a.task_id = ?4 AND a.agent = ?5
+`
+
+type GetAgentWithStateAndNoteWriteParams struct {
+	NoteAgent string
+	NotePath  string
+	CallID    string
+	TaskID    string
+	Agent     string
+}
+
+type GetAgentWithStateAndNoteWriteRow struct {
+	TaskID       string
+	Agent        string
+	ParentAgent  string
+	SessionKey   string
+	SessionID    string
+	SessionFile  string
+	Budget       string
+	Position     int64
+	State        string
+	ReadPosition int64
+	NoteBytes    int64
+	NoteRevision int64
+	NoteParts    int64
+	Called       int64
+	RequestKey   string
+	Result       string
+}
+
+// GetAgentWithState and NoteWriteState in one statement: a note write's
+// first query also learns the note's size and the caller's call_id.
+func (q *Queries) GetAgentWithStateAndNoteWrite(ctx context.Context, arg GetAgentWithStateAndNoteWriteParams) (GetAgentWithStateAndNoteWriteRow, error) {
+	row := q.db.QueryRowContext(ctx, getAgentWithStateAndNoteWrite,
+		arg.NoteAgent,
+		arg.NotePath,
+		arg.CallID,
+		arg.TaskID,
+		arg.Agent,
+	)
+	var i GetAgentWithStateAndNoteWriteRow
+	err := row.Scan(
+		&i.TaskID,
+		&i.Agent,
+		&i.ParentAgent,
+		&i.SessionKey,
+		&i.SessionID,
+		&i.SessionFile,
+		&i.Budget,
+		&i.Position,
+		&i.State,
+		&i.ReadPosition,
+		&i.NoteBytes,
+		&i.NoteRevision,
+		&i.NoteParts,
+		&i.Called,
+		&i.RequestKey,
+		&i.Result,
+	)
+	return i, err
+}
+
 const getHistoryBranch = `-- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
 `
