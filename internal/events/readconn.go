@@ -21,7 +21,7 @@ import (
 // read8 row).
 type readConns struct {
 	db    *sql.DB
-	idle  chan *readConn // capacity max: put never waits
+	idle  chan *keptConn // capacity max: put never waits
 	freed chan struct{}  // capacity max: a connection was discarded, one may be opened
 	gone  chan struct{}  // closed by close: waiting ends
 
@@ -31,9 +31,10 @@ type readConns struct {
 	closed bool
 }
 
-// readConn is one kept connection. It serves one transaction at a time,
-// so its statements need no lock.
-type readConn struct {
+// keptConn is one kept connection, a reader's or the writer's
+// (Store.writerConn). It serves one transaction at a time, so its
+// statements need no lock.
+type keptConn struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	db    DBTX // runs queries through stmts
@@ -44,7 +45,7 @@ type readConn struct {
 const maxConnStmts = 256
 
 func newReadConns(db *sql.DB, max int) *readConns {
-	return &readConns{db: db, idle: make(chan *readConn, max), freed: make(chan struct{}, max), gone: make(chan struct{}), max: max}
+	return &readConns{db: db, idle: make(chan *keptConn, max), freed: make(chan struct{}, max), gone: make(chan struct{}), max: max}
 }
 
 // errReadersClosed is get's error once the store is closed.
@@ -53,7 +54,7 @@ var errReadersClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
 // get returns an idle connection, opens one while fewer than max are
 // open, or waits for one to be put back (or discarded: then it may open
 // one).
-func (p *readConns) get(ctx context.Context) (*readConn, error) {
+func (p *readConns) get(ctx context.Context) (*keptConn, error) {
 	for {
 		c, retry, err := p.tryGet(ctx)
 		if !retry {
@@ -62,7 +63,7 @@ func (p *readConns) get(ctx context.Context) (*readConn, error) {
 	}
 }
 
-func (p *readConns) tryGet(ctx context.Context) (c *readConn, retry bool, err error) {
+func (p *readConns) tryGet(ctx context.Context) (c *keptConn, retry bool, err error) {
 	select {
 	case c := <-p.idle:
 		return c, false, nil
@@ -81,7 +82,7 @@ func (p *readConns) tryGet(ctx context.Context) (c *readConn, retry bool, err er
 			p.release()
 			return nil, false, classify(err)
 		}
-		return newReadConn(conn), false, nil
+		return newKeptConn(conn), false, nil
 	}
 	p.mu.Unlock()
 	select {
@@ -97,7 +98,7 @@ func (p *readConns) tryGet(ctx context.Context) (c *readConn, retry bool, err er
 }
 
 // put gives c back for the next transaction (c must not be in one).
-func (p *readConns) put(c *readConn) {
+func (p *readConns) put(c *keptConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -110,7 +111,7 @@ func (p *readConns) put(c *readConn) {
 
 // discard closes c for good, after an error that may have left it in a
 // state the next transaction must not meet.
-func (p *readConns) discard(c *readConn) {
+func (p *readConns) discard(c *keptConn) {
 	c.close(driver.ErrBadConn)
 	p.release()
 }
@@ -147,7 +148,7 @@ func (p *readConns) close() {
 
 // close closes c's statements and gives its connection back to
 // database/sql, which closes it too when why is driver.ErrBadConn.
-func (c *readConn) close(why error) {
+func (c *keptConn) close(why error) {
 	for _, st := range c.stmts {
 		st.Close()
 	}
@@ -159,7 +160,7 @@ func (c *readConn) close(why error) {
 
 // valid reports whether the driver would take c back into a pool: not
 // after an interrupt (a canceled context) that may still be pending.
-func (c *readConn) valid() bool {
+func (c *keptConn) valid() bool {
 	ok := true
 	_ = c.conn.Raw(func(dc any) error {
 		if v, is := dc.(driver.Validator); is {
@@ -170,15 +171,15 @@ func (c *readConn) valid() bool {
 	return ok
 }
 
-func newReadConn(conn *sql.Conn) *readConn {
-	c := &readConn{conn: conn, stmts: map[string]*sql.Stmt{}}
+func newKeptConn(conn *sql.Conn) *keptConn {
+	c := &keptConn{conn: conn, stmts: map[string]*sql.Stmt{}}
 	c.db = preparedDB{direct: conn, stmt: c.stmt}
 	return c
 }
 
 // stmt returns query's statement, preparing it the first time; nil when
 // the connection keeps as many as it may or the preparation fails.
-func (c *readConn) stmt(ctx context.Context, query string) *sql.Stmt {
+func (c *keptConn) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st := c.stmts[query]; st != nil {
 		return st
 	}
@@ -194,7 +195,7 @@ func (c *readConn) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 // exec runs query, prepared once, with no arguments.
-func (c *readConn) exec(ctx context.Context, query string) error {
+func (c *keptConn) exec(ctx context.Context, query string) error {
 	_, err := c.db.ExecContext(ctx, query)
 	return err
 }
@@ -204,7 +205,7 @@ func (c *readConn) exec(ctx context.Context, query string) error {
 // one goroutine at a time and closed.
 type ReadTx struct {
 	p *readConns
-	c *readConn
+	c *keptConn
 }
 
 // BeginRead starts a read transaction. It waits for a reader connection
@@ -212,7 +213,7 @@ type ReadTx struct {
 func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 	var err error
 	for range 2 { // a connection that fails to BEGIN is replaced once
-		var c *readConn
+		var c *keptConn
 		if c, err = s.readConns.get(ctx); err != nil {
 			return nil, err
 		}

@@ -13,13 +13,15 @@ import (
 // statements are prepared once per connection and reused.
 type DBTX = eventsdb.DBTX
 
-// stmtCache holds the statements prepared on one pool, by query text.
-// database/sql keeps each one prepared on every connection it has run on,
-// so a query is parsed once per connection instead of once per call.
+// stmtCache holds the statements prepared on the reader pool, by query
+// text, for the pool's own queries (Store.Read, readers outside a read
+// transaction). database/sql keeps each one prepared on every connection
+// it has run on, so a query is parsed once per connection instead of once
+// per call. Transactions run on kept connections instead (keptConn).
 //
 // A query seen for the first time runs unprepared, and is prepared in the
 // background: preparing on the pool needs a free connection, and the
-// caller may hold the only one (the writer) or the last one (a reader).
+// caller may hold the last one.
 type stmtCache struct {
 	db        *sql.DB
 	mu        sync.RWMutex
@@ -89,16 +91,12 @@ func (c *stmtCache) close() {
 	c.m = map[string]*sql.Stmt{}
 }
 
-// cachedTx runs a transaction's queries through the pool's statements.
-// A query the pool has not prepared yet (its background prepare waits for
-// a free connection, and this transaction may hold the only one) is
-// prepared on the transaction itself, once: a long transaction such as an
-// import parses each query once, not once per call.
-type cachedTx struct {
-	tx    *sql.Tx
-	c     *stmtCache
-	local map[string]*sql.Stmt // closed by database/sql when tx ends
-	memo  map[any]any          // a write transaction's (see TxMemo); nil for reads
+// writeTx is the writer's transaction as its requests see it: queries
+// run through the statements prepared on the kept writer connection
+// (Store.writerConn), with what projections keep with the transaction.
+type writeTx struct {
+	DBTX
+	memo map[any]any // see TxMemo
 	// deferring: the request may defer projection writes (Tx.DeferProjections)
 	deferring bool
 }
@@ -111,7 +109,7 @@ type cachedTx struct {
 // through the code that keeps the memo (a projection rebuild's deletes)
 // must empty it too. Keys must be of a type of the caller's own.
 func TxMemo(db DBTX) map[any]any {
-	if t, ok := db.(cachedTx); ok {
+	if t, ok := db.(writeTx); ok {
 		return t.memo
 	}
 	return nil
@@ -120,60 +118,8 @@ func TxMemo(db DBTX) map[any]any {
 // TxDeferring reports whether the applier may defer its projection writes
 // in db until Options.Flush (see Tx.DeferProjections).
 func TxDeferring(db DBTX) bool {
-	t, ok := db.(cachedTx)
+	t, ok := db.(writeTx)
 	return ok && t.deferring
-}
-
-func newCachedTx(tx *sql.Tx, c *stmtCache) cachedTx {
-	return cachedTx{tx: tx, c: c, local: map[string]*sql.Stmt{}}
-}
-
-// stmt returns query's statement bound to the transaction.
-func (t cachedTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st := t.local[query]; st != nil {
-		return st, nil
-	}
-	if st, err := t.c.stmt(ctx, query); err == nil {
-		st = t.tx.StmtContext(ctx, st)
-		t.local[query] = st
-		return st, nil
-	}
-	st, err := t.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	t.local[query] = st
-	return st, nil
-}
-
-func (t cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (t cachedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return t.tx.PrepareContext(ctx, query)
-}
-
-func (t cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-func (t cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		// A *sql.Row cannot be built with an error: let the transaction
-		// report the same preparation error.
-		return t.tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
 }
 
 // preparedDB runs each query through the statement stmt returns for it,

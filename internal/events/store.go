@@ -130,9 +130,12 @@ type Store struct {
 
 	entropy io.Reader // used by the writer goroutine only
 
-	readConns             *readConns
-	readStmts, writeStmts *stmtCache
-	walIndex              *walIndex // CommitStamp's source
+	readConns *readConns
+	readStmts *stmtCache
+	walIndex  *walIndex // CommitStamp's source
+	// wconn is the writer's connection (writerConn), taken from writer:
+	// used by the writer goroutine only.
+	wconn *keptConn
 
 	writes chan *writeRequest
 	quit   chan struct{}
@@ -272,13 +275,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		writes:  make(chan *writeRequest),
 
-		readConns:  newReadConns(reader, opts.Readers),
-		readStmts:  newStmtCache(reader),
-		writeStmts: newStmtCache(writer),
-		walIndex:   newWALIndex(path),
-		quit:       make(chan struct{}),
-		done:       make(chan struct{}),
-		tip:        logTip{last: -1},
+		readConns: newReadConns(reader, opts.Readers),
+		readStmts: newStmtCache(reader),
+		walIndex:  newWALIndex(path),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		tip:       logTip{last: -1},
 	}
 	go s.writeLoop()
 	return s, nil
@@ -294,7 +296,6 @@ func (s *Store) Close() error {
 		<-s.done
 		s.readConns.close()
 		s.readStmts.close()
-		s.writeStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
 		s.walIndex.close() // after the connections: see walIndex
 	})
@@ -310,7 +311,6 @@ func (s *Store) Now() time.Time { return s.now() }
 // Tx is a write transaction: the single place events are appended.
 type Tx struct {
 	s         *Store
-	tx        *sql.Tx
 	db        DBTX
 	q         *eventsdb.Queries
 	requestID string
@@ -541,7 +541,7 @@ func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
 // request may then write a projection row once instead of once per event.
 // Without Options.Flush it does nothing.
 func (t *Tx) DeferProjections() {
-	if c, ok := t.db.(cachedTx); ok && t.s.flush != nil {
+	if c, ok := t.db.(writeTx); ok && t.s.flush != nil {
 		c.deferring = true
 		t.db = c
 	}
@@ -551,7 +551,7 @@ func (t *Tx) DeferProjections() {
 // deferral: the request's later events are applied as they come. A
 // request that defers must call it before it returns.
 func (t *Tx) FlushProjections(ctx context.Context) error {
-	c, ok := t.db.(cachedTx)
+	c, ok := t.db.(writeTx)
 	if !ok || !c.deferring {
 		return nil
 	}

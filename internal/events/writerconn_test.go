@@ -1,0 +1,139 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWriterSurvivesInterruptedRequests: requests whose statements are
+// interrupted by their context (a client that hung up), alone in their
+// batch or among others, fail alone; the writer's connection stays usable
+// and every other request is committed.
+func TestWriterSurvivesInterruptedRequests(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	stream := Stream("01TASKWRITERCONN", "/root")
+	appendNote := func(c context.Context, tx *Tx, i int) error {
+		_, err := tx.Append(c, stream, AnyVersion, Pending{Type: TypeNoteAppended,
+			Data: NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
+		return err
+	}
+	var mu sync.Mutex
+	ok := 0
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			if i%3 != 0 {
+				if err := s.Update(ctx, "", func(tx *Tx) error { return appendNote(ctx, tx, i) }); err != nil {
+					t.Errorf("update %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				ok++
+				mu.Unlock()
+				return
+			}
+			qctx, cancel := context.WithTimeout(ctx, time.Duration(1+i%4)*time.Millisecond)
+			defer cancel()
+			err := s.Update(qctx, "", func(tx *Tx) error {
+				if err := appendNote(qctx, tx, i); err != nil {
+					return err
+				}
+				var n int64
+				return tx.DB().QueryRowContext(qctx, slowQuery).Scan(&n)
+			})
+			if err == nil {
+				t.Errorf("update %d: the slow query finished within its deadline", i)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 20 {
+		if err := s.Update(ctx, "", func(tx *Tx) error { return appendNote(ctx, tx, 100+i) }); err != nil {
+			t.Fatalf("update %d after the interruptions: %v", i, err)
+		}
+		ok++
+	}
+	if p := lastPositionOf(t, s); p != int64(ok) {
+		t.Errorf("log at %d after %d successful updates", p, ok)
+	}
+	var n int64
+	if err := s.Reader().QueryRow(`SELECT count(*) FROM conc_applied`).Scan(&n); err != nil || n != int64(ok) {
+		t.Errorf("applier rows %d (%v), want %d", n, err, ok)
+	}
+}
+
+// TestWriterKeepsItsConnectionWhileAnotherWrites: a batch that cannot
+// begin because another connection holds the write lock fails as
+// unavailable; the writer keeps its connection (nothing is wrong with it)
+// and the next batch commits once the lock is released.
+func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, Event) error { return nil }, BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+		t.Fatal(err)
+	}
+	kept := s.wconn // the writer is idle: Update's return ordered its writes before this read
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("append while another connection writes: %v, want unavailable", err)
+	}
+	if s.wconn != kept {
+		t.Error("the writer dropped its connection after a busy BEGIN")
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "c")); err != nil {
+		t.Fatalf("append after the other connection's rollback: %v", err)
+	}
+	if evs := readAll(t, s); len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+}
+
+// TestWriterReplacesABrokenConnection: when the writer's connection can no
+// longer begin a transaction (here: database/sql's handle of it closed
+// under it), the batch takes a new connection from the pool and commits.
+func TestWriterReplacesABrokenConnection(t *testing.T) {
+	s := openStore(t, nil)
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+		t.Fatal(err)
+	}
+	broken := s.wconn
+	if err := broken.conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+		t.Fatalf("append after the connection broke: %v", err)
+	}
+	if s.wconn == broken {
+		t.Error("the writer kept its broken connection")
+	}
+	if evs := readAll(t, s); len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+}
