@@ -147,7 +147,11 @@ func (p *readConns) close() {
 }
 
 // close closes c's statements and gives its connection back to
-// database/sql, which closes it too when why is driver.ErrBadConn.
+// database/sql, which closes it too when why is driver.ErrBadConn. The
+// statements go first: database/sql does not track statements prepared on
+// an *sql.Conn, so it would not close them with the connection, and the
+// driver crashes when one is closed after its connection (modernc).
+// Closing c again does nothing more.
 func (c *keptConn) close(why error) {
 	for _, st := range c.stmts {
 		st.Close()
@@ -159,15 +163,18 @@ func (c *keptConn) close(why error) {
 }
 
 // valid reports whether the driver would take c back into a pool: not
-// after an interrupt (a canceled context) that may still be pending.
+// after an interrupt (a canceled context) that may still be pending, nor
+// once the connection is closed.
 func (c *keptConn) valid() bool {
 	ok := true
-	_ = c.conn.Raw(func(dc any) error {
+	if err := c.conn.Raw(func(dc any) error {
 		if v, is := dc.(driver.Validator); is {
 			ok = v.IsValid()
 		}
 		return nil
-	})
+	}); err != nil {
+		return false
+	}
 	return ok
 }
 

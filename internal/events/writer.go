@@ -104,22 +104,30 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 }
 
 // dropWriterConn closes the writer's connection for good; the next batch
-// takes a new one from the pool.
+// takes a new one from the pool. The log's end is learnt again: the tip's
+// data_version was the old connection's, and a new connection counts
+// from its own start.
 func (s *Store) dropWriterConn() {
 	s.wconn.close(driver.ErrBadConn)
 	s.wconn = nil
+	s.tip = logTip{last: -1, dataVersion: -1}
 }
 
-// endBatch rolls back what the transaction left uncommitted (nothing
-// after a COMMIT; SQLite may have rolled back already: the error is
-// moot), and drops the connection if the driver says an interrupt is
-// still pending on it (a request's context canceled while its statement
-// ran), the check database/sql makes before it pools a connection again.
-// SQLite clears an interrupt once no statement runs, so this is a guard,
-// not a path the tests reach.
+// endBatch rolls back what the transaction left uncommitted, and drops
+// the connection when it cannot tell that none is left open: a ROLLBACK
+// that fails (SQLite may have rolled back by itself already; closing the
+// connection ends whatever it still holds, and the next batch must not
+// meet a transaction in progress), or an interrupt the driver says is
+// still pending (a request's context canceled while its statement ran),
+// the check database/sql makes before it pools a connection again; SQLite
+// clears an interrupt once no statement runs, so that one is a guard the
+// tests do not reach.
 func (s *Store) endBatch(ctx context.Context, committed bool) {
 	if !committed {
-		_ = s.wconn.exec(ctx, "ROLLBACK")
+		if err := s.wconn.exec(ctx, "ROLLBACK"); err != nil {
+			s.dropWriterConn()
+			return
+		}
 	}
 	if !s.wconn.valid() {
 		s.dropWriterConn()

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -116,24 +117,83 @@ func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 }
 
 // TestWriterReplacesABrokenConnection: when the writer's connection can no
-// longer begin a transaction (here: database/sql's handle of it closed
-// under it), the batch takes a new connection from the pool and commits.
+// longer begin a transaction (here: closed under it, statements and
+// SQLite connection), the batch takes a new connection from the pool,
+// learns the log's end again and commits.
 func TestWriterReplacesABrokenConnection(t *testing.T) {
 	s := openStore(t, nil)
 	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		t.Fatal(err)
 	}
 	broken := s.wconn
-	if err := broken.conn.Close(); err != nil {
+	broken.close(driver.ErrBadConn) // its statements, then its SQLite connection
+	// Another process appends meanwhile: the new connection must learn
+	// the log's end, not trust what the old one knew.
+	other := openOther(t, s)
+	if _, err := appendOne(t, other, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "c")); err != nil {
 		t.Fatalf("append after the connection broke: %v", err)
 	}
 	if s.wconn == broken {
 		t.Error("the writer kept its broken connection")
 	}
-	if evs := readAll(t, s); len(evs) != 2 {
+	evs := readAll(t, s)
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3", len(evs))
+	}
+	checkLog(t, evs)
+}
+
+// TestWriterDropsAConnectionItCannotRollBack: when the writer's ROLLBACK
+// fails, it cannot tell whether a transaction is still open on its
+// connection, so it takes a new one; the next batch begins and commits.
+// (Here a request commits the transaction itself, which no request of
+// memoryd does, so that the writer's ROLLBACK finds none.)
+func TestWriterDropsAConnectionItCannotRollBack(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+		t.Fatal(err)
+	}
+	kept := s.wconn
+	errRequest := errors.New("the request failed after committing")
+	err := s.Update(ctx, "", func(tx *Tx) error {
+		if _, err := tx.DB().ExecContext(ctx, "COMMIT"); err != nil {
+			return err
+		}
+		return errRequest
+	})
+	if !errors.Is(err, errRequest) {
+		t.Fatalf("update: %v", err)
+	}
+	if s.wconn == kept {
+		t.Error("the writer kept a connection whose ROLLBACK failed")
+	}
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+		t.Fatalf("append after the failed rollback: %v", err)
+	}
+	evs := readAll(t, s)
+	if len(evs) != 2 {
 		t.Fatalf("%d events, want 2", len(evs))
 	}
+	checkLog(t, evs)
+}
+
+// openOther opens a second store on s's database, as another process
+// would.
+func openOther(t *testing.T, s *Store) *Store {
+	t.Helper()
+	var seq int
+	var name, path string
+	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, Event) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return other
 }
