@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -151,7 +150,7 @@ func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool)
 		var printed string
 		err := pair(func() (err error) {
 			f, printed, err = b.replayMemoryd(ctx, rep)
-			syscall.Sync() // untimed: the next half does not pay this one's writeback
+			syncFS() // untimed: the next half does not pay this one's writeback
 			return err
 		}, func() error {
 			n, took, err := rawReplay(ctx, b.logPath, filepath.Join(b.scratch, "raw-replay.db"))
@@ -166,7 +165,7 @@ func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool)
 		}
 		// The replays wrote gigabytes: flush them now, so that the
 		// kernel's writeback does not take CPU from the row measured next.
-		syscall.Sync()
+		syncFS()
 		n := float64(b.cfg.events)
 		r.fig, r.ceil, r.ratio = append(r.fig, n/f.Seconds()), append(r.ceil, n/c.Seconds()), append(r.ratio, c.Seconds()/f.Seconds())
 		r.add("memoryd replay wall time (s)", f.Seconds())

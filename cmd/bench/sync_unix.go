@@ -1,0 +1,8 @@
+//go:build unix
+
+package main
+
+import "syscall"
+
+// syncFS flushes every file system's dirty pages to disk (sync(2)).
+func syncFS() { syscall.Sync() }
