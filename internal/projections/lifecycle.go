@@ -59,10 +59,7 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 			if len(rows) == 0 {
 				return Agent{}, fence.State{}, ErrNotFound
 			}
-			a := rows[0]
-			row = projectionsdb.GetAgentWithStateRow{TaskID: a.TaskID, Agent: a.Agent, ParentAgent: a.ParentAgent,
-				SessionKey: a.SessionKey, SessionID: a.SessionID, SessionFile: a.SessionFile, Budget: a.Budget,
-				Position: a.Position, State: a.State, ReadPosition: a.ReadPosition}
+			row = projectionsdb.GetAgentWithStateRow{Agent: rows[0].Agent, State: rows[0].State, ReadPosition: rows[0].ReadPosition}
 			r.fetched = fetchNote(*k, rows)
 			r.noteCache.put(ck, r.stamp, row, *r.fetched)
 		}
@@ -73,11 +70,8 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 		if err != nil {
 			return Agent{}, fence.State{}, notFound(err)
 		}
-		row = projectionsdb.GetAgentWithStateRow{TaskID: w.TaskID, Agent: w.Agent, ParentAgent: w.ParentAgent,
-			SessionKey: w.SessionKey, SessionID: w.SessionID, SessionFile: w.SessionFile, Budget: w.Budget,
-			Position: w.Position, State: w.State, ReadPosition: w.ReadPosition}
-		r.writeState = &fetchedWriteState{key: *k, caller: w.Agent, row: projectionsdb.NoteWriteStateRow{
-			Bytes: w.NoteBytes, Revision: w.NoteRevision, Parts: w.NoteParts, Called: w.Called, RequestKey: w.RequestKey, Result: w.Result}}
+		row = projectionsdb.GetAgentWithStateRow{Agent: w.Agent, State: w.State, ReadPosition: w.ReadPosition}
+		r.writeState = &fetchedWriteState{key: *k, row: w}
 	} else {
 		var err error
 		if row, err = r.q.GetAgentWithState(ctx, projectionsdb.GetAgentWithStateParams{TaskID: taskID, Agent: agent}); err != nil {
@@ -85,8 +79,7 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 		}
 	}
 	r.readPosition = row.ReadPosition
-	a, err := agentFrom(projectionsdb.Agent{TaskID: row.TaskID, Agent: row.Agent, ParentAgent: row.ParentAgent,
-		SessionKey: row.SessionKey, SessionID: row.SessionID, SessionFile: row.SessionFile, Budget: row.Budget, Position: row.Position})
+	a, err := agentFrom(row.Agent)
 	if err != nil {
 		return Agent{}, fence.State{}, err
 	}

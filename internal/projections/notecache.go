@@ -80,8 +80,8 @@ func (c *NoteCache) put(k noteReadKey, stamp events.CommitStamp, row projections
 	if c == nil {
 		return
 	}
-	size := entryOverhead + len(note.note.Content) + len(row.Budget) + len(row.State) + len(row.SessionKey) +
-		len(row.SessionID) + len(row.SessionFile) + len(k.taskID) + len(k.agent) + len(k.note.path)
+	size := entryOverhead + len(note.note.Content) + len(row.Agent.Budget) + len(row.State) + len(row.Agent.SessionKey) +
+		len(row.Agent.SessionID) + len(row.Agent.SessionFile) + len(k.taskID) + len(k.agent) + len(k.note.path)
 	if size > c.limit/16 {
 		return
 	}

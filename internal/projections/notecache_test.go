@@ -22,7 +22,7 @@ func TestNoteCacheBounds(t *testing.T) {
 	note := func(n int) fetchedNote {
 		return fetchedNote{found: true, note: Note{Content: strings.Repeat("x", n)}}
 	}
-	row := projectionsdb.GetAgentWithStateRow{TaskID: "t", Agent: "/root"}
+	row := projectionsdb.GetAgentWithStateRow{Agent: projectionsdb.Agent{TaskID: "t", Agent: "/root"}}
 
 	c.put(key(0), s1, row, note(100))
 	if _, ok := c.get(key(0), s1); !ok {

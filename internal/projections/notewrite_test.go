@@ -89,19 +89,28 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 		s.write, err = r.NoteWriteState(ctx, "t1", noteAgent, path, caller, callID)
 		return s, db.queries, err
 	}
-	for _, c := range []struct{ caller, noteAgent, path, callID string }{
-		{"/root", "/root", "a.md", "c2"},         // the note, and a call that wrote it
-		{"/root", "/root", "a.md", "c9"},         // a new call
-		{"/root", "/root", "missing.md", "c1"},   // no such note, a used call
-		{"/root", "/root/sub", "b.md", ""},       // another agent's note, no call_id
-		{"/root/sub", "/root/sub", "b.md", "c1"}, // c1 is /root's, not the caller's
-		{"/root/sub", "/root/sub", "b.md", "c3"},
-		{"/root", "/root/sub", "b.md", "c3"}, // c3 is the note owner's call, not the caller's
-		{"/root/sub", "/root", "a.md", "c2"},
+	// The setup: /root's a.md is "one\ntwo\n" (calls c1, c2 of /root),
+	// /root/sub's b.md is "sub\n" (call c3 of /root/sub).
+	for _, c := range []struct {
+		caller, noteAgent, path, callID string
+		called                          bool
+		size, revision                  int64
+	}{
+		{"/root", "/root", "a.md", "c2", true, 8, 2},          // the note, and a call that wrote it
+		{"/root", "/root", "a.md", "c9", false, 8, 2},         // a new call
+		{"/root", "/root", "missing.md", "c1", true, 0, 0},    // no such note, a used call
+		{"/root", "/root/sub", "b.md", "", false, 4, 1},       // another agent's note, no call_id
+		{"/root/sub", "/root/sub", "b.md", "c1", false, 4, 1}, // c1 is /root's, not the caller's
+		{"/root/sub", "/root/sub", "b.md", "c3", true, 4, 1},
+		{"/root", "/root/sub", "b.md", "c3", false, 4, 1}, // c3 is the note owner's call, not the caller's
+		{"/root/sub", "/root", "a.md", "c2", false, 8, 2},
 	} {
 		want, n, err := run(false, noteWriteKey{}, c.caller, c.noteAgent, c.path, c.callID)
 		if err != nil || n != 2 {
 			t.Fatalf("%+v unannounced: %v, %d queries", c, err, n)
+		}
+		if w := want.write; w.Called != c.called || w.Size != c.size || w.Revision != c.revision || w.Called && w.Result.Path == "" {
+			t.Errorf("%+v: %+v", c, w)
 		}
 		got, n, err := run(true, noteWriteKey{noteKey{"t1", c.noteAgent, c.path}, c.callID}, c.caller, c.noteAgent, c.path, c.callID)
 		if err != nil {
@@ -113,9 +122,6 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%+v announced:\n got %+v\nwant %+v", c, got, want)
 		}
-	}
-	if st, _, _ := run(false, noteWriteKey{}, "/root", "/root", "a.md", "c2"); !st.write.Called || st.write.Size != 8 || st.write.Revision != 2 {
-		t.Errorf("the setup's note: %+v", st.write) // the cases above compare something
 	}
 
 	// Announced one write, asked about another: each mismatch queries.
@@ -133,5 +139,8 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 	}
 	if _, _, err := run(true, announced, "/root/nobody", "/root", "a.md", "c2"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unregistered caller: %v, want ErrNotFound", err)
+	}
+	if _, err := NewReader(rt.DB()).NoteWriteState(ctx, "t1", "/root", "a.md", "/root/nobody", "c2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("NoteWriteState for an unregistered caller: %v, want ErrNotFound", err)
 	}
 }

@@ -16,7 +16,7 @@ SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budg
 FROM agents WHERE task_id = ? AND agent = ?;
 
 -- name: GetAgentWithState :one
-SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+SELECT sqlc.embed(a),
     CAST(coalesce(s.state, '') AS TEXT) AS state,
     CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position
 FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
@@ -25,7 +25,7 @@ WHERE a.task_id = ? AND a.agent = ?;
 -- name: GetAgentWithStateAndNote :many
 -- GetAgentWithState and NoteWithParts in one statement: a note read's
 -- first query also fetches the note (no rows of it: n.path is NULL).
-SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+SELECT sqlc.embed(a),
     CAST(coalesce(s.state, '') AS TEXT) AS state,
     CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
     n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
@@ -38,9 +38,11 @@ WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent)
 ORDER BY p.part;
 
 -- name: GetAgentWithStateAndNoteWrite :one
--- GetAgentWithState and NoteWriteState in one statement: a note write's
--- first query also learns the note's size and the caller's call_id.
-SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file, a.budget, a.position,
+-- What a note write needs to know, in one statement: the caller's row
+-- and state (as GetAgentWithState), the note's size, revision and parts
+-- (0 when it does not exist) and the first result of the caller's
+-- call_id, if it has been used.
+SELECT sqlc.embed(a),
     CAST(coalesce(s.state, '') AS TEXT) AS state,
     CAST((SELECT coalesce(max(position), 0) FROM events) AS INTEGER) AS read_position,
     CAST(coalesce(n.bytes, 0) AS INTEGER) AS note_bytes,
@@ -104,21 +106,6 @@ FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.age
 WHERE n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(agent)
   AND substr(n.path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
 ORDER BY n.path, p.part;
-
--- name: NoteWriteState :one
--- What a note write needs to know, in one query: the note's size and
--- revision (0 when it does not exist) and the first result of the
--- caller's call_id, if it has been used.
-SELECT
-    CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
-    CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
-    CAST(coalesce(n.parts, 0) AS INTEGER) AS parts,
-    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
-    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
-    CAST(coalesce(c.result, '') AS TEXT) AS result
-FROM (SELECT 1) AS one
-LEFT JOIN notes n ON n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(path)
-LEFT JOIN note_calls c ON c.task_id = sqlc.arg(task_id) AND c.agent = sqlc.arg(caller) AND c.call_id = sqlc.arg(call_id);
 
 -- name: InsertNoteCall :exec
 INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) VALUES (?, ?, ?, ?, ?, ?);

@@ -65,11 +65,10 @@ type noteWriteKey struct {
 }
 
 // fetchedWriteState is a NoteWriteState fetched ahead of NoteWriteState,
-// for caller.
+// for the caller of row.
 type fetchedWriteState struct {
-	key    noteWriteKey
-	caller string
-	row    projectionsdb.NoteWriteStateRow
+	key noteWriteKey
+	row projectionsdb.GetAgentWithStateAndNoteWriteRow
 }
 
 // WillWriteNote tells the reader that its caller will ask NoteWriteState
@@ -276,25 +275,28 @@ type NoteWriteState struct {
 	Result     NoteWriteResult
 }
 
-// NoteWriteState returns, in one query, the size and revision of a note
-// and what the caller's earlier write with callID (if any) returned.
+// NoteWriteState returns, in one query (none after WillWriteNote), the
+// size and revision of a note and what the caller's earlier write with
+// callID (if any) returned; ErrNotFound when the caller is not a
+// registered agent of the task.
 func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, caller, callID string) (NoteWriteState, error) {
-	var row projectionsdb.NoteWriteStateRow
-	if f := r.writeState; f != nil && f.key == (noteWriteKey{noteKey{taskID, noteAgent, path}, callID}) && f.caller == caller {
+	key := noteWriteKey{noteKey{taskID, noteAgent, path}, callID}
+	var row projectionsdb.GetAgentWithStateAndNoteWriteRow
+	if f := r.writeState; f != nil && f.key == key && f.row.Agent.Agent == caller {
 		row = f.row
 		r.writeState = nil
 	} else {
 		var err error
-		if row, err = r.q.NoteWriteState(ctx, projectionsdb.NoteWriteStateParams{TaskID: taskID, NoteAgent: noteAgent, Path: path,
-			Caller: caller, CallID: callID}); err != nil {
-			return NoteWriteState{}, err
+		if row, err = r.q.GetAgentWithStateAndNoteWrite(ctx, projectionsdb.GetAgentWithStateAndNoteWriteParams{
+			NoteAgent: noteAgent, NotePath: path, CallID: callID, TaskID: taskID, Agent: caller}); err != nil {
+			return NoteWriteState{}, notFound(err)
 		}
 	}
 	if r.memo != nil { // the note write about to be applied need not read it again
-		r.memo[noteKey{taskID, noteAgent, path}] = noteRow{exists: row.Revision > 0,
-			row: projectionsdb.NoteSizeRow{Bytes: row.Bytes, Revision: row.Revision, Parts: row.Parts}}
+		r.memo[key.note] = noteRow{exists: row.NoteRevision > 0,
+			row: projectionsdb.NoteSizeRow{Bytes: row.NoteBytes, Revision: row.NoteRevision, Parts: row.NoteParts}}
 	}
-	st := NoteWriteState{Size: row.Bytes, Revision: row.Revision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
+	st := NoteWriteState{Size: row.NoteBytes, Revision: row.NoteRevision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
 	if st.Called {
 		return st, json.Unmarshal([]byte(row.Result), &st.Result)
 	}

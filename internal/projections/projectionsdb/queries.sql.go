@@ -423,14 +423,7 @@ type GetAgentWithStateParams struct {
 }
 
 type GetAgentWithStateRow struct {
-	TaskID       string
-	Agent        string
-	ParentAgent  string
-	SessionKey   string
-	SessionID    string
-	SessionFile  string
-	Budget       string
-	Position     int64
+	Agent        Agent
 	State        string
 	ReadPosition int64
 }
@@ -439,14 +432,14 @@ func (q *Queries) GetAgentWithState(ctx context.Context, arg GetAgentWithStatePa
 	row := q.db.QueryRowContext(ctx, getAgentWithState, arg.TaskID, arg.Agent)
 	var i GetAgentWithStateRow
 	err := row.Scan(
-		&i.TaskID,
-		&i.Agent,
-		&i.ParentAgent,
-		&i.SessionKey,
-		&i.SessionID,
-		&i.SessionFile,
-		&i.Budget,
-		&i.Position,
+		&i.Agent.TaskID,
+		&i.Agent.Agent,
+		&i.Agent.ParentAgent,
+		&i.Agent.SessionKey,
+		&i.Agent.SessionID,
+		&i.Agent.SessionFile,
+		&i.Agent.Budget,
+		&i.Agent.Position,
 		&i.State,
 		&i.ReadPosition,
 	)
@@ -475,14 +468,7 @@ type GetAgentWithStateAndNoteParams struct {
 }
 
 type GetAgentWithStateAndNoteRow struct {
-	TaskID              string
-	Agent               string
-	ParentAgent         string
-	SessionKey          string
-	SessionID           string
-	SessionFile         string
-	Budget              string
-	Position            int64
+	Agent               Agent
 	State               string
 	ReadPosition        int64
 	NotePath            *string
@@ -512,14 +498,14 @@ func (q *Queries) GetAgentWithStateAndNote(ctx context.Context, arg GetAgentWith
 	for rows.Next() {
 		var i GetAgentWithStateAndNoteRow
 		if err := rows.Scan(
-			&i.TaskID,
-			&i.Agent,
-			&i.ParentAgent,
-			&i.SessionKey,
-			&i.SessionID,
-			&i.SessionFile,
-			&i.Budget,
-			&i.Position,
+			&i.Agent.TaskID,
+			&i.Agent.Agent,
+			&i.Agent.ParentAgent,
+			&i.Agent.SessionKey,
+			&i.Agent.SessionID,
+			&i.Agent.SessionFile,
+			&i.Agent.Budget,
+			&i.Agent.Position,
 			&i.State,
 			&i.ReadPosition,
 			&i.NotePath,
@@ -569,14 +555,7 @@ type GetAgentWithStateAndNoteWriteParams struct {
 }
 
 type GetAgentWithStateAndNoteWriteRow struct {
-	TaskID       string
-	Agent        string
-	ParentAgent  string
-	SessionKey   string
-	SessionID    string
-	SessionFile  string
-	Budget       string
-	Position     int64
+	Agent        Agent
 	State        string
 	ReadPosition int64
 	NoteBytes    int64
@@ -587,8 +566,10 @@ type GetAgentWithStateAndNoteWriteRow struct {
 	Result       string
 }
 
-// GetAgentWithState and NoteWriteState in one statement: a note write's
-// first query also learns the note's size and the caller's call_id.
+// What a note write needs to know, in one statement: the caller's row
+// and state (as GetAgentWithState), the note's size, revision and parts
+// (0 when it does not exist) and the first result of the caller's
+// call_id, if it has been used.
 func (q *Queries) GetAgentWithStateAndNoteWrite(ctx context.Context, arg GetAgentWithStateAndNoteWriteParams) (GetAgentWithStateAndNoteWriteRow, error) {
 	row := q.db.QueryRowContext(ctx, getAgentWithStateAndNoteWrite,
 		arg.NoteAgent,
@@ -599,14 +580,14 @@ func (q *Queries) GetAgentWithStateAndNoteWrite(ctx context.Context, arg GetAgen
 	)
 	var i GetAgentWithStateAndNoteWriteRow
 	err := row.Scan(
-		&i.TaskID,
-		&i.Agent,
-		&i.ParentAgent,
-		&i.SessionKey,
-		&i.SessionID,
-		&i.SessionFile,
-		&i.Budget,
-		&i.Position,
+		&i.Agent.TaskID,
+		&i.Agent.Agent,
+		&i.Agent.ParentAgent,
+		&i.Agent.SessionKey,
+		&i.Agent.SessionID,
+		&i.Agent.SessionFile,
+		&i.Agent.Budget,
+		&i.Agent.Position,
 		&i.State,
 		&i.ReadPosition,
 		&i.NoteBytes,
@@ -1653,59 +1634,6 @@ func (q *Queries) NoteWithParts(ctx context.Context, arg NoteWithPartsParams) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const noteWriteState = `-- name: NoteWriteState :one
-SELECT
-    CAST(coalesce(n.bytes, 0) AS INTEGER) AS bytes,
-    CAST(coalesce(n.revision, 0) AS INTEGER) AS revision,
-    CAST(coalesce(n.parts, 0) AS INTEGER) AS parts,
-    CAST(c.call_id IS NOT NULL AS INTEGER) AS called,
-    CAST(coalesce(c.request_key, '') AS TEXT) AS request_key,
-    CAST(coalesce(c.result, '') AS TEXT) AS result
-FROM (SELECT 1) AS one
-LEFT JOIN notes n ON n.task_id = ?1 AND n.agent = ?2 AND n.path = ?3
-LEFT JOIN note_calls c ON c.task_id = ?1 AND c.agent = ?4 AND c.call_id = ?5
-`
-
-type NoteWriteStateParams struct {
-	TaskID    string
-	NoteAgent string
-	Path      string
-	Caller    string
-	CallID    string
-}
-
-type NoteWriteStateRow struct {
-	Bytes      int64
-	Revision   int64
-	Parts      int64
-	Called     int64
-	RequestKey string
-	Result     string
-}
-
-// What a note write needs to know, in one query: the note's size and
-// revision (0 when it does not exist) and the first result of the
-// caller's call_id, if it has been used.
-func (q *Queries) NoteWriteState(ctx context.Context, arg NoteWriteStateParams) (NoteWriteStateRow, error) {
-	row := q.db.QueryRowContext(ctx, noteWriteState,
-		arg.TaskID,
-		arg.NoteAgent,
-		arg.Path,
-		arg.Caller,
-		arg.CallID,
-	)
-	var i NoteWriteStateRow
-	err := row.Scan(
-		&i.Bytes,
-		&i.Revision,
-		&i.Parts,
-		&i.Called,
-		&i.RequestKey,
-		&i.Result,
-	)
-	return i, err
 }
 
 const openText = `-- name: OpenText :one
