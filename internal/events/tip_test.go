@@ -78,18 +78,7 @@ func TestTipAfterFailures(t *testing.T) {
 // (data_version) and continues the log without a conflict.
 func TestTipAfterAnotherProcess(t *testing.T) {
 	s := openStore(t, nil)
-	ctx := context.Background()
-	var seq int
-	var name, path string
-	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, Event) error { return nil },
-		Now: func() time.Time { return time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, s)
 	for i := range 6 {
 		st := s
 		if i%2 == 1 {

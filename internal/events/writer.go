@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -95,7 +94,7 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 		if err = s.wconn.exec(ctx, "BEGIN IMMEDIATE"); err == nil {
 			return s.wconn, nil
 		}
-		if !errors.Is(err, driver.ErrBadConn) && !errors.Is(err, sql.ErrConnDone) && s.wconn.valid() {
+		if s.wconn.valid() {
 			return nil, err // busy, full, …: the connection is fine
 		}
 		s.dropWriterConn()

@@ -190,7 +190,8 @@ func openOther(t *testing.T, s *Store) *Store {
 	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, Event) error { return nil }})
+	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, Event) error { return nil },
+		Now: func() time.Time { return time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}
