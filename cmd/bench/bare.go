@@ -19,6 +19,11 @@ import (
 // answering every request with the bytes of FILE.
 const bareVerb = "bare-server"
 
+// durableVerb is the hidden verb that runs append16's second bound: a
+// bare net/http server that makes each request durable the cheapest way
+// SQLite allows, before it answers.
+const durableVerb = "durable-server"
+
 // runBareServer is "bench bare-server FILE": it listens on a free loopback
 // port, prints "listening on http://HOST:PORT" and answers every request
 // (body read to EOF) with FILE's bytes as application/json until SIGTERM.
@@ -30,22 +35,112 @@ func runBareServer(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	length := strconv.Itoa(len(body))
+	return serve(ctx, stdout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", length)
+		w.Write(body)
+	}))
+}
+
+// runDurableServer is "bench durable-server DB FILE": as bare-server, but
+// each request's body is first inserted as one row of a fresh raw
+// database DB (the ceiling's schema and settings, synchronous=FULL) by a
+// single writer that commits the requests waiting together in one
+// transaction (group commit, at most 256), and the request is answered
+// only once its transaction is committed. It parses, checks and projects
+// nothing: it is the least any durable HTTP append server does here.
+func runDurableServer(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 2 {
+		return &usageError{"usage: bench " + durableVerb + " DB FILE"}
+	}
+	body, err := os.ReadFile(args[1])
+	if err != nil {
+		return err
+	}
+	db, stmt, err := openRaw(ctx, args[0], "FULL")
+	if err != nil {
+		return err
+	}
+	defer removeDB(args[0])
+	defer db.Close()
+	type write struct {
+		body string
+		done chan error
+	}
+	writes := make(chan write, 1024)
+	wctx, stopWriter := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() { // the single writer
+		defer close(writerDone)
+		g := newRawEventGen()
+		batch := make([]write, 0, 256)
+		for {
+			select {
+			case w := <-writes:
+				batch = append(batch[:0], w)
+			case <-wctx.Done():
+				return
+			}
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case w := <-writes:
+					batch = append(batch, w)
+				default:
+					break more
+				}
+			}
+			err := func() error {
+				tx, err := db.BeginTx(wctx, nil)
+				if err != nil {
+					return err
+				}
+				st := tx.StmtContext(wctx, stmt)
+				for _, w := range batch {
+					if err := g.execBody(wctx, st, w.body); err != nil {
+						tx.Rollback()
+						return err
+					}
+				}
+				return tx.Commit()
+			}()
+			for _, w := range batch {
+				w.done <- err
+			}
+		}
+	}()
+	defer func() { stopWriter(); <-writerDone }()
+	length := strconv.Itoa(len(body))
+	return serve(ctx, stdout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		done := make(chan error, 1)
+		writes <- write{string(req), done}
+		if err := <-done; err != nil {
+			http.Error(w, "not stored", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", length)
+		w.Write(body)
+	}))
+}
+
+// serve runs handler on a free loopback port, printing "listening on
+// http://HOST:PORT", until ctx ends or SIGTERM.
+func serve(ctx context.Context, stdout io.Writer, handler http.Handler) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	length := strconv.Itoa(len(body))
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", length)
-			w.Write(body)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

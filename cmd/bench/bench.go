@@ -47,8 +47,12 @@ type bench struct {
 	// append16's bound: a bare server answering with memoryd's append
 	// response, driven like memoryd (no target; it shows what loopback
 	// HTTP alone allows on this machine).
-	bareAppend  *proc
-	appendBytes int // size of memoryd's append response
+	bareAppend *proc
+	// append16's durable reference: the same, but storing each request
+	// as one raw row with group commit before it answers (no target; the
+	// least a durable HTTP append server does on this machine).
+	durableAppend *proc
+	appendBytes   int // size of memoryd's append response
 
 	// search-rare, search-common, search-everywhere, rss: one memoryd
 	// serving the history.
@@ -171,7 +175,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running; the first error lands in
 // *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.hist} {
+	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.hist} {
 		if *p == nil {
 			continue
 		}
@@ -318,11 +322,17 @@ func (b *bench) setupNotes(ctx context.Context) error {
 		if b.bareAppend, err = startProc(ctx, "bare-server(append)", []string{self, bareVerb, file}, nil, b.progress); err != nil {
 			return err
 		}
-		if _, err := loop(ctx, 16, min(b.cfg.dur/5, time.Second), func(ctx context.Context, c int) error {
-			_, err := b.cl.post(ctx, b.bareAppend.url+"/v1/tools/notes_append_to_file", b.appendBody(c), false)
+		durableDB := filepath.Join(b.scratch, "durable-append.db")
+		if b.durableAppend, err = startProc(ctx, "durable-server(append)", []string{self, durableVerb, durableDB, file}, nil, b.progress); err != nil {
 			return err
-		}); err != nil {
-			return fmt.Errorf("bare append warm-up: %w", err)
+		}
+		for _, p := range []*proc{b.bareAppend, b.durableAppend} {
+			if _, err := loop(ctx, 16, min(b.cfg.dur/5, time.Second), func(ctx context.Context, c int) error {
+				_, err := b.cl.post(ctx, p.url+"/v1/tools/notes_append_to_file", b.appendBody(c), false)
+				return err
+			}); err != nil {
+				return fmt.Errorf("%s warm-up: %w", p.name, err)
+			}
 		}
 	}
 	if !b.cfg.has("read8") {

@@ -20,7 +20,9 @@ ceiling run interleaved in the same repetition. Rows:
 
   append16       durable note appends/s over HTTP, 16 clients, vs raw SQLite
                  inserting 1000 rows per FULL transaction       (target ≥ 0.6×);
-                 also the same requests to a bare net/http handler, as a bound
+                 also the same requests to a bare net/http handler, as a bound,
+                 and to one that only stores each as a raw row with group
+                 commit, as a durable reference
   append1        one client's append p50 latency, vs one raw single-insert
                  FULL transaction                               (target ≤ 3×)
   search-rare    history_search_contents over -history-bytes of history, rare

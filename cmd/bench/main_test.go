@@ -11,9 +11,10 @@ import (
 )
 
 // TestMain lets the test binary stand in for the bench binary when bench
-// re-executes itself as the read8 ceiling (bench bare-server FILE).
+// re-executes itself as the read8 ceiling (bench bare-server FILE) or as
+// append16's durable reference (bench durable-server DB FILE).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == bareVerb {
+	if len(os.Args) > 1 && (os.Args[1] == bareVerb || os.Args[1] == durableVerb) {
 		main()
 		return
 	}
@@ -59,7 +60,7 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("row %s has no notes", row)
 		}
 	}
-	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest", "- bound: bare net/http, same requests: "} {
+	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest", "- bound: bare net/http, same requests: ", "- durable reference: net/http + group commit, one row a request: "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -111,13 +111,18 @@ var rawStreams = func() [1000]string {
 	return s
 }()
 
+// exec inserts one event with a ~1,000-byte body.
 func (g *rawEventGen) exec(ctx context.Context, st *sql.Stmt) error {
+	off := g.rng.IntN(len(g.letters) - 1000)
+	return g.execBody(ctx, st, `{"text":"`+g.letters[off:off+988]+`"}`)
+}
+
+// execBody inserts one event with body.
+func (g *rawEventGen) execBody(ctx context.Context, st *sql.Stmt, body string) error {
 	s := g.rng.IntN(len(rawStreams))
 	g.versions[s]++
 	now := time.Now()
 	id := ulid.MustNew(ulid.Timestamp(now), g.entropy).String()
-	off := g.rng.IntN(len(g.letters) - 1000)
-	body := `{"text":"` + g.letters[off:off+988] + `"}`
 	_, err := st.ExecContext(ctx, rawStreams[s], g.versions[s], rawTypes[g.rng.IntN(len(rawTypes))], id, now.UnixNano(), body)
 	return err
 }

@@ -133,7 +133,11 @@ func specs(b *bench) map[string]rowSpec {
 				"1,000 inserts per transaction for " + dur + " on a fresh file in the scratch folder; rows/s. Ratio = figure / ceiling. " +
 				"Bound (no target, after each pair): the same 16-client loop with the same requests against a bare net/http server in its own process " +
 				"(`bench " + bareVerb + "`) that reads each body and answers with the bytes of one memoryd append response (" + num(float64(b.appendBytes), 0) + " bytes) " +
-				"and stores nothing: what loopback HTTP alone allows on this machine, as a ratio of the same ceiling."},
+				"and stores nothing: what loopback HTTP alone allows on this machine, as a ratio of the same ceiling. " +
+				"Durable reference (no target, after the bound): the same loop against `bench " + durableVerb + "`, which answers the same way " +
+				"but only once it has inserted the request's body as one row of a fresh database with the ceiling's schema and settings " +
+				"(synchronous=FULL), from a single writer that commits the requests waiting together in one transaction (group commit, at most 256); " +
+				"it parses, checks and projects nothing: about the least a durable HTTP append server does here."},
 		"append1": {ms, ms, 3, false, "≤ 3×",
 			"memoryd: one client appending sequentially (as in append16) for " + dur + "; figure = p50 of the HTTP round trip of each append. " +
 				"Ceiling: the same raw SQLite loop with 1 insert per transaction (FULL) for " + dur + "; p50 of BEGIN…COMMIT. Ratio = figure / ceiling (lower is better)."},

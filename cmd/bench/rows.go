@@ -45,21 +45,30 @@ func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool)
 		if err != nil {
 			return err
 		}
-		// The bound: the same requests to a bare net/http server, after
-		// the pair (its order does not change between repetitions).
-		var bare loopResult
+		// The bound and the durable reference: the same requests to a bare
+		// net/http server and to one that only stores each durably, after
+		// the pair (their order does not change between repetitions).
+		var bare, durable loopResult
 		if b.bareAppend != nil {
-			if bare, err = loop(ctx, 16, b.cfg.dur, func(ctx context.Context, client int) error {
-				_, err := b.cl.post(ctx, b.bareAppend.url+"/v1/tools/notes_append_to_file", b.appendBody(client), false)
-				return err
-			}); err != nil {
-				return err
+			for _, to := range []struct {
+				p   *proc
+				res *loopResult
+			}{{b.bareAppend, &bare}, {b.durableAppend, &durable}} {
+				if *to.res, err = loop(ctx, 16, b.cfg.dur, func(ctx context.Context, client int) error {
+					_, err := b.cl.post(ctx, to.p.url+"/v1/tools/notes_append_to_file", b.appendBody(client), false)
+					return err
+				}); err != nil {
+					return err
+				}
 			}
 		}
 		r.fig, r.ceil, r.ratio = append(r.fig, f.rate()), append(r.ceil, c.rate()), append(r.ratio, f.rate()/c.rate())
 		if b.bareAppend != nil {
 			r.add("bound: bare net/http, same requests (req/s)", bare.rate())
 			r.add("bound: bare net/http / ceiling (×)", bare.rate()/c.rate())
+			r.add("durable reference: net/http + group commit, one row a request (req/s)", durable.rate())
+			r.add("durable reference / ceiling (×)", durable.rate()/c.rate())
+			r.add("memoryd / durable reference (×)", f.rate()/durable.rate())
 		}
 		r.add("memoryd append latency p50 (s)", percentile(f.lat, 50).Seconds())
 		r.add("memoryd append latency p99 (s)", percentile(f.lat, 99).Seconds())
