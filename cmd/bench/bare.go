@@ -19,9 +19,9 @@ import (
 // answering every request with the bytes of FILE.
 const bareVerb = "bare-server"
 
-// durableVerb is the hidden verb that runs append16's second bound: a
-// bare net/http server that makes each request durable the cheapest way
-// SQLite allows, before it answers.
+// durableVerb is the hidden verb that runs append16's durable reference:
+// the bare server, but it answers only once it has stored the request
+// durably, the cheapest way SQLite allows.
 const durableVerb = "durable-server"
 
 // runBareServer is "bench bare-server FILE": it listens on a free loopback
@@ -35,13 +35,22 @@ func runBareServer(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	length := strconv.Itoa(len(body))
+	reply := replyWith(body)
 	return serve(ctx, stdout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		reply(w)
+	}))
+}
+
+// replyWith returns what both servers answer with: body, as
+// application/json.
+func replyWith(body []byte) func(http.ResponseWriter) {
+	length := strconv.Itoa(len(body))
+	return func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", length)
 		w.Write(body)
-	}))
+	}
 }
 
 // runDurableServer is "bench durable-server DB FILE": as bare-server, but
@@ -112,7 +121,7 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 		}
 	}()
 	defer func() { stopWriter(); <-writerDone }()
-	length := strconv.Itoa(len(body))
+	reply := replyWith(body)
 	return serve(ctx, stdout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -125,9 +134,7 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 			http.Error(w, "not stored", http.StatusServiceUnavailable)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", length)
-		w.Write(body)
+		reply(w)
 	}))
 }
 
