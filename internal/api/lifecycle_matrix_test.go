@@ -21,7 +21,7 @@ import (
 // TestLifecycleCommandMatrix sends every lifecycle command, in each of its
 // forms, in every state the fixtures below reach, through the HTTP API, and
 // checks the answer against lcMatrix: an explicit table derived from
-// seed-behaviour D.3 and docs/contract-notes.md ("Fence and lifecycle").
+// docs/behaviour.md §D.3 and docs/contract-notes.md ("Fence and lifecycle").
 // Every pair starts a new agent (a new task) on one server and reaches its
 // state by replaying the fixture's minimal command sequence.
 

@@ -20,7 +20,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// The lifecycle tests walk the D.3 transition table of seed-behaviour
+// The lifecycle tests walk the transition table (docs/behaviour.md §D.3)
 // through the HTTP API. Every row starts a new task on one shared server,
 // reaches its "From" state through the API, sends the trigger and checks
 // the events recorded (their types, in order) and the state GET /v1/state

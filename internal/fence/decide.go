@@ -34,7 +34,7 @@ type Decision struct {
 func record(ev ...events.Pending) Decision { return Decision{Events: ev} }
 
 // ReminderThreshold is the remaining-token level at which the reminder is
-// due: min(max(min(p·W, ceiling), floor), ⌊W/2⌋) (seed-behaviour G).
+// due: min(max(min(p·W, ceiling), floor), ⌊W/2⌋) (docs/behaviour.md §G).
 func ReminderThreshold(w int64, b events.Budget) int64 {
 	t := min(int64(math.Floor(b.ReminderRemainingPercent*float64(w))), b.ReminderRemainingCeilingTokens)
 	return min(max(t, b.ReminderRemainingFloorTokens), w/2)

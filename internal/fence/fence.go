@@ -1,5 +1,5 @@
 // Package fence is the checkpoint fence and window rollover state machine
-// of one agent (seed-behaviour D), as two pure functions: Decide turns the
+// of one agent (docs/behaviour.md §D), as two pure functions: Decide turns the
 // current State and a command into the events to record (or an error
 // naming the state), and Apply folds an event into the State. Neither
 // reads a clock, storage or randomness, so a replayed log always rebuilds
@@ -17,7 +17,7 @@ import (
 // ErrIllegal: the command is not allowed in the agent's current state.
 var ErrIllegal = errors.New("illegal in the current state")
 
-// Phases (seed-behaviour D.2).
+// Phases (docs/behaviour.md §D.2).
 const (
 	Ready            = "READY"
 	Reminded         = "REMINDED"
@@ -63,7 +63,7 @@ type Manual struct {
 	Phase     string `json:"phase"`
 }
 
-// State is one agent's lifecycle state (seed-behaviour D.1).
+// State is one agent's lifecycle state (docs/behaviour.md §D.1).
 type State struct {
 	WindowID         string `json:"window_id"`
 	WindowNumber     int    `json:"window_number"`
@@ -101,7 +101,7 @@ type State struct {
 // Initial is the state of a newly registered agent.
 func Initial() State { return State{WindowID: "w1", WindowNumber: 1} }
 
-// Phase names the state (seed-behaviour D.2).
+// Phase names the state (docs/behaviour.md §D.2).
 func (s State) Phase() string {
 	switch {
 	case s.PendingWindowID != "" && s.Manual != nil && s.Manual.Phase == PhaseCompacting:
@@ -189,7 +189,7 @@ func Apply(s State, payload any) State {
 		}
 		switch p.Due {
 		case DueHardRollover:
-			// The hard rollover sends the fallback (seed-behaviour D.3 row 2):
+			// The hard rollover sends the fallback (docs/behaviour.md §D.3 row 2):
 			// neither it nor the reminder is due again in this window.
 			s.HardLatched, s.RolloverRequested = true, true
 			s.FallbackDue, s.ReminderDue = true, true

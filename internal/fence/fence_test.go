@@ -13,7 +13,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// The D.3 transition table of seed-behaviour as unit tests of the pure
+// The transition table (docs/behaviour.md §D.3) as unit tests of the pure
 // functions: every row starts from a state reached by deciding and
 // applying a minimal command sequence from Initial, decides one command,
 // checks its events (their types, in order) and the state they fold into,

@@ -12,7 +12,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// Bootstrap bounds (seed-behaviour F).
+// Bootstrap bounds (docs/behaviour.md §F).
 const (
 	bootstrapNotesFiles    = 25
 	bootstrapNotesChars    = 6000

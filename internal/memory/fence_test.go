@@ -17,7 +17,7 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// The acceptance edge cases H 40–54 of seed-behaviour, through the
+// The acceptance edge cases (docs/behaviour.md §H.40–54), through the
 // Service methods behind the lifecycle routes and the tools.
 
 var fcCtx = context.Background()

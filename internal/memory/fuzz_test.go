@@ -70,7 +70,7 @@ func FuzzPageText(f *testing.F) {
 // FuzzReadNoteLines reads arbitrary notes by line range, with and without
 // offset_chars/limit_chars, as agents with a default, a small and a
 // one-character output budget. The expectation is computed here from the
-// spec (seed-behaviour B.7, docs/contract-notes.md "Notes"), not with the
+// spec (docs/behaviour.md §B.7, docs/contract-notes.md "Notes"), not with the
 // code under test: lines are the text split at "\n" (a trailing newline
 // makes an empty last line, an empty note has one empty line); a negative
 // line n is len+1+n; start is clamped to >= 1 and stop to <= len; an empty

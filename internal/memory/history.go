@@ -15,7 +15,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// History limits (seed-behaviour G).
+// History limits (docs/behaviour.md §G).
 const (
 	defaultHistoryListLimit   = 50
 	defaultHistorySearchLimit = 20

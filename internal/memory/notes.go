@@ -14,7 +14,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// Notes limits (seed-behaviour G).
+// Notes limits (docs/behaviour.md §G).
 const (
 	defaultNotesListMax   = 100
 	maxNotesListMax       = 500

@@ -70,7 +70,7 @@ type BudgetInput struct {
 	HistoryItemPreviewChars        *int64   `json:"history_item_preview_chars"`
 }
 
-// Budget defaults (seed-behaviour G).
+// Budget defaults (docs/behaviour.md §G).
 const (
 	DefaultReminderRemainingPercent       = 0.25
 	DefaultReminderRemainingFloorTokens   = 21384

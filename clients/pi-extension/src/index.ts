@@ -273,7 +273,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
     return state;
   }
 
-  // ---- history sync (seed-behaviour E) --------------------------------------
+  // ---- history sync (docs/behaviour.md §E) ----------------------------------
 
   function sync(ctx: ExtensionContext, point: string): Promise<void> {
     const run = syncChain.then(() => syncNow(ctx, point));
@@ -336,7 +336,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   const deliverReminder = () => deliver("reminder", reminderText, CUSTOM_TYPE.reminder, "steer");
   const deliverFallback = () => deliver("fallback", fallbackText, CUSTOM_TYPE.fallback, "steer");
 
-  /** Re-sends a fallback that was delivered but never entered the branch (seed-behaviour D.3 row 6). */
+  /** Re-sends a fallback that was delivered but never entered the branch (docs/behaviour.md §D.3 row 6). */
   async function resendLostFallback(ctx: ExtensionContext) {
     const st = state;
     if (!st || !st.fallback_delivered || st.fence_active || st.pending_window_id) return;
