@@ -62,7 +62,7 @@ var Catalog = []CatalogEntry{
 	{Type: TypeManualRequested, Schema: 1, New: func() any { return new(ManualRequested) }},
 	{Type: TypeManualPhaseChanged, Schema: 1, New: func() any { return new(ManualPhaseChanged) }},
 	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
-	{Type: TypeToolCalled, Schema: 1, New: func() any { return new(ToolCalled) }},
+	{Type: TypeToolCalled, Schema: 2, New: func() any { return new(ToolCalled) }},
 }
 
 // CatalogEntry describes one event type.
@@ -332,12 +332,35 @@ type ManualCancelled struct {
 // position its reads saw and a digest of what it returned (a result or an
 // error). Recorded after the call, in batches, so that no read waits for
 // an fsync. Projections ignore it; replay --check-reads re-executes it.
+//
+// Bulk and oversized arguments are kept as their size and digest, not
+// whole (schema 2; a schema 1 record holds every argument whole): a
+// write's text is in its note event already, and a refused call must not
+// store its body. ElidedArguments stands for the top-level arguments
+// left out of Arguments, by name; ArgumentsDigest, when set, stands for
+// all of them (Arguments is then null).
 type ToolCalled struct {
 	AgentRef
-	CallID       string          `json:"call_id,omitempty"`
-	Tool         string          `json:"tool"`
-	Arguments    json.RawMessage `json:"arguments"`
-	ReadPosition int64           `json:"read_position"`
-	Outcome      string          `json:"outcome"`
-	ResultDigest string          `json:"result_digest"`
+	CallID          string            `json:"call_id,omitempty"`
+	Tool            string            `json:"tool"`
+	Arguments       json.RawMessage   `json:"arguments"`
+	ElidedArguments map[string]Digest `json:"elided_arguments,omitempty"`
+	ArgumentsDigest *Digest           `json:"arguments_digest,omitempty"`
+	ReadPosition    int64             `json:"read_position"`
+	Outcome         string            `json:"outcome"`
+	ResultDigest    string            `json:"result_digest"`
+}
+
+// ArgumentsWhole reports whether the record holds every argument of the
+// call, so that the call can be run again exactly.
+func (c *ToolCalled) ArgumentsWhole() bool {
+	return c.ArgumentsDigest == nil && len(c.ElidedArguments) == 0
+}
+
+// Digest stands for a value an event does not hold: its size in bytes
+// and its SHA-256, in hex. Of a string, its UTF-8 text; of anything else,
+// its JSON text.
+type Digest struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }

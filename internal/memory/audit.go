@@ -15,6 +15,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // Options configure a Service.
@@ -179,12 +180,9 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	if outcome == "internal" || outcome == "unavailable" {
 		return // not a result of the log's state
 	}
-	compact := json.RawMessage("{}")
-	if len(args) > 0 && string(args) != "null" {
-		compact = append(json.RawMessage(nil), args...)
-	}
 	rec := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
-		Tool: tool, Arguments: compact, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
+		Tool: tool, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
+	rec.Arguments, rec.ElidedArguments, rec.ArgumentsDigest = auditArguments(tool, args)
 	a.mu.Lock()
 	for len(a.pending) >= auditQueue && !a.closed {
 		a.space.Wait()
@@ -202,6 +200,85 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	case auditBatch:
 		a.signal()
 	}
+}
+
+// auditArgumentsBytes is the most JSON text of a call's arguments an
+// audit record keeps whole: the longest valid note path (512 code points
+// of up to 4 bytes) fits, with room for a read's other arguments.
+const auditArgumentsBytes = 4096
+
+// bulkTextArguments names, by tool, the argument that carries bulk text:
+// the audit keeps it as its size and digest, whatever its size (the text
+// is in the note event already, and a refused write must store none).
+var bulkTextArguments = map[string]string{
+	tools.NotesWriteFile:    "text",
+	tools.NotesAppendToFile: "text",
+}
+
+// auditArguments returns what the audit record of a call of tool keeps of
+// its arguments args: args whole; or, for a write, args without its text
+// (elided, as its size and digest); or, when what would be kept is
+// longer than auditArgumentsBytes, nothing but the size and digest of
+// args as received (whole; kept is then null).
+func auditArguments(tool string, args json.RawMessage) (kept json.RawMessage, elided map[string]events.Digest, whole *events.Digest) {
+	if len(args) == 0 || string(args) == "null" {
+		return json.RawMessage("{}"), nil, nil
+	}
+	kept = args
+	if name, ok := bulkTextArguments[tool]; ok {
+		if rest, text, ok := withoutString(args, name); ok {
+			kept, elided = rest, map[string]events.Digest{name: digestOf([]byte(text))}
+		}
+	}
+	if len(kept) > auditArgumentsBytes {
+		d := digestOf(args)
+		return json.RawMessage("null"), nil, &d
+	}
+	return append(json.RawMessage(nil), kept...), elided, nil
+}
+
+// withoutString returns the JSON object args without its top-level
+// member name, whose value must be a string, and that string; ok is false
+// when args is not such an object. The other members are kept in order.
+func withoutString(args json.RawMessage, name string) (rest json.RawMessage, value string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "", false
+	}
+	out := []byte{'{'}
+	found := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, "", false
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", false
+		}
+		if key == name && len(v) > 0 && v[0] == '"' {
+			if err := json.Unmarshal(v, &value); err != nil {
+				return nil, "", false
+			}
+			found = true // a repeated name: the last wins, as it does when the call decodes
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(key)
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	if _, err := dec.Token(); err != nil || !found {
+		return nil, "", false
+	}
+	return append(out, '}'), value, true
+}
+
+func digestOf(b []byte) events.Digest {
+	sum := sha256.Sum256(b)
+	return events.Digest{Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}
 }
 
 func (a *auditor) run() {

@@ -412,11 +412,15 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if pathErr != nil {
 			return pathErr
 		}
-		if err := noteOwner(ctx, r, c, np.Agent); err != nil {
-			return err
+		// The cap is the note owner's, whoever writes.
+		owner := c.agent
+		if np.Agent != c.agent.Agent {
+			if owner, err = target(ctx, r, c.taskID, np.Agent); err != nil {
+				return err
+			}
 		}
 		size, revision := ws.Size, ws.Revision
-		if err := checkCapacity(c, np, size, a.Text, appendMode); err != nil {
+		if err := checkCapacity(notesCap(owner.Budget), np, size, a.Text, appendMode); err != nil {
 			return err
 		}
 		typ, data := events.TypeNoteWritten, any(events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
@@ -445,10 +449,9 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	return out, nil
 }
 
-// checkCapacity refuses a write that would make the note exceed the
-// caller's notes_max_file_bytes. existing is the note's current size.
-func checkCapacity(c caller, np address.NotePath, existing int64, text string, appendMode bool) error {
-	limit := c.agent.Budget.NotesMaxFileBytes
+// checkCapacity refuses a write that would make the note exceed limit,
+// its owner's cap (notesCap). existing is the note's current size.
+func checkCapacity(limit int64, np address.NotePath, existing int64, text string, appendMode bool) error {
 	size := int64(len(text))
 	if !appendMode {
 		if size <= limit {

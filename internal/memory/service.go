@@ -76,9 +76,22 @@ const (
 	DefaultReminderRemainingFloorTokens   = 21384
 	DefaultReminderRemainingCeilingTokens = 60000
 	DefaultMaxToolOutputChars             = 12000
-	DefaultNotesMaxFileBytes              = 1000000
+	DefaultNotesMaxFileBytes              = MaxNotesMaxFileBytes
 	DefaultHistoryItemPreviewChars        = 400
 )
+
+// MaxNotesMaxFileBytes is the ceiling of the per-file note cap (1,000,000
+// UTF-8 bytes, seed-behaviour G): a budget may lower the cap, never raise
+// it. An attach asking for more is refused rather than clamped, so that a
+// client relying on a larger cap learns it at once.
+const MaxNotesMaxFileBytes = 1_000_000
+
+// notesCap is the per-file cap of the notes of an agent with budget b. A
+// budget recorded before the ceiling was enforced may exceed it: the
+// ceiling holds all the same.
+func notesCap(b events.Budget) int64 {
+	return min(b.NotesMaxFileBytes, MaxNotesMaxFileBytes)
+}
 
 // resolve validates b and fills in defaults.
 func (b *BudgetInput) resolve() (events.Budget, error) {
@@ -120,6 +133,11 @@ func (b *BudgetInput) resolve() (events.Budget, error) {
 			return out, invalidf("budget.hard_rollover_used_tokens must be 0 (off) or more")
 		}
 		out.HardRolloverUsedTokens = *v
+	}
+	if v := b.NotesMaxFileBytes; v != nil && *v > MaxNotesMaxFileBytes {
+		e := newError(ErrInvalidArgument, "budget.notes_max_file_bytes must be between 1 and %d (the ceiling of the per-file note cap): a budget may lower the cap, not raise it", MaxNotesMaxFileBytes)
+		e.Details = map[string]any{"field": "budget.notes_max_file_bytes", "limit": int64(MaxNotesMaxFileBytes)}
+		return out, e
 	}
 	for _, f := range []struct {
 		name string
