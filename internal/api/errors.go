@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/go-chi/chi/v5/middleware"
-
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
@@ -78,7 +76,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if st >= 500 {
 		code, _ := status(err)
 		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("request_id", requestID(r.Context())),
 			slog.String("code", code), slog.String("error", err.Error()))
 	}
 	encode(w, st, body)
