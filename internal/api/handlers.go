@@ -70,7 +70,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 		}
 		res, err := svc.CallTool(r.Context(), name, req.Context, req.Arguments, requestID(r.Context()))
 		if err != nil {
-			code, _ := status(err)
+			code, _ := failure(r, err)
 			m.toolCalls.WithLabelValues(name, code).Inc()
 			writeError(w, r, log, err)
 			return

@@ -147,9 +147,11 @@ func clientRequestID(h http.Header) string {
 	return v
 }
 
-// requestInfo is what memoryd keeps of a request in its context: its id.
+// requestInfo is what memoryd keeps of a request in its context: its id,
+// and the code of the error it was answered with (set by writeError).
 type requestInfo struct {
-	id string
+	id   string
+	code string
 }
 
 type requestInfoKey struct{}
@@ -166,6 +168,11 @@ func requestID(ctx context.Context) string {
 	}
 	return ""
 }
+
+// statusClientClosed is the status logged and counted for a canceled
+// request (nginx's 499): what was written back does not matter, nobody
+// read it.
+const statusClientClosed = 499
 
 // observe gives every request memoryd's id (also sent back in the
 // X-Request-Id header), logs it and records its metrics.
@@ -184,12 +191,18 @@ func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) h
 			}
 			elapsed := time.Since(start)
 			status := ww.Status()
+			if info.code == codeCanceled {
+				status = statusClientClosed
+			}
 			m.observe(r.Method, route, status, elapsed)
 			attrs := make([]slog.Attr, 0, 8)
 			attrs = append(attrs, slog.String("request_id", info.id),
 				slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
 				slog.Duration("duration", elapsed))
+			if info.code != "" {
+				attrs = append(attrs, slog.String("code", info.code))
+			}
 			if id := clientRequestID(r.Header); id != "" {
 				attrs = append(attrs, slog.String("client_request_id", id))
 			}
