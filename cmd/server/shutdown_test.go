@@ -163,13 +163,14 @@ func TestDrainWaitsForHandlers(t *testing.T) {
 
 			var logs syncBuffer
 			err = d.stop(srv, 50*time.Millisecond, slog.New(slog.NewJSONHandler(&logs, nil)))
+			handlerReturned := returned.Load()
 			close(release)
 			if tc.wantStopErr == "" {
-				if err != nil || !returned.Load() {
-					t.Errorf("stop returned %v with the handler returned %v, want nil once it has", err, returned.Load())
+				if err != nil || !handlerReturned {
+					t.Errorf("stop returned %v with the handler returned %v, want nil once it has", err, handlerReturned)
 				}
-			} else if err == nil || !strings.HasPrefix(err.Error(), tc.wantStopErr) || returned.Load() {
-				t.Errorf("stop returned %v (handler returned %v), want %q", err, returned.Load(), tc.wantStopErr)
+			} else if err == nil || !strings.HasPrefix(err.Error(), tc.wantStopErr) || handlerReturned {
+				t.Errorf("stop returned %v (handler returned %v), want %q", err, handlerReturned, tc.wantStopErr)
 			}
 			if l := logLine(t, logs.String(), "shutdown: grace period over, connections closed"); l == nil || l["requests_cut_off"] != float64(1) {
 				t.Errorf("cut-off line %v, want requests_cut_off 1; logs:\n%s", l, logs.String())
