@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -120,6 +122,57 @@ func TestServeCutsOffUnfinishedRequests(t *testing.T) {
 	}
 	if !strings.Contains(string(export(t, "--db", db)), att.TaskID) {
 		t.Error("the attach is not in the database after the shutdown")
+	}
+}
+
+// TestServeStopFlushesReadAudit: a clean stop records the read audit of
+// every call answered before it, those still waiting for their batch
+// included: the export after the stop holds one audit.tool_called per
+// call.
+func TestServeStopFlushesReadAudit(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "memory.db")
+	const token = "audit-token"
+	s := startServe(t, db, env(map[string]string{"MEMORYD_TOKEN": token}))
+	var att memory.AttachResult
+	if st := s.call(t, token, "POST", "/v1/sessions/attach", `{"session_key":"/s/audit.jsonl"}`, &att); st != 200 {
+		t.Fatalf("attach: %d", st)
+	}
+	cc := fmt.Sprintf(`{"task_id":%q,"agent":"/root"}`, att.TaskID)
+	if st := s.call(t, token, "POST", "/v1/tools/notes_write_file", `{"context":`+cc+`,"arguments":{"path":"a.md","text":"x"}}`, nil); st != 200 {
+		t.Fatalf("write: %d", st)
+	}
+	const clients, reads = 4, 50
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range reads {
+				if st := s.call(t, token, "POST", "/v1/tools/notes_read_file", `{"context":`+cc+`,"arguments":{"path":"a.md"}}`, nil); st != 200 {
+					t.Errorf("read: %d", st)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	audited := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(export(t, "--db", db))), "\n") {
+		var ev events.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == events.TypeToolCalled {
+			var tc events.ToolCalled
+			if err := json.Unmarshal(ev.Data, &tc); err != nil {
+				t.Fatal(err)
+			}
+			audited[tc.Tool]++
+		}
+	}
+	if audited["notes_read_file"] != clients*reads || audited["notes_write_file"] != 1 {
+		t.Errorf("audited calls after the stop: %v, want %d notes_read_file and 1 notes_write_file", audited, clients*reads)
 	}
 }
 
