@@ -21,7 +21,8 @@ import (
 
 // runServe is the serve verb: it listens first (so a busy port fails at
 // once), serves until ctx ends or SIGINT/SIGTERM, then drains in-flight
-// requests for up to 10 s and closes the database.
+// requests for up to --shutdown-grace (10 s), cuts off what is left, and
+// closes the database once no handler runs.
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address (env MEMORYD_ADDR); :0 picks a free port")
@@ -31,11 +32,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	audit := fs.Bool("audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, for performance work")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if *grace < 0 {
+		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", *grace)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -62,7 +67,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	leaveStoreOpen := false // set when a handler outlived the shutdown and may still use the store
+	defer func() {
+		if !leaveStoreOpen {
+			store.Close()
+		}
+	}()
 	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
 	token, err := loadToken(getenv, dbPath)
 	if err != nil {
@@ -86,6 +96,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	drain := newDrain()
+	drain.install(srv)
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -101,16 +113,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	log.Info("shutting down")
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	if err := drain.stop(srv, *grace, log); err != nil {
+		leaveStoreOpen = true
+		return err
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
-	svc.Close()
+	svc.Close() // flushes the read audit of the calls answered
 	return store.Close()
 }
 

@@ -651,7 +651,6 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 		{"notes_write_file", `{"path":"a.md","text":"again"}`},
 	} {
 		req := ts.request(t, "POST", "/v1/tools/"+tc.tool, toolBody(t, cc, tc.args))
-		req.Header.Set("X-Request-Id", "req-"+tc.tool)
 		st, h, b := ts.send(t, req)
 		env := checkError(t, tc.tool, st, h, b, http.StatusInternalServerError, "internal")
 		if env.Error.Message != "internal error" || len(env.Error.Details) != 0 {
@@ -662,7 +661,8 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 				t.Errorf("%s: 500 body %s leaks %q", tc.tool, b, leak)
 			}
 		}
-		if logs := ts.logs.String(); !strings.Contains(logs, `"request_id":"req-`+tc.tool+`"`) || !strings.Contains(logs, "no such table") {
+		id := h.Get("X-Request-Id")
+		if logs := ts.logs.String(); id == "" || !strings.Contains(logs, `"request_id":"`+id+`","code":"internal","error":"`) || !strings.Contains(logs, "no such table") {
 			t.Errorf("%s: cause not logged with the request id; logs:\n%s", tc.tool, logs)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/go-chi/chi/v5/middleware"
-
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
@@ -57,6 +55,25 @@ func status(err error) (string, int) {
 	return "internal", http.StatusInternalServerError
 }
 
+// codeCanceled is the code logged and counted, never sent, for a request
+// whose context ended before it was answered: its client gave up, or the
+// shutdown cut it off.
+const codeCanceled = "canceled"
+
+// failure returns the code a failed request is logged and counted with
+// and the error it is answered with: status's code and err itself, except
+// that a server error of a request whose context has ended is a
+// cancellation, whatever error it surfaced as (context.Canceled from the
+// driver or the writer, a transaction database/sql rolled back). That one
+// is answered 503 unavailable, which nobody reads: nothing was written.
+func failure(r *http.Request, err error) (code string, answer error) {
+	code, st := status(err)
+	if st >= 500 && r.Context().Err() != nil {
+		return codeCanceled, events.ErrUnavailable
+	}
+	return code, err
+}
+
 // fixedMessages are the messages of errors that carry no safe message of
 // their own.
 var fixedMessages = map[string]string{
@@ -71,14 +88,19 @@ var fixedMessages = map[string]string{
 	"internal":         "internal error",
 }
 
-// writeError writes err as the error envelope; 5xx causes are logged with
-// the request id.
+// writeError writes err as the error envelope and notes its code for the
+// request's log line; 5xx causes are logged with the request id. A
+// canceled request is not a failure of memoryd's: its request line says
+// so, nothing else is logged.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	st, body := ErrorEnvelope(err)
-	if st >= 500 {
-		code, _ := status(err)
+	code, answer := failure(r, err)
+	if ri := infoOf(r.Context()); ri != nil {
+		ri.code = code
+	}
+	st, body := ErrorEnvelope(answer)
+	if st >= 500 && code != codeCanceled {
 		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("request_id", requestID(r.Context())),
 			slog.String("code", code), slog.String("error", err.Error()))
 	}
 	encode(w, st, body)

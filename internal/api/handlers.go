@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5/middleware"
-
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/tools"
@@ -33,7 +31,7 @@ func handleSessionAttach(log *slog.Logger, svc *memory.Service) http.HandlerFunc
 			writeError(w, r, log, err)
 			return
 		}
-		res, err := svc.Attach(r.Context(), req, middleware.GetReqID(r.Context()))
+		res, err := svc.Attach(r.Context(), req, requestID(r.Context()))
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -70,9 +68,9 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		res, err := svc.CallTool(r.Context(), name, req.Context, req.Arguments, middleware.GetReqID(r.Context()))
+		res, err := svc.CallTool(r.Context(), name, req.Context, req.Arguments, requestID(r.Context()))
 		if err != nil {
-			code, _ := status(err)
+			code, _ := failure(r, err)
 			m.toolCalls.WithLabelValues(name, code).Inc()
 			writeError(w, r, log, err)
 			return

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/go-chi/chi/v5/middleware"
-
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -17,7 +15,7 @@ func handleHistorySync(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 			writeError(w, r, log, err)
 			return
 		}
-		res, err := svc.Sync(r.Context(), req, middleware.GetReqID(r.Context()))
+		res, err := svc.Sync(r.Context(), req, requestID(r.Context()))
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/go-chi/chi/v5/middleware"
-
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -19,7 +17,7 @@ func lifecycleHandler[T any, R any](log *slog.Logger, call func(r *http.Request,
 			writeError(w, r, log, err)
 			return
 		}
-		res, err := call(r, req, middleware.GetReqID(r.Context()))
+		res, err := call(r, req, requestID(r.Context()))
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -1,13 +1,17 @@
 package api
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -88,7 +92,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("panic", "request_id", middleware.GetReqID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+					log.Error("panic", "request_id", requestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 					writeError(w, r, log, fmt.Errorf("panic: %v", v))
 				}
 			}()
@@ -97,11 +101,88 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// observe logs every request and records its metrics.
-func observe(log *slog.Logger, m *metrics) func(http.Handler) http.Handler {
+// requestIDHeader carries memoryd's id of a request in its response, for
+// the client to quote. A client's own X-Request-Id is never taken as the
+// id: it can be any bytes of any length, and the id is stored on the
+// events the request appends and on its log lines.
+const requestIDHeader = "X-Request-Id"
+
+// requestIDs makes memoryd's request ids: a random prefix per server (12
+// hex digits), a hyphen and a counter of at least 6 digits, as in
+// "3f9a0c1b2d4e-000042". They are unique across restarts without naming
+// the host.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	rand.Read(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:])}
+}
+
+func (ids *requestIDs) next() string {
+	return fmt.Sprintf("%s-%06d", ids.prefix, ids.n.Add(1))
+}
+
+// maxClientRequestID bounds the client's X-Request-Id that is logged.
+const maxClientRequestID = 64
+
+// clientRequestID returns the client's X-Request-Id when it is a plain
+// token of at most 64 bytes of [A-Za-z0-9._:-], to log beside memoryd's
+// own id; anything else is dropped.
+func clientRequestID(h http.Header) string {
+	v := h.Get(requestIDHeader)
+	if len(v) > maxClientRequestID {
+		return ""
+	}
+	for i := range len(v) {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == ':', c == '-':
+		default:
+			return ""
+		}
+	}
+	return v
+}
+
+// requestInfo is what memoryd keeps of a request in its context: its id,
+// and the code of the error it was answered with (set by writeError).
+type requestInfo struct {
+	id   string
+	code string
+}
+
+type requestInfoKey struct{}
+
+func infoOf(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return ri
+}
+
+// requestID returns memoryd's id of the request of ctx ("" outside one).
+func requestID(ctx context.Context) string {
+	if ri := infoOf(ctx); ri != nil {
+		return ri.id
+	}
+	return ""
+}
+
+// statusClientClosed is the status logged and counted for a canceled
+// request (nginx's 499): what was written back does not matter, nobody
+// read it.
+const statusClientClosed = 499
+
+// observe gives every request memoryd's id (also sent back in the
+// X-Request-Id header), logs it and records its metrics.
+func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
+			info := &requestInfo{id: ids.next()}
+			r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+			w.Header().Set(requestIDHeader, info.id)
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r)
 			route := chi.RouteContext(r.Context()).RoutePattern()
@@ -109,12 +190,23 @@ func observe(log *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			elapsed := time.Since(start)
-			m.observe(r.Method, route, ww.Status(), elapsed)
-			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("request_id", middleware.GetReqID(r.Context())),
+			status := ww.Status()
+			if info.code == codeCanceled {
+				status = statusClientClosed
+			}
+			m.observe(r.Method, route, status, elapsed)
+			attrs := make([]slog.Attr, 0, 8)
+			attrs = append(attrs, slog.String("request_id", info.id),
 				slog.String("method", r.Method), slog.String("route", route),
-				slog.Int("status", ww.Status()), slog.Int("bytes", ww.BytesWritten()),
+				slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
 				slog.Duration("duration", elapsed))
+			if info.code != "" {
+				attrs = append(attrs, slog.String("code", info.code))
+			}
+			if id := clientRequestID(r.Header); id != "" {
+				attrs = append(attrs, slog.String("client_request_id", id))
+			}
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		})
 	}
 }

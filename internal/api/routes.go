@@ -10,7 +10,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memoryd/memoryd/internal/memory"
@@ -43,8 +42,7 @@ func NewServer(cfg Config) http.Handler {
 	m := newMetrics(cfg.Registry, cfg.Service)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID)
-	r.Use(observe(log, m))
+	r.Use(observe(log, m, newRequestIDs()))
 	r.Use(recoverer(log))
 	r.Use(refuseForeign(cfg.CheckHost, log))
 	r.Use(limitBody(cfg.MaxBody, log))
