@@ -14,16 +14,21 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// StateView is an agent's lifecycle state as GET /v1/state shows it.
+// StateView is an agent's lifecycle state as GET /v1/state shows it. Phase
+// and RolloverDue are derived from the state when the view is made; neither
+// is part of the stored state (the projection and its digest).
 type StateView struct {
 	TaskID string `json:"task_id"`
 	Agent  string `json:"agent"`
 	Phase  string `json:"phase"`
 	fence.State
+	// RolloverDue is the rollover the host prepares at its next settled
+	// boundary (fence.State.DueRollover); omitted when none is due.
+	RolloverDue string `json:"rollover_due,omitempty"`
 }
 
 func view(c caller, s fence.State) StateView {
-	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s}
+	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s, RolloverDue: s.DueRollover()}
 }
 
 // LifecycleResult is the response of a lifecycle call: the outcome fields

@@ -81,7 +81,7 @@ const (
 )
 
 // MaxNotesMaxFileBytes is the ceiling of the per-file note cap (1,000,000
-// UTF-8 bytes, seed-behaviour G): a budget may lower the cap, never raise
+// UTF-8 bytes, docs/behaviour.md §G): a budget may lower the cap, never raise
 // it. An attach asking for more is refused rather than clamped, so that a
 // client relying on a larger cap learns it at once.
 const MaxNotesMaxFileBytes = 1_000_000

@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import { after, before, test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
-import { createMemorydExtension } from "../dist/index.js";
+import { createMemorydExtension, optionsFromEnv } from "../dist/index.js";
 import { memorydBinary, startMemoryd } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
@@ -296,4 +296,19 @@ test("Pi's own loader loads the package entry (dist/extension.js) configured fro
       else process.env[k] = v;
     }
   }
+});
+
+test("optionsFromEnv: MEMORYD_TASK is a task reference; anything else is refused with its usage", () => {
+  assert.deepEqual(optionsFromEnv({ MEMORYD_TASK: '{"task_id":"01J","parent_agent":"/root","agent_name":"reviewer"}' }).task, {
+    task_id: "01J",
+    parent_agent: "/root",
+    agent_name: "reviewer",
+  });
+  assert.deepEqual(optionsFromEnv({ MEMORYD_TASK: '{"task_id":"01J"}' }).task, { task_id: "01J" });
+  for (const bad of ["{nope", "[]", "null", '"01J"', '{"agent_name":"x"}', '{"task_id":7}', '{"task_id":"01J","agent_name":3}', '{"task_id":"01J","agent":"/root"}']) {
+    assert.throws(() => optionsFromEnv({ MEMORYD_TASK: bad }), /MEMORYD_TASK must be JSON like/, bad);
+  }
+  const opts = optionsFromEnv({ MEMORYD_SPAWN: "go", MEMORYD_REPO: "../memoryd", MEMORYD_CONTEXT_WINDOW: "64000" });
+  assert.deepEqual(opts.spawn, { command: "go", cwd: "../memoryd" });
+  assert.deepEqual(opts.budget, { context_window: 64000 });
 });

@@ -5,3 +5,5 @@ export type { MemorydErrorCode, ServerErrorCode, ClientErrorCode } from "./error
 export { defaultDbPath, tokenFilePath, discoverToken, discoverBaseUrl, DEFAULT_ADDR } from "./discovery.js";
 export type { Env } from "./discovery.js";
 export * from "./types.js";
+export * from "./tools.js";
+export * from "./lifecycle.js";

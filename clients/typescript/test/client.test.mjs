@@ -308,6 +308,7 @@ describe("tools listing and the context tools", () => {
     const st = await client.state(a.task_id, a.agent);
     assert.equal(st.pending_new_context, true);
     assert.equal(st.phase, "ROLLOVER_PENDING");
+    assert.equal(st.rollover_due, "new_context", "memoryd names the rollover due at the settled boundary");
   });
 });
 
@@ -382,6 +383,7 @@ describe("lifecycle: fence, claim and rollover", () => {
     const saved = await client.state(a.task_id, a.agent);
     assert.equal(saved.phase, "CHECKPOINT_SAVED");
     assert.equal(saved.checkpoint_saved, true);
+    assert.equal(saved.rollover_due, "fallback");
 
     const prep = await client.rolloverPrepare({ context: a.ctx(), reason: "fallback" });
     assert.equal(prep.window_id, "w2");
@@ -390,6 +392,7 @@ describe("lifecycle: fence, claim and rollover", () => {
     assert.match(prep.bootstrap, /Current context window id: w2/);
     assert.match(prep.bootstrap, /\/root\/notes\/checkpoint\.md/);
     assert.equal(prep.state.phase, "ROLLING_OVER");
+    assert.equal("rollover_due" in prep.state, false, "nothing is due while a rollover is prepared");
     // Prepare is idempotent for the same reason; another reason is a conflict.
     const again = await client.rolloverPrepare({ context: a.ctx(), reason: "fallback" });
     assert.equal(again.bootstrap, prep.bootstrap);
@@ -489,6 +492,7 @@ describe("events and state", () => {
     assert.equal(st.agent, "/root");
     assert.equal(st.phase, "READY");
     assert.equal(st.window_id, "w1");
+    assert.equal("rollover_due" in st, false, "rollover_due is omitted when none is due");
     await rejectsWith(() => client.state(a.task_id, "/root/nobody"), "not_found", 404);
   });
 });

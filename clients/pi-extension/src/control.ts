@@ -1,0 +1,136 @@
+// Control messages: what memoryd asks the model to do (the reminder, the
+// fallback checkpoint, the manual checkpoint of a /compact) goes into the
+// branch as a custom message of its window; usage reports decide when, the
+// message entering the branch arms the fence, an ordinary user message is
+// reported, and control messages of another window are dropped from the
+// model's copy.
+import { randomUUID } from "node:crypto";
+
+import type { ContextEvent, ExtensionAPI, ExtensionContext, MessageEndEvent } from "@earendil-works/pi-coding-agent";
+import type { ControlKind } from "@memoryd/client";
+
+import type { Connection } from "./connection.js";
+import { CUSTOM_TYPE, fallbackText, manualCheckpointText, reminderText } from "./messages.js";
+import { contextWindow, type MemorydExtensionOptions } from "./options.js";
+import type { AgentStateCache } from "./state.js";
+import { quietly, type Trace } from "./trace.js";
+
+const CONTROL_TYPES = new Set<string>([CUSTOM_TYPE.reminder, CUSTOM_TYPE.fallback, CUSTOM_TYPE.manualCheckpoint]);
+
+/** The fields of a control message's details the extension reads back. */
+export function controlDetails(details: unknown): { windowId?: string; requestId?: string } {
+  if (typeof details !== "object" || details === null) return {};
+  const out: { windowId?: string; requestId?: string } = {};
+  if ("windowId" in details && typeof details.windowId === "string") out.windowId = details.windowId;
+  if ("requestId" in details && typeof details.requestId === "string") out.requestId = details.requestId;
+  return out;
+}
+
+export class ControlMessages {
+  constructor(
+    private readonly pi: ExtensionAPI,
+    private readonly options: MemorydExtensionOptions,
+    private readonly conn: Connection,
+    private readonly state: AgentStateCache,
+    private readonly trace: Trace,
+  ) {}
+
+  reminder(): Promise<void> {
+    return this.deliver("reminder", reminderText, CUSTOM_TYPE.reminder, "steer");
+  }
+
+  fallback(): Promise<void> {
+    return this.deliver("fallback", fallbackText, CUSTOM_TYPE.fallback, "steer");
+  }
+
+  /** A manual /compact: memoryd records the request, the model is asked for the checkpoint. */
+  async manualCheckpoint(): Promise<void> {
+    const requestId = `manual-${randomUUID().slice(0, 8)}`;
+    const res = await this.conn.client.manual({ context: this.conn.context(), action: "request", request_id: requestId });
+    this.state.update(res.state);
+    await this.deliver("manual_checkpoint", manualCheckpointText, CUSTOM_TYPE.manualCheckpoint, "followUp");
+  }
+
+  /** message_end (after the sync): usage of an answer, a control message in the branch, a user message. */
+  async messageEnded(m: MessageEndEvent["message"], ctx: ExtensionContext): Promise<void> {
+    if (m.role === "assistant") {
+      if (m.stopReason === "aborted" || m.stopReason === "error") return;
+      const u = m.usage;
+      const used = u ? u.input + u.output + u.cacheRead + u.cacheWrite : null;
+      await quietly(this.trace, "usage", async () => {
+        const res = await this.conn.client.usage({
+          context: this.conn.context(),
+          tokens_used: used,
+          context_window: contextWindow(this.options, ctx) ?? null,
+        });
+        this.state.update(res.state);
+        this.trace("usage", { tokens_used: used, due: res.due, phase: res.state.phase });
+        if (res.due === "reminder") await this.reminder();
+        else if (res.due === "fallback" || res.due === "hard_rollover") await this.fallback();
+      });
+    } else if (m.role === "custom" && (m.customType === CUSTOM_TYPE.fallback || m.customType === CUSTOM_TYPE.manualCheckpoint)) {
+      // The fence is active once the message is in the branch.
+      const d = controlDetails(m.details);
+      const kind = m.customType === CUSTOM_TYPE.fallback ? "fallback" : "manual_checkpoint";
+      await quietly(this.trace, "arm", async () => {
+        const res = await this.conn.client.arm({ context: this.conn.context(), kind, window_id: d.windowId ?? "", request_id: d.requestId });
+        this.state.update(res.state);
+        this.trace("arm", { kind, windowId: d.windowId, stale: res.stale, phase: res.state.phase });
+      });
+    } else if (m.role === "user") {
+      await quietly(this.trace, "user-input", async () => {
+        this.state.update((await this.conn.client.userInput(this.conn.context())).state);
+      });
+    }
+  }
+
+  /** context: the model's copy without the control messages of other windows (undefined: unchanged). */
+  dropStale(messages: ContextEvent["messages"]): ContextEvent["messages"] | undefined {
+    const current = this.state.current?.window_id;
+    if (!current) return undefined;
+    const kept = messages.filter(
+      (m) => m.role !== "custom" || !CONTROL_TYPES.has(m.customType) || controlDetails(m.details).windowId === current,
+    );
+    return kept.length === messages.length ? undefined : kept;
+  }
+
+  /** Re-sends a fallback that was delivered but never entered the branch (docs/behaviour.md §D.3 row 6). */
+  resendLostFallback(ctx: ExtensionContext): void {
+    const st = this.state.current;
+    if (!st || !st.fallback_delivered || st.fence_active || st.pending_window_id) return;
+    const inBranch = ctx.sessionManager
+      .getBranch()
+      .some((e) => e.type === "custom_message" && e.customType === CUSTOM_TYPE.fallback && controlDetails(e.details).windowId === st.window_id);
+    if (inBranch) return;
+    this.trace("resend_fallback", { windowId: st.window_id });
+    this.pi.sendMessage(
+      {
+        customType: CUSTOM_TYPE.fallback,
+        content: fallbackText(st.window_id),
+        display: false,
+        details: { windowId: st.window_id, source_context_window_id: st.window_id, requestId: st.fence_request_id, kind: "fallback" },
+      },
+      { deliverAs: "followUp", triggerTurn: true },
+    );
+  }
+
+  private async deliver(kind: ControlKind, text: (w: string) => string, customType: string, deliverAs: "steer" | "followUp") {
+    const st = this.state.current ?? (await this.state.refresh());
+    if (!st) return;
+    const windowId = st.window_id;
+    const requestId = `${kind}-${windowId}-${randomUUID().slice(0, 8)}`;
+    const res = await this.conn.client.delivered({ context: this.conn.context(), kind, window_id: windowId, request_id: requestId });
+    this.state.update(res.state);
+    if (res.stale) return;
+    this.trace("deliver", { kind, windowId, requestId });
+    this.pi.sendMessage(
+      {
+        customType,
+        content: text(windowId),
+        display: false,
+        details: { windowId, source_context_window_id: windowId, requestId, kind },
+      },
+      { deliverAs, triggerTurn: true },
+    );
+  }
+}

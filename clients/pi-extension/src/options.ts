@@ -1,0 +1,89 @@
+// The extension's options, from the caller or from the environment.
+import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { Budget, MemorydClient, TaskRef } from "@memoryd/client";
+
+import type { SpawnOptions } from "./spawn.js";
+import type { Trace } from "./trace.js";
+
+/** Options of the extension; every field is optional. */
+export interface MemorydExtensionOptions {
+  /** A ready client (tests); otherwise one is made from baseUrl, token and timeoutMs. */
+  client?: MemorydClient;
+  /** memoryd's URL (default MEMORYD_URL, else http://$MEMORYD_ADDR, else http://127.0.0.1:7411). */
+  baseUrl?: string;
+  /** The bearer token (default MEMORYD_TOKEN, else the token file beside the default database). */
+  token?: string;
+  /** Per-request timeout in ms (default 15000). */
+  timeoutMs?: number;
+  /**
+   * Join an existing task as a child agent (API.md §3). A launcher that starts
+   * a sub-agent session passes its parent's task here (or in MEMORYD_TASK as
+   * JSON). Omitted: the session is its own task (/root), or resumes it.
+   */
+  task?: TaskRef | null;
+  /** Budget sent with attach. context_window, when set, is also the window usage is measured against. */
+  budget?: Budget;
+  /** Start memoryd when it is not reachable at session start (default: MEMORYD_SPAWN, else never). */
+  spawn?: SpawnOptions | false;
+  /** The session key (default: the session file path, else "pi-session:<session id>"). */
+  sessionKey?: (ctx: ExtensionContext) => string;
+  /** Add the workflow guidance to the system prompt (default true). */
+  guidance?: boolean;
+  /** Observe what the extension does (tests, MEMORYD_DEBUG=1 logs to stderr). */
+  onTrace?: Trace;
+}
+
+const TASK_USAGE = "MEMORYD_TASK must be JSON like {\"task_id\":\"...\",\"parent_agent\":\"/root\",\"agent_name\":\"reviewer\"}";
+
+/** Reads the extension's options from the environment (what the default export uses). */
+export function optionsFromEnv(env: Record<string, string | undefined> = process.env): MemorydExtensionOptions {
+  const opts: MemorydExtensionOptions = {};
+  if (env.MEMORYD_TASK) opts.task = parseTask(env.MEMORYD_TASK);
+  if (env.MEMORYD_SPAWN) {
+    opts.spawn = {
+      command: env.MEMORYD_SPAWN,
+      cwd: env.MEMORYD_REPO || undefined,
+    };
+  }
+  if (env.MEMORYD_CONTEXT_WINDOW) opts.budget = { context_window: Number(env.MEMORYD_CONTEXT_WINDOW) };
+  if (env.MEMORYD_DEBUG === "1") {
+    opts.onTrace = (event, data) => process.stderr.write(`[memoryd] ${event} ${data ? JSON.stringify(data) : ""}\n`);
+  }
+  return opts;
+}
+
+/** MEMORYD_TASK as a TaskRef; anything attach would refuse is refused here, with the usage. */
+function parseTask(text: string): TaskRef {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new Error(TASK_USAGE);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error(TASK_USAGE);
+  const fields = new Map(Object.entries(v));
+  const task_id = fields.get("task_id");
+  const parent_agent = fields.get("parent_agent");
+  const agent_name = fields.get("agent_name");
+  const known = ["task_id", "parent_agent", "agent_name"];
+  if (
+    typeof task_id !== "string" ||
+    (parent_agent !== undefined && typeof parent_agent !== "string") ||
+    (agent_name !== undefined && typeof agent_name !== "string") ||
+    [...fields.keys()].some((k) => !known.includes(k))
+  ) {
+    throw new Error(TASK_USAGE);
+  }
+  return { task_id, ...(parent_agent !== undefined ? { parent_agent } : {}), ...(agent_name !== undefined ? { agent_name } : {}) };
+}
+
+/** The context window usage is measured against: the configured one, else the model's. */
+export function contextWindow(options: MemorydExtensionOptions, ctx: ExtensionContext): number | undefined {
+  return options.budget?.context_window ?? ctx.model?.contextWindow;
+}
+
+/** The session key of attach: the configured function, else the session file, else "pi-session:<id>". */
+export function sessionKey(options: MemorydExtensionOptions, ctx: ExtensionContext): string {
+  if (options.sessionKey) return options.sessionKey(ctx);
+  return ctx.sessionManager.getSessionFile() ?? `pi-session:${ctx.sessionManager.getSessionId()}`;
+}

@@ -1,0 +1,186 @@
+// The window rollover: memoryd's state names the rollover that is due
+// (rollover_due, decided by its fence); at a settled boundary the extension
+// prepares it and asks Pi to compact, answers Pi's session_before_compact
+// with the bootstrap as the summary (keeping nothing of the old window),
+// commits or fails the prepared window when the compaction ends, and
+// decides what to do with the compactions Pi starts by itself.
+import type {
+  ExtensionAPI,
+  ExtensionContext,
+  SessionBeforeCompactEvent,
+  SessionBeforeCompactResult,
+  SessionCompactEvent,
+  SessionCompactFailedEvent,
+} from "@earendil-works/pi-coding-agent";
+import type { AgentState, RolloverReason } from "@memoryd/client";
+
+import type { Connection } from "./connection.js";
+import type { ControlMessages } from "./control.js";
+import { CUSTOM_TYPE, NO_KEPT_ENTRY, continueText } from "./messages.js";
+import type { AgentStateCache } from "./state.js";
+import type { HistorySync } from "./sync.js";
+import { errorMessage, quietly, type Trace } from "./trace.js";
+
+/** A window memoryd prepared that Pi's compaction has not opened yet. */
+interface PreparedWindow {
+  windowId: string;
+  previousWindowId: string;
+  bootstrap: string;
+  reason: RolloverReason;
+}
+
+/** Rollovers after which the model is told to go on in the new window (not after /compact or an overflow). */
+const CONTINUE_AFTER = new Set<RolloverReason>(["new_context", "fallback", "hard_rollover"]);
+
+export class Rollover {
+  private prepared: PreparedWindow | undefined;
+  private starting = false;
+
+  constructor(
+    private readonly pi: ExtensionAPI,
+    private readonly conn: Connection,
+    private readonly state: AgentStateCache,
+    private readonly history: HistorySync,
+    private readonly control: ControlMessages,
+    private readonly trace: Trace,
+  ) {}
+
+  /** agent_settled: starts the rollover memoryd says is due in st, if any. */
+  async settled(ctx: ExtensionContext, st: AgentState): Promise<void> {
+    if (st.rollover_due) await this.start(ctx, st.rollover_due);
+  }
+
+  /** session_before_compact: the prepared window's compaction, or what to do with Pi's own. */
+  async beforeCompact(event: SessionBeforeCompactEvent, ctx: ExtensionContext): Promise<SessionBeforeCompactResult | undefined> {
+    if (this.prepared) return this.compaction(this.prepared, event);
+    try {
+      await this.history.sync(ctx, "window-switch");
+      const st = await this.state.refresh();
+      if (!st) return { cancel: true };
+      const manualActive = st.manual !== undefined && st.manual.phase !== "reusable";
+      if (event.reason === "overflow") {
+        if (manualActive) return { cancel: true };
+        return this.compaction(await this.prepare(ctx, "overflow"), event);
+      }
+      if (st.rollover_due) return this.compaction(await this.prepare(ctx, st.rollover_due), event);
+      if (event.reason === "threshold") {
+        // Pi's own threshold compaction would summarize: refuse it and ask for a checkpoint instead.
+        if (!st.reminder_delivered) await this.control.reminder();
+        else if (!st.fallback_delivered && !st.fence_active) await this.control.fallback();
+        return { cancel: true };
+      }
+      // Manual /compact without a saved checkpoint: ask for one; the compaction runs at the next settled boundary.
+      if (!manualActive) await this.control.manualCheckpoint();
+      return { cancel: true };
+    } catch (err) {
+      this.trace("error", { what: "session_before_compact", error: errorMessage(err) });
+      return { cancel: true };
+    }
+  }
+
+  /** session_compact: the prepared window's compaction is in the branch; memoryd commits the window. */
+  async compacted(event: SessionCompactEvent, ctx: ExtensionContext): Promise<void> {
+    const r = this.prepared;
+    if (!this.conn.attached || !r || event.compactionEntry.summary !== r.bootstrap) return;
+    await quietly(this.trace, "commit", async () => {
+      await this.history.sync(ctx, "session_compact");
+      const res = await this.conn.client.rolloverCommit({
+        context: this.conn.context(),
+        window_id: r.windowId,
+        compaction_entry_id: event.compactionEntry.id,
+      });
+      this.state.update(res.state);
+      this.trace("rollover_committed", { windowId: res.window_id, previousWindowId: res.previous_window_id, entry: event.compactionEntry.id });
+    });
+    this.prepared = undefined;
+  }
+
+  /** session_compact_failed: the prepared window is reported failed (aborted keeps the request). */
+  async compactFailed(event: SessionCompactFailedEvent): Promise<void> {
+    const r = this.prepared;
+    if (!this.conn.attached || !r) return;
+    this.prepared = undefined;
+    await quietly(this.trace, "fail", async () => {
+      const res = await this.conn.client.rolloverFail({ context: this.conn.context(), aborted: event.aborted, error: event.errorMessage ?? "" });
+      this.state.update(res.state);
+      this.trace("rollover_failed", { windowId: r.windowId, aborted: event.aborted, error: event.errorMessage });
+    });
+  }
+
+  /** At attach: a rollover prepared by an earlier process that ended before its compaction. */
+  async abandonStale(): Promise<void> {
+    // Nothing will commit it. Report it aborted (the intent is kept) so the
+    // next settled boundary prepares it again.
+    if (this.state.current?.pending_window_id && !this.prepared) await this.abandon("attach");
+  }
+
+  /** session_shutdown: a prepared window this process will not compact is reported aborted. */
+  async shutdown(): Promise<void> {
+    if (this.conn.attached && this.prepared) await this.abandon("shutdown");
+    this.prepared = undefined;
+  }
+
+  /** Reports a prepared rollover that will never be committed as aborted (memoryd keeps the intent). */
+  private async abandon(why: string): Promise<void> {
+    await quietly(this.trace, "fail", async () => {
+      const res = await this.conn.client.rolloverFail({ context: this.conn.context(), aborted: true, error: `rollover abandoned at ${why}` });
+      this.state.update(res.state);
+      this.trace("rollover_abandoned", { why });
+    });
+  }
+
+  private async prepare(ctx: ExtensionContext, reason: RolloverReason): Promise<PreparedWindow> {
+    await this.history.sync(ctx, "window-switch");
+    const manual = this.state.current?.manual;
+    if (reason === "manual_compact" && manual?.phase === "saved") {
+      const res = await this.conn.client.manual({ context: this.conn.context(), action: "compacting", request_id: manual.request_id });
+      this.state.update(res.state);
+    }
+    const res = await this.conn.client.rolloverPrepare({ context: this.conn.context(), reason });
+    this.state.update(res.state);
+    this.prepared = { windowId: res.window_id, previousWindowId: res.previous_window_id, bootstrap: res.bootstrap, reason };
+    this.trace("rollover_prepared", { reason, windowId: res.window_id });
+    return this.prepared;
+  }
+
+  private compaction(r: PreparedWindow, event: SessionBeforeCompactEvent): SessionBeforeCompactResult {
+    return {
+      compaction: {
+        summary: r.bootstrap,
+        firstKeptEntryId: NO_KEPT_ENTRY,
+        tokensBefore: event.preparation.tokensBefore,
+        details: { memoryd: { window_id: r.windowId, previous_window_id: r.previousWindowId, reason: r.reason } },
+      },
+    };
+  }
+
+  private async start(ctx: ExtensionContext, reason: RolloverReason): Promise<void> {
+    if (this.starting || this.prepared) return;
+    this.starting = true;
+    try {
+      const r = await this.prepare(ctx, reason);
+      this.trace("compact", { reason, windowId: r.windowId });
+      ctx.compact({
+        onComplete: () => {
+          this.trace("compact_complete", { windowId: r.windowId });
+          if (CONTINUE_AFTER.has(r.reason)) this.sendContinue(r);
+        },
+        onError: (err) => this.trace("compact_error", { windowId: r.windowId, error: err.message }),
+      });
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  private sendContinue(r: PreparedWindow): void {
+    this.pi.sendMessage(
+      {
+        customType: CUSTOM_TYPE.continue,
+        content: continueText(r.windowId, r.previousWindowId),
+        display: false,
+        details: { windowId: r.windowId, previousWindowId: r.previousWindowId },
+      },
+      { deliverAs: "followUp", triggerTurn: true },
+    );
+  }
+}

@@ -1,0 +1,37 @@
+// Type-level tests of the client (npm test compiles this file, `npm run
+// typecheck`, and runs nothing): callTool takes a tool's name and that tool's
+// argument type and resolves to that tool's details; every @ts-expect-error
+// below must stay an error.
+import { MemorydClient, TOOL_NAMES, type CallContext, type ToolArgs, type ToolDetails, type ToolName } from "../src/index.js";
+
+declare const client: MemorydClient;
+declare const ctx: CallContext;
+
+export async function checks(): Promise<void> {
+  const read = await client.callTool("history_read_item", ctx, { window_id: "w1", item_id: "e1", limit_chars: 10 });
+  const next: number | null = read.details.next_offset_chars;
+  const written = await client.callTool("notes_write_file", ctx, { path: "checkpoint.md", text: "" });
+  const revision: number = written.details.revision;
+  await client.callTool("new_context", ctx, {});
+  void [next, revision];
+
+  // @ts-expect-error an unknown tool
+  await client.callTool("notes_delete", ctx, {});
+  // @ts-expect-error a required argument missing
+  await client.callTool("history_read_item", ctx, { window_id: "w1" });
+  // @ts-expect-error an argument of another tool
+  await client.callTool("notes_read_file", ctx, { path: "a.md", query: "x" });
+  // @ts-expect-error a value outside the schema's enum
+  await client.callTool("history_list_items", ctx, { role: "robot" });
+  // @ts-expect-error a tool without arguments
+  await client.callTool("get_context_remaining", ctx, { limit: 1 });
+  // @ts-expect-error the details of another tool
+  const wrong: ToolDetails["notes_read_file"] = written.details;
+  void wrong;
+}
+
+// Every tool has arguments and details, and nothing else does.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const argsCoverTools: Same<keyof ToolArgs, ToolName> = true;
+export const detailsCoverTools: Same<keyof ToolDetails, ToolName> = true;
+export const namesAreTools: Same<(typeof TOOL_NAMES)[number], ToolName> = true;
