@@ -1,0 +1,77 @@
+// Package sessiongen builds Pi coding-agent sessions (format version 3)
+// deterministically, for tests, benchmarks and tools that feed memoryd's
+// history journal. A Builder appends entries to a session tree with
+// seeded ids and a fixed clock; scenario functions (Tools, Images,
+// Compactions, BranchSwitch, Controls, EmptyMessages, Unicode, Large)
+// return ready-made sessions; Read and ReadFile parse a Pi session JSONL
+// file and compute its current branch, the path from the last entry to the
+// root.
+//
+// Entries are raw JSON exactly as Pi writes them: one object per line with
+// type, id, parentId and timestamp, and per type message, summary,
+// customType, content, data and so on.
+package sessiongen
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+)
+
+// Session is a Pi session: its header, its entries in file order (the
+// header excluded) and the current branch.
+type Session struct {
+	// Header is the {"type":"session",...} line, or nil.
+	Header json.RawMessage
+	// Entries are the session's entries in file order: every branch of
+	// the tree, not only the current one.
+	Entries []json.RawMessage
+	// Branch is the current branch: entry ids from the root to the leaf.
+	Branch []string
+	// Marks name notable entries of a generated session (name → entry
+	// id); nil for a session read from a file.
+	Marks map[string]string
+}
+
+// Bytes returns the total size of the entries' JSON.
+func (s Session) Bytes() int {
+	n := 0
+	for _, e := range s.Entries {
+		n += len(e)
+	}
+	return n
+}
+
+// WriteJSONL writes the session as a Pi session file: the header (if any)
+// and then one entry per line.
+func (s Session) WriteJSONL(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	if len(s.Header) > 0 {
+		bw.Write(s.Header)
+		bw.WriteByte('\n')
+	}
+	for _, e := range s.Entries {
+		bw.Write(e)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// Batches splits entries into consecutive batches of at most maxBytes of
+// JSON each (an entry larger than maxBytes is a batch of its own), so a
+// large session can be synced in requests under a body limit.
+func Batches(entries []json.RawMessage, maxBytes int) [][]json.RawMessage {
+	var out [][]json.RawMessage
+	start, size := 0, 0
+	for i, e := range entries {
+		if i > start && size+len(e) > maxBytes {
+			out = append(out, entries[start:i])
+			start, size = i, 0
+		}
+		size += len(e)
+	}
+	if start < len(entries) {
+		out = append(out, entries[start:])
+	}
+	return out
+}
