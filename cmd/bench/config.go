@@ -11,33 +11,18 @@ import (
 	"time"
 )
 
-const usageText = `usage: bench [flags] > report.md
+// usageHead and usageTail are the -h text before and after the rows,
+// which usage takes from allRows.
+const usageHead = `usage: bench [flags] > report.md
 
 bench measures memoryd against the ceilings of this machine and prints a
 Markdown report on stdout (progress on stderr). memoryd runs as a subprocess
 (built from ./cmd/server unless -server is given); each figure and its
 ceiling run interleaved in the same repetition. Rows:
 
-  append16       durable note appends/s over HTTP, 16 clients, vs raw SQLite
-                 inserting 1000 rows per FULL transaction       (target ≥ 0.6×);
-                 also the same requests to a bare net/http handler, as a bound,
-                 and to one that only stores each as a raw row with group
-                 commit, as a durable reference
-  append1        one client's append p50 latency, vs one raw single-insert
-                 FULL transaction                               (target ≤ 3×)
-  search-rare    history_search_contents over -history-bytes of history, rare
-                 needle, vs a raw SQLite GLOB scan of the same text (≥ 2× as fast)
-  search-common  the same with a needle whose first byte is common (≥ 1×)
-  search-everywhere  the same with a needle found in nearly every tool result:
-                 memoryd's worst case, reported without a target
-  replay         "memoryd replay" of an -events event log, vs a raw batched
-                 insert of the same events                      (target ≥ 0.75×)
-  read8          notes_read_file req/s, 8 clients, vs a bare net/http handler
-                 returning the same bytes                       (target ≥ 0.3×)
-  rss            peak RSS of the server serving the history     (≤ 150 MB)
-  startup        exec to the first 200 from /healthz on the replayed
-                 -events database                               (≤ 300 ms)
+`
 
+const usageTail = `
 Sizes accept 1048576, 1<<20, 64KiB, 64MiB, 1GiB (also KB/MB/GB, powers of
 1000). Exit status: 0 when the run completed (whatever the results), 1 on
 any failure (a non-200 response, a process that died), 2 on bad usage.
@@ -45,8 +30,20 @@ any failure (a non-200 response, a process that died), 2 on bad usage.
 flags:
 `
 
-// allRows are the rows of the report, in its order.
-var allRows = []string{"append16", "append1", "search-rare", "search-common", "search-everywhere", "replay", "read8", "rss", "startup"}
+// usage is the -h text before the flags.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	for _, r := range allRows {
+		lines := strings.Split(r.help, "\n")
+		fmt.Fprintf(&b, "  %-13s  %s\n", r.name, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(&b, "%17s%s\n", "", l)
+		}
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
 
 // config is the parsed command line.
 type config struct {
@@ -78,14 +75,14 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), usage())
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&c.reps, "reps", 3, "repetitions of every figure and its ceiling")
 	fs.Var((*byteSize)(&c.historyBytes), "history-bytes", "`bytes` of generated Pi session history to search")
 	fs.IntVar(&c.events, "events", 1_000_000, "events in the log to replay (and in the startup database)")
 	fs.DurationVar(&c.dur, "dur", 3*time.Second, "duration of each throughput loop")
-	rows := fs.String("rows", strings.Join(allRows, ","), "comma-separated `rows` to run")
+	rows := fs.String("rows", strings.Join(rowNames(), ","), "comma-separated `rows` to run")
 	fs.StringVar(&c.dir, "dir", "", "scratch `folder` (default a new temporary one); removed at the end unless -keep")
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
@@ -116,8 +113,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		if r == "" {
 			continue
 		}
-		if !slices.Contains(allRows, r) {
-			return nil, &usageError{fmt.Sprintf("-rows: unknown row %q (rows: %s)", r, strings.Join(allRows, ", "))}
+		if !slices.Contains(rowNames(), r) {
+			return nil, &usageError{fmt.Sprintf("-rows: unknown row %q (rows: %s)", r, strings.Join(rowNames(), ", "))}
 		}
 		if !slices.Contains(c.rows, r) {
 			c.rows = append(c.rows, r)

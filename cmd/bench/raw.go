@@ -29,11 +29,10 @@ CREATE UNIQUE INDEX events_ulid ON events (ulid);`
 
 const rawInsert = `INSERT INTO events (stream_id, stream_seq, type, ulid, ts, body) VALUES (?, ?, ?, ?, ?, ?)`
 
-// openRaw creates a fresh raw event database at path (WAL,
-// synchronous=FULL, busy_timeout=5000, one connection) and prepares the
+// openRaw creates a fresh raw event database at path (WAL, busy_timeout=5000,
+// one connection) with synchronous mode sync (FULL for the append
+// ceilings, OFF for the replay's, as memoryd replays) and prepares the
 // INSERT.
-// openRaw opens a fresh raw database with synchronous mode sync (FULL
-// for the append ceilings, OFF for the replay's, as memoryd replays).
 func openRaw(ctx context.Context, path, sync string) (*sql.DB, *sql.Stmt, error) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {

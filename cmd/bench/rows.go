@@ -1,296 +1,161 @@
 package main
 
-import (
-	"bufio"
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
-)
+import "context"
 
-// measure runs one repetition of row: its figure and its ceiling, in the
-// order figFirst says.
-func (b *bench) measure(ctx context.Context, row string, rep int, figFirst bool) error {
-	r := b.result(row)
-	pair := func(fig, ceil func() error) error {
-		first, second := fig, ceil
-		if !figFirst {
-			first, second = ceil, fig
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		return second()
-	}
-	switch row {
-	case "append16":
-		var f, c loopResult
-		var cpu float64
-		err := pair(func() (err error) {
-			cpu, err = cpuOf(b.notes.pid(), func() (err error) {
-				f, err = loop(ctx, 16, b.cfg.dur, func(ctx context.Context, client int) error {
-					_, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_append_to_file", b.appendBody(client), false)
-					return err
-				})
-				return err
-			})
-			return err
-		}, func() (err error) {
-			c, err = rawWrite(ctx, filepath.Join(b.scratch, "raw-append16.db"), 1000, b.cfg.dur)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		// The bound and the durable reference: the same requests to a bare
-		// net/http server and to one that only stores each durably, after
-		// the pair (their order does not change between repetitions).
-		var bare, durable loopResult
-		if b.bareAppend != nil {
-			for _, to := range []struct {
-				p   *proc
-				res *loopResult
-			}{{b.bareAppend, &bare}, {b.durableAppend, &durable}} {
-				if *to.res, err = loop(ctx, 16, b.cfg.dur, func(ctx context.Context, client int) error {
-					_, err := b.cl.post(ctx, to.p.url+"/v1/tools/notes_append_to_file", b.appendBody(client), false)
-					return err
-				}); err != nil {
-					return err
-				}
-			}
-		}
-		r.fig, r.ceil, r.ratio = append(r.fig, f.rate()), append(r.ceil, c.rate()), append(r.ratio, f.rate()/c.rate())
-		if b.bareAppend != nil {
-			r.add("bound: bare net/http, same requests (req/s)", bare.rate())
-			r.add("bound: bare net/http / ceiling (×)", bare.rate()/c.rate())
-			r.add("durable reference: net/http + group commit, one row a request (req/s)", durable.rate())
-			r.add("durable reference / ceiling (×)", durable.rate()/c.rate())
-			r.add("memoryd / durable reference (×)", f.rate()/durable.rate())
-		}
-		r.add("memoryd append latency p50 (s)", percentile(f.lat, 50).Seconds())
-		r.add("memoryd append latency p99 (s)", percentile(f.lat, 99).Seconds())
-		r.add("raw 1000-row transaction p50 (s)", percentile(c.lat, 50).Seconds())
-		r.add("memoryd CPU per append (s)", cpu/float64(f.calls))
-		r.add("memoryd CPU use (cores)", cpu/f.elapsed.Seconds())
-		b.logf("append16: memoryd %s appends/s, raw %s rows/s", num(f.rate(), 0), num(c.rate(), 0))
-
-	case "append1":
-		var f, c loopResult
-		var cpu float64
-		err := pair(func() (err error) {
-			cpu, err = cpuOf(b.notes.pid(), func() (err error) {
-				f, err = loop(ctx, 1, b.cfg.dur, func(ctx context.Context, _ int) error {
-					_, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_append_to_file", b.appendBody(16), false)
-					return err
-				})
-				return err
-			})
-			return err
-		}, func() (err error) {
-			c, err = rawWrite(ctx, filepath.Join(b.scratch, "raw-append1.db"), 1, b.cfg.dur)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		fp50, cp50 := percentile(f.lat, 50).Seconds(), percentile(c.lat, 50).Seconds()
-		r.fig, r.ceil, r.ratio = append(r.fig, fp50), append(r.ceil, cp50), append(r.ratio, fp50/cp50)
-		r.add("memoryd p99 (s)", percentile(f.lat, 99).Seconds())
-		r.add("raw p99 (s)", percentile(c.lat, 99).Seconds())
-		r.add("memoryd appends/s", f.rate())
-		r.add("raw transactions/s", c.rate())
-		r.add("memoryd CPU per append (s)", cpu/float64(f.calls))
-		b.logf("append1: memoryd p50 %s (p99 %s), raw p50 %s (p99 %s)", ms(fp50), ms(percentile(f.lat, 99).Seconds()),
-			ms(cp50), ms(percentile(c.lat, 99).Seconds()))
-
-	case "search-rare", "search-common", "search-everywhere":
-		needle := map[string]string{"search-rare": b.rare, "search-common": b.common, "search-everywhere": b.everywhere}[row]
-		// Warm: the page cache of a VM may have dropped the databases
-		// since the last repetition (the replay row writes gigabytes).
-		if _, err := b.searchMemoryd(ctx, needle); err != nil {
-			return err
-		}
-		if _, err := b.searchCeiling(ctx, needle); err != nil {
-			return err
-		}
-		var f, c time.Duration
-		var cpu float64
-		err := pair(func() (err error) {
-			cpu, err = cpuOf(b.hist.pid(), func() (err error) {
-				f, err = b.searchMemoryd(ctx, needle)
-				return err
-			})
-			return err
-		}, func() (err error) {
-			c, err = b.searchCeiling(ctx, needle)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		b.searchedAt = rep
-		r.fig, r.ceil, r.ratio = append(r.fig, f.Seconds()), append(r.ceil, c.Seconds()), append(r.ratio, c.Seconds()/f.Seconds())
-		r.add("memoryd GB/s", float64(b.textBytes)/1e9/f.Seconds())
-		r.add("GLOB GB/s", float64(b.textBytes)/1e9/c.Seconds())
-		r.add("memoryd CPU during the search, counted in 10 ms ticks (s)", cpu)
-		b.logf("%s: memoryd %s, GLOB %s", row, ms(f.Seconds()), ms(c.Seconds()))
-
-	case "rss":
-		if b.searchedAt != rep { // rss alone: serve the searches first
-			for _, needle := range []string{b.rare, b.common} {
-				if _, err := b.searchMemoryd(ctx, needle); err != nil {
-					return err
-				}
-			}
-		}
-		hwm, rss, err := procMemory(b.hist.pid())
-		if err != nil {
-			return err
-		}
-		r.fig = append(r.fig, float64(hwm)/1e6)
-		r.add("VmRSS (MB)", float64(rss)/1e6)
-		b.logf("rss: VmHWM %s, VmRSS %s", mb(hwm), mb(rss))
-
-	case "replay":
-		var f, c time.Duration
-		var printed string
-		err := pair(func() (err error) {
-			f, printed, err = b.replayMemoryd(ctx, rep)
-			syncFS() // untimed: the next half does not pay this one's writeback
-			return err
-		}, func() error {
-			n, took, err := rawReplay(ctx, b.logPath, filepath.Join(b.scratch, "raw-replay.db"))
-			if err == nil && n != b.cfg.events {
-				err = fmt.Errorf("raw replay inserted %d events, want %d", n, b.cfg.events)
-			}
-			c = took
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		// The replays wrote gigabytes: flush them now, so that the
-		// kernel's writeback does not take CPU from the row measured next.
-		syncFS()
-		n := float64(b.cfg.events)
-		r.fig, r.ceil, r.ratio = append(r.fig, n/f.Seconds()), append(r.ceil, n/c.Seconds()), append(r.ratio, c.Seconds()/f.Seconds())
-		r.add("memoryd replay wall time (s)", f.Seconds())
-		r.add("raw wall time (s)", c.Seconds())
-		r.printed = append(r.printed, printed)
-		b.logf("replay: memoryd %s events/s (%v), raw %s events/s (%v)", num(n/f.Seconds(), 0), f.Round(time.Millisecond),
-			num(n/c.Seconds(), 0), c.Round(time.Millisecond))
-
-	case "read8":
-		var f, c loopResult
-		var cpuF, cpuC float64
-		read := func(p *proc, out *loopResult, cpu *float64) func() error {
-			return func() (err error) {
-				*cpu, err = cpuOf(p.pid(), func() (err error) {
-					*out, err = loop(ctx, 8, b.cfg.dur, func(ctx context.Context, _ int) error {
-						_, err := b.cl.post(ctx, p.url+"/v1/tools/notes_read_file", b.readBody(), false)
-						return err
-					})
-					return err
-				})
-				return err
-			}
-		}
-		if err := pair(read(b.notes, &f, &cpuF), read(b.bare, &c, &cpuC)); err != nil {
-			return err
-		}
-		r.fig, r.ceil, r.ratio = append(r.fig, f.rate()), append(r.ceil, c.rate()), append(r.ratio, f.rate()/c.rate())
-		r.add("memoryd p50 (s)", percentile(f.lat, 50).Seconds())
-		r.add("memoryd p99 (s)", percentile(f.lat, 99).Seconds())
-		r.add("bare p50 (s)", percentile(c.lat, 50).Seconds())
-		r.add("memoryd CPU per read (s)", cpuF/float64(f.calls))
-		r.add("bare server CPU per request (s)", cpuC/float64(c.calls))
-		b.logf("read8: memoryd %s req/s, bare %s req/s", num(f.rate(), 0), num(c.rate(), 0))
-
-	case "startup":
-		p, err := b.startMemoryd(ctx, "memoryd(startup)", b.replayed)
-		if err != nil {
-			return err
-		}
-		pos, err := b.cl.health(ctx, p.url)
-		took := time.Since(p.started)
-		listened := p.listened.Sub(p.started)
-		if serr := p.stop(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			return err
-		}
-		if pos != int64(b.cfg.events) {
-			return fmt.Errorf("memoryd on the replayed database reports position %d, want %d", pos, b.cfg.events)
-		}
-		r.fig = append(r.fig, took.Seconds())
-		r.add("exec to the listening line (s)", listened.Seconds())
-		b.logf("startup: %s (listening line after %s)", ms(took.Seconds()), ms(listened.Seconds()))
-	}
-	return nil
+// row is one row of the report: the fixtures it needs, how one repetition
+// of it is measured, and how its figure is shown and judged. allRows
+// lists them.
+type row struct {
+	name string
+	// help describes the row under -h: its first line follows the name,
+	// the others are indented under it.
+	help string
+	// needs are the fixtures set up, once before the first repetition,
+	// when the row is selected (with the fixtures they need).
+	needs []*fixture
+	// measure runs one repetition: the figure and its ceiling, in the
+	// order rep.pair says.
+	measure func(b *bench, ctx context.Context, rep repetition) (sample, error)
+	// notes is the row's paragraph in the report: what exactly was
+	// measured, naming sizes known only once the fixtures are set up.
+	notes func(b *bench) string
+	// fig and ceil format a figure and a ceiling; ceil is nil for a row
+	// with an absolute target (no ceiling, no ratio).
+	fig, ceil func(float64) string
+	// target is what the ratio (with no ceiling, the figure) must reach:
+	// ≥ target with atLeast, else ≤; 0: no target, the row informs.
+	target     float64
+	atLeast    bool
+	targetText string
+	// stretch, if not 0, is a second target on the figure itself (≤ it),
+	// reported with a pass and in the notes as stretchText.
+	stretch     float64
+	stretchText string
 }
 
-// procMemory returns VmHWM and VmRSS of process pid in bytes.
-func procMemory(pid int) (hwm, rss int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "VmHWM" && k != "VmRSS") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
-		}
-		if k == "VmHWM" {
-			hwm = kb << 10
-		} else {
-			rss = kb << 10
-		}
-	}
-	if hwm == 0 || rss == 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/status has no VmHWM and VmRSS", pid)
-	}
-	return hwm, rss, sc.Err()
+// allRows is the one list of the rows: -rows and -h take their names
+// from it, and they run in every repetition and appear in the report in
+// its order. Adding a row is adding an entry here and its measure and
+// notes functions, in a rows_*.go file named for what it measures.
+var allRows = []*row{
+	{
+		name: "append16",
+		help: "durable note appends/s over HTTP, 16 clients, vs raw SQLite\n" +
+			"inserting 1000 rows per FULL transaction       (target ≥ 0.6×);\n" +
+			"also the same requests to a bare net/http handler, as a bound,\n" +
+			"and to one that only stores each as a raw row with group\n" +
+			"commit, as a durable reference",
+		needs:   []*fixture{fxAppendWarm, fxAppendRefs},
+		measure: (*bench).measureAppend16, notes: (*bench).append16Notes,
+		fig: rate("appends/s"), ceil: rate("rows/s"), target: 0.6, atLeast: true, targetText: "≥ 0.6×",
+	},
+	{
+		name: "append1",
+		help: "one client's append p50 latency, vs one raw single-insert\n" +
+			"FULL transaction                               (target ≤ 3×)",
+		needs:   []*fixture{fxAppendWarm},
+		measure: (*bench).measureAppend1, notes: (*bench).append1Notes,
+		fig: ms, ceil: ms, target: 3, targetText: "≤ 3×",
+	},
+	{
+		name: "search-rare",
+		help: "history_search_contents over -history-bytes of history, rare\n" +
+			"needle, vs a raw SQLite GLOB scan of the same text (≥ 2× as fast)",
+		needs:   []*fixture{fxHistory},
+		measure: (*bench).measureSearchRare, notes: (*bench).searchRareNotes,
+		fig: ms, ceil: ms, target: 2, atLeast: true, targetText: "≥ 2× (stretch ≤ 20 ms)",
+		stretch: 0.020, stretchText: "≤ 20 ms",
+	},
+	{
+		name:    "search-common",
+		help:    "the same with a needle whose first byte is common (≥ 1×)",
+		needs:   []*fixture{fxHistory},
+		measure: (*bench).measureSearchCommon, notes: (*bench).searchCommonNotes,
+		fig: ms, ceil: ms, target: 1, atLeast: true, targetText: "≥ 1×",
+	},
+	{
+		name: "search-everywhere",
+		help: "the same with a needle found in nearly every tool result:\n" +
+			"memoryd's worst case, reported without a target",
+		needs:   []*fixture{fxHistory},
+		measure: (*bench).measureSearchEverywhere, notes: (*bench).searchEverywhereNotes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
+		name: "replay",
+		help: "\"memoryd replay\" of an -events event log, vs a raw batched\n" +
+			"insert of the same events                      (target ≥ 0.75×)",
+		needs:   []*fixture{fxLog},
+		measure: (*bench).measureReplay, notes: (*bench).replayNotes,
+		fig: rate("events/s"), ceil: rate("events/s"), target: 0.75, atLeast: true, targetText: "≥ 0.75×",
+	},
+	{
+		name: "read8",
+		help: "notes_read_file req/s, 8 clients, vs a bare net/http handler\n" +
+			"returning the same bytes                       (target ≥ 0.3×)",
+		needs:   []*fixture{fxRead8},
+		measure: (*bench).measureRead8, notes: (*bench).read8Notes,
+		fig: rate("req/s"), ceil: rate("req/s"), target: 0.3, atLeast: true, targetText: "≥ 0.3×",
+	},
+	{
+		name:    "rss",
+		help:    "peak RSS of the server serving the history     (≤ 150 MB)",
+		needs:   []*fixture{fxHistory},
+		measure: (*bench).measureRSS, notes: (*bench).rssNotes,
+		fig: megabytes, target: 150, targetText: "≤ 150 MB",
+	},
+	{
+		name: "startup",
+		help: "exec to the first 200 from /healthz on the replayed\n" +
+			"-events database                               (≤ 300 ms)",
+		needs:   []*fixture{fxReplayed},
+		measure: (*bench).measureStartup, notes: (*bench).startupNotes,
+		fig: ms, target: 0.3, targetText: "≤ 300 ms",
+	},
 }
 
-// cpuSeconds is the user+system CPU time process pid has used so far
-// (from /proc/<pid>/stat, in clock ticks of 1/100 s).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+// rowNames are the names of allRows, in order.
+func rowNames() []string {
+	names := make([]string, len(allRows))
+	for i, r := range allRows {
+		names[i] = r.name
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:])) // f[0] is the state, field 3 of stat
-	if i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	return float64(utime+stime) / 100, nil
+	return names
 }
 
-// cpuOf runs fn and returns the CPU seconds process pid used meanwhile.
-func cpuOf(pid int, fn func() error) (float64, error) {
-	before, err := cpuSeconds(pid)
-	if err != nil {
-		return 0, err
-	}
-	if err := fn(); err != nil {
-		return 0, err
-	}
-	after, err := cpuSeconds(pid)
-	return after - before, err
+// repetition is one repetition of one row.
+type repetition struct {
+	row      string // the row's name, for progress lines
+	n        int    // 1 to -reps
+	figFirst bool   // the figure runs before its ceiling (it alternates)
 }
+
+// pair runs the figure's half and the ceiling's half in the repetition's
+// order; an error stops it.
+func (rep repetition) pair(fig, ceil func() error) error {
+	first, second := fig, ceil
+	if !rep.figFirst {
+		first, second = ceil, fig
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
+}
+
+// sample is what one repetition of a row measured.
+type sample struct {
+	fig         float64
+	ceil, ratio float64 // for a row with a ceiling
+	// series are other values for the notes, in their order there; the
+	// suffix of a name picks its format (see writeReport).
+	series  []namedValue
+	printed string // what a subprocess printed, for the notes ("": nothing)
+}
+
+type namedValue struct {
+	name string
+	v    float64
+}
+
+func (s *sample) add(name string, v float64) { s.series = append(s.series, namedValue{name, v}) }

@@ -166,3 +166,14 @@ func ms(seconds float64) string {
 	}
 	return sig(seconds*1e3) + " ms"
 }
+
+// rate formats a rate in unit (e.g. "req/s").
+func rate(unit string) func(float64) string {
+	return func(x float64) string { return num(x, 0) + " " + unit }
+}
+
+// mb formats bytes as MB (10^6 bytes).
+func mb(n int64) string { return sig(float64(n)/1e6) + " MB" }
+
+// megabytes formats x, already in MB.
+func megabytes(x float64) string { return sig(x) + " MB" }

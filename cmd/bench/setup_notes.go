@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The notes fixtures: one memoryd on a notes database (append16, append1,
+// read8) and the bare servers that answer like it.
+var (
+	fxNotes      = &fixture{name: "notes server", setup: (*bench).setupNotes}
+	fxAppendWarm = &fixture{name: "append warm-up", needs: []*fixture{fxNotes}, setup: (*bench).warmAppends}
+	fxAppendRefs = &fixture{name: "append16's bound and durable reference", needs: []*fixture{fxNotes}, setup: (*bench).setupAppendRefs}
+	fxRead8      = &fixture{name: "read8 note and bare server", needs: []*fixture{fxNotes}, setup: (*bench).setupRead8}
+)
+
+// setupNotes starts memoryd on a notes database and attaches.
+func (b *bench) setupNotes(ctx context.Context) error {
+	var err error
+	if b.notes, err = b.startMemoryd(ctx, "memoryd(notes)", filepath.Join(b.scratch, "notes.db")); err != nil {
+		return err
+	}
+	if b.notesTask, err = b.attach(ctx, b.notes, "notes"); err != nil {
+		return err
+	}
+	b.logf("memoryd(notes) at %s, task %s", b.notes.url, b.notesTask)
+	return nil
+}
+
+// warmAppends drives the notes server with the append16 loop, untimed.
+func (b *bench) warmAppends(ctx context.Context) error {
+	if _, err := b.append16Loop(ctx, b.notes, b.warmUp()); err != nil {
+		return fmt.Errorf("append warm-up: %w", err)
+	}
+	return nil
+}
+
+// setupAppendRefs keeps one memoryd append response and starts the bare
+// and the durable server answering with it, and warms them up.
+func (b *bench) setupAppendRefs(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	resp, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_append_to_file", b.appendBody(0), true)
+	if err != nil {
+		return err
+	}
+	b.appendBytes = len(resp)
+	file := filepath.Join(b.scratch, "append-response.json")
+	if err := os.WriteFile(file, resp, 0o600); err != nil {
+		return err
+	}
+	if b.bareAppend, err = startProc(ctx, "bare-server(append)", []string{self, bareVerb, file}, nil, b.progress); err != nil {
+		return err
+	}
+	durableDB := filepath.Join(b.scratch, "durable-append.db")
+	if b.durableAppend, err = startProc(ctx, "durable-server(append)", []string{self, durableVerb, durableDB, file}, nil, b.progress); err != nil {
+		return err
+	}
+	for _, p := range []*proc{b.bareAppend, b.durableAppend} {
+		if _, err := b.append16Loop(ctx, p, b.warmUp()); err != nil {
+			return fmt.Errorf("%s warm-up: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+// setupRead8 writes the ~4 KB note read8 reads, checks memoryd returns
+// it, starts the bare server answering with memoryd's response and warms
+// both up.
+func (b *bench) setupRead8(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var text strings.Builder
+	for i := 0; text.Len() < 4000; i++ {
+		fmt.Fprintf(&text, "line %03d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	args, _ := json.Marshal(map[string]string{"path": "bench/read8.md", "text": text.String()})
+	if _, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_write_file", b.toolBody(b.notesTask, string(args)), false); err != nil {
+		return err
+	}
+	resp, err := b.cl.post(ctx, b.notes.url+"/v1/tools/notes_read_file", b.readBody(), true)
+	if err != nil {
+		return err
+	}
+	var read struct {
+		Details struct {
+			Text string `json:"text"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(resp, &read); err != nil || read.Details.Text != text.String() {
+		return fmt.Errorf("notes_read_file did not return the note written (%v): %.200s", err, resp)
+	}
+	b.readBytes = len(resp)
+	file := filepath.Join(b.scratch, "read8-response.json")
+	if err := os.WriteFile(file, resp, 0o600); err != nil {
+		return err
+	}
+	if b.bare, err = startProc(ctx, "bare-server", []string{self, bareVerb, file}, nil, b.progress); err != nil {
+		return err
+	}
+	for _, p := range []*proc{b.notes, b.bare} {
+		if _, err := b.read8Loop(ctx, p, b.warmUp()); err != nil {
+			return fmt.Errorf("read warm-up: %w", err)
+		}
+	}
+	return nil
+}
