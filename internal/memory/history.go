@@ -74,27 +74,28 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
-		var head struct {
-			ID   *string `json:"id"`
-			Type *string `json:"type"`
-		}
-		if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 || trimmed[0] != '{' {
 			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
 		}
-		if head.ID == nil || *head.ID == "" {
+		head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
+		if err != nil {
+			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
+		}
+		if head.ID == "" {
 			return nil, invalidf("entries[%d] has no id", i)
 		}
-		if head.Type == nil || *head.Type == "" {
-			return nil, invalidf("entries[%d] (id %q) has no type", i, *head.ID)
+		if head.Type == "" {
+			return nil, invalidf("entries[%d] (id %q) has no type", i, head.ID)
 		}
-		if !validEntryID(*head.ID) {
+		if !validEntryID(head.ID) {
 			return nil, invalidf("entries[%d] has an id that is not short valid UTF-8", i)
 		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, raw); err != nil {
-			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, *head.ID)
+			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, head.ID)
 		}
-		e := syncEntry{id: *head.ID, raw: compact.Bytes()}
+		e := syncEntry{id: head.ID, raw: compact.Bytes()}
 		if j, dup := seen[e.id]; dup {
 			if !sameEntry(out[j].raw, e.raw) {
 				return nil, conflictf("entries has id %q twice with different content", e.id)
