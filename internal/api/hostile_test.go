@@ -113,6 +113,7 @@ func TestHostileInput(t *testing.T) {
 		{"duplicate path", write, tool(`{"path":"a.md","path":"/root/other/notes/b.md","text":"x"}`), 400, "invalid_argument", "twice"},
 		{"duplicate agent", write, `{"context":{"task_id":"` + cc.TaskID + `","agent":"/root","agent":"/root/x"},"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", "twice"},
 		{"duplicate id in an entry", "/v1/history/sync", sync(`{"type":"message","id":"e2","id":"e1"}`, `["e1"]`), 400, "invalid_argument", "twice"},
+		{"an entry's id spelt Id", "/v1/history/sync", sync(`{"type":"message","Id":"zzz"}`, `["e1"]`), 400, "invalid_argument", "entries[0] has no id"},
 		// encoding/json matches keys case-insensitively: a case variant of a
 		// field would be a duplicate the check above does not see.
 		{"case variant of agent", write, `{"context":{"task_id":"` + cc.TaskID + `","agent":"/root","Agent":"/root/x"},"arguments":{"path":"a.md","text":"x"}}`, 400, "invalid_argument", `"Agent"`},
@@ -565,5 +566,44 @@ func TestHistoryHugeSingleLineEntry(t *testing.T) {
 	end := int(rd.Details["end_chars"].(float64))
 	if rd.Details["content"] != string(runes[2_990_000:end]) || end <= 2_990_000 || utf8.RuneCountInString(rd.Content[0].Text) > memory.DefaultMaxToolOutputChars {
 		t.Fatalf("child's page at 2990000: end %d, %d code points of text", end, utf8.RuneCountInString(rd.Content[0].Text))
+	}
+}
+
+// TestSyncEntryIDIsTheExactKey: an entry's "ID" is not its "id", after it
+// (encoding/json would store the entry as "other") or before it: the
+// entries are stored as "dk" and "dk2", readable so, and their raw bytes
+// keep "ID" as written.
+func TestSyncEntryIDIsTheExactKey(t *testing.T) {
+	ts, cc := hostileEnv(t)
+	ctx, _ := json.Marshal(cc)
+	for _, entry := range []string{
+		`{"type":"message","id":"dk","ID":"other","parentId":"e1","timestamp":"2026-12-02T10:00:01.000Z","message":{"role":"user","content":"hello dk","timestamp":2}}`,
+		`{"ID":"other2","type":"message","id":"dk2","parentId":"dk","timestamp":"2026-12-02T10:00:02.000Z","message":{"role":"user","content":"hello dk2","timestamp":3}}`,
+	} {
+		var res memory.SyncResult
+		ts.mustJSON(t, "POST", "/v1/history/sync", `{"context":`+string(ctx)+`,"entries":[`+entry+`]}`, &res)
+		if res.Stored != 1 {
+			t.Fatalf("sync %s: %+v", entry, res)
+		}
+	}
+	var res memory.SyncResult
+	ts.mustJSON(t, "POST", "/v1/history/sync", `{"context":`+string(ctx)+`,"entries":[],"branch":["e1","dk","dk2"]}`, &res)
+	for id, want := range map[string]string{"dk": "hello dk", "dk2": "hello dk2"} {
+		var rd struct {
+			Details map[string]any `json:"details"`
+		}
+		ts.mustJSON(t, "POST", "/v1/tools/history_read_item", toolBody(t, cc, `{"window_id":"w1","item_id":"`+id+`"}`), &rd)
+		if rd.Details["content"] != want {
+			t.Errorf("item %s reads %v, want %q", id, rd.Details["content"], want)
+		}
+	}
+	for _, id := range []string{"other", "other2"} {
+		if st, b := ts.tool(t, "history_read_item", cc, `{"window_id":"w1","item_id":"`+id+`"}`); st != http.StatusNotFound {
+			t.Errorf("item %s: %d %s, want 404", id, st, b)
+		}
+	}
+	dump := ts.eventsDump(t)
+	if !strings.Contains(dump, `"entry_id":"dk"`) || strings.Contains(dump, `"entry_id":"other"`) || !strings.Contains(dump, `"ID":"other"`) {
+		t.Errorf("the log does not record entry dk with its ID key kept:\n%.2000s", dump)
 	}
 }

@@ -105,10 +105,13 @@ type block struct {
 }
 
 // Render renders one raw entry. An entry that is not valid JSON, or not an
-// object, renders as no item.
-func Render(raw []byte) Rendered {
-	var e entry
-	if err := json.Unmarshal(raw, &e); err != nil {
+// object, renders as no item. Its keys are matched exactly (exact.go).
+func Render(raw []byte) Rendered { return render(raw, hasVariantKey(raw)) }
+
+// render is Render, decoding by exact keys when exact is set.
+func render(raw []byte, exact bool) Rendered {
+	e, err := decodeEntry(raw, exact)
+	if err != nil {
 		return Rendered{}
 	}
 	switch e.Type {
@@ -116,7 +119,7 @@ func Render(raw []byte) Rendered {
 		if e.Message == nil {
 			return Rendered{}
 		}
-		return renderMessage(e.Message)
+		return renderMessage(e.Message, exact)
 	case "compaction":
 		r := Rendered{Item: true, Role: "user", RawRole: "compaction", Compaction: true, Text: summaryText(e.Summary)}
 		if strings.HasPrefix(r.Text, ResetMarker) {
@@ -127,7 +130,7 @@ func Render(raw []byte) Rendered {
 	case "branch_summary":
 		return Rendered{Item: true, Role: "user", RawRole: "branch_summary", Text: summaryText(e.Summary)}
 	case "custom_message":
-		text, breaks, images, ok := renderUserContent(e.Content)
+		text, breaks, images, ok := renderUserContent(e.Content, exact)
 		r := Rendered{Role: "user", RawRole: "custom_message", Text: text, Breaks: breaks, Images: images,
 			Control: strings.HasPrefix(e.CustomType, ControlPrefix)}
 		r.Item = ok && nonBlank(text)
@@ -170,20 +173,20 @@ func validWindowID(id string) bool {
 	return true
 }
 
-func renderMessage(m *message) Rendered {
+func renderMessage(m *message, exact bool) Rendered {
 	r := Rendered{RawRole: m.Role}
 	switch m.Role {
 	case "user", "system", "developer":
-		text, breaks, images, ok := renderUserContent(m.Content)
+		text, breaks, images, ok := renderUserContent(m.Content, exact)
 		r.Role, r.Text, r.Breaks, r.Images = m.Role, text, breaks, images
 		r.Item = ok && nonBlank(text)
 	case "custom":
-		text, breaks, images, ok := renderUserContent(m.Content)
+		text, breaks, images, ok := renderUserContent(m.Content, exact)
 		r.Role, r.Text, r.Breaks, r.Images = "user", text, breaks, images
 		r.Control = strings.HasPrefix(m.CustomType, ControlPrefix)
 		r.Item = ok && nonBlank(text)
 	case "assistant":
-		blocks, ok := parseBlocks(m.Content)
+		blocks, ok := parseBlocks(m.Content, exact)
 		if !ok {
 			return Rendered{}
 		}
@@ -210,7 +213,7 @@ func renderMessage(m *message) Rendered {
 		r.CallsOnly = len(r.Calls) > 0 && len(r.Calls) == len(parts)
 		r.Item = nonBlank(r.Text)
 	case "toolResult":
-		text, breaks, images, _ := renderUserContent(m.Content)
+		text, breaks, images, _ := renderUserContent(m.Content, exact)
 		if !nonBlank(text) {
 			text, breaks = "[empty tool result]", nil
 		}
@@ -239,12 +242,12 @@ func renderMessage(m *message) Rendered {
 
 // renderUserContent renders a string or an array of text/image blocks.
 // ok is false for content that is neither.
-func renderUserContent(raw json.RawMessage) (text string, breaks []int, images int, ok bool) {
+func renderUserContent(raw json.RawMessage, exact bool) (text string, breaks []int, images int, ok bool) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil, 0, true
 	}
-	blocks, ok := parseBlocks(raw)
+	blocks, ok := parseBlocks(raw, exact)
 	if !ok {
 		return "", nil, 0, false
 	}
@@ -282,12 +285,12 @@ func joinParts(parts []string) (string, []int) {
 	return b.String(), breaks
 }
 
-func parseBlocks(raw json.RawMessage) ([]block, bool) {
-	var blocks []block
+func parseBlocks(raw json.RawMessage, exact bool) ([]block, bool) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
+	blocks, err := decodeBlocks(raw, exact)
+	if err != nil {
 		return nil, false
 	}
 	return blocks, true
@@ -297,15 +300,16 @@ func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
 
 // Images returns the valid image blocks of a raw entry, in order.
 func Images(raw []byte) []Image {
-	var e entry
-	if err := json.Unmarshal(raw, &e); err != nil {
+	exact := hasVariantKey(raw)
+	e, err := decodeEntry(raw, exact)
+	if err != nil {
 		return nil
 	}
 	content := e.Content
 	if e.Message != nil {
 		content = e.Message.Content
 	}
-	blocks, _ := parseBlocks(content)
+	blocks, _ := parseBlocks(content, exact)
 	var out []Image
 	for _, b := range blocks {
 		if b.Type == "image" && b.Data != "" && strings.HasPrefix(b.MimeType, "image/") {

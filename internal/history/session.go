@@ -40,12 +40,8 @@ func ReadSession(r io.Reader) (Session, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var head struct {
-			Type     string  `json:"type"`
-			ID       string  `json:"id"`
-			ParentID *string `json:"parentId"`
-		}
-		if err := json.Unmarshal(b, &head); err != nil {
+		head, err := ReadHead(b)
+		if err != nil {
 			return Session{}, fmt.Errorf("line %d: not a JSON object: %v", line, err)
 		}
 		if head.Type == "session" && s.Header == nil && len(s.Entries) == 0 {

@@ -60,32 +60,42 @@ func sameEntry(a, b []byte) bool {
 	return err == nil && bytes.Equal(ca, cb)
 }
 
+// maxEntryIDBytes bounds an entry id.
+const maxEntryIDBytes = 256
+
+// validEntryID reports whether id can be an entry's id: non-empty, valid
+// UTF-8, at most maxEntryIDBytes.
+func validEntryID(id string) bool {
+	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id)
+}
+
 // parseEntries validates raw entries: JSON objects with a non-empty id.
 func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
-		var head struct {
-			ID   *string `json:"id"`
-			Type *string `json:"type"`
-		}
-		if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 || trimmed[0] != '{' {
 			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
 		}
-		if head.ID == nil || *head.ID == "" {
+		head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
+		if err != nil {
+			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
+		}
+		if head.ID == "" {
 			return nil, invalidf("entries[%d] has no id", i)
 		}
-		if head.Type == nil || *head.Type == "" {
-			return nil, invalidf("entries[%d] (id %q) has no type", i, *head.ID)
+		if head.Type == "" {
+			return nil, invalidf("entries[%d] (id %q) has no type", i, head.ID)
 		}
-		if !utf8.ValidString(*head.ID) || len(*head.ID) > 256 {
+		if !validEntryID(head.ID) {
 			return nil, invalidf("entries[%d] has an id that is not short valid UTF-8", i)
 		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, raw); err != nil {
-			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, *head.ID)
+			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, head.ID)
 		}
-		e := syncEntry{id: *head.ID, raw: compact.Bytes()}
+		e := syncEntry{id: head.ID, raw: compact.Bytes()}
 		if j, dup := seen[e.id]; dup {
 			if !sameEntry(out[j].raw, e.raw) {
 				return nil, conflictf("entries has id %q twice with different content", e.id)
@@ -98,71 +108,239 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	return out, nil
 }
 
-// Sync stores new raw entries of the caller's session and replaces its
-// current branch, all in one transaction (API §4).
-func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
+// syncPlan is a sync as checked against its request alone, before the
+// writer: what the write transaction needs of it, computed outside.
+type syncPlan struct {
+	entries []syncEntry // distinct ids, in request order
+	ids     []string    // the entries' ids
+	sentNow map[string]bool
+	branch  []string // nil: the branch is not changed
+	hashes  [][]byte // hashes[i] = projections.BranchPrefixHash(hashes[i-1], branch[i])
+	// stored are the entries the snapshot of checkStored had stored, with
+	// the same content; rendered are the others, rendered ahead.
+	stored   map[string]bool
+	rendered map[string]projections.RenderedEntry
+}
+
+// planSync checks what a sync request alone can tell: its sizes, its
+// entries, and that its branch lists valid ids once each.
+func planSync(req SyncRequest) (*syncPlan, error) {
 	if len(req.Entries) > MaxSyncEntries {
-		return SyncResult{}, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
+		return nil, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
 	}
 	if req.Branch != nil && len(*req.Branch) > MaxBranchLength {
-		return SyncResult{}, invalidf("a branch has at most %d entries", MaxBranchLength)
+		return nil, invalidf("a branch has at most %d entries", MaxBranchLength)
 	}
 	entries, err := parseEntries(req.Entries)
 	if err != nil {
+		return nil, err
+	}
+	p := &syncPlan{entries: entries, ids: make([]string, len(entries)), sentNow: make(map[string]bool, len(entries))}
+	for i, e := range entries {
+		p.ids[i] = e.id
+		p.sentNow[e.id] = true
+	}
+	if req.Branch == nil {
+		return p, nil
+	}
+	branch := *req.Branch
+	seen := make(map[string]struct{}, len(branch))
+	p.hashes = make([][]byte, len(branch))
+	prev := []byte{}
+	for i, id := range branch {
+		if !validEntryID(id) {
+			return nil, invalidf("branch[%d] is not an entry id (ids are 1 to %d bytes of valid UTF-8)", i, maxEntryIDBytes)
+		}
+		if _, dup := seen[id]; dup {
+			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
+		}
+		seen[id] = struct{}{}
+		prev = projections.BranchPrefixHash(prev, id)
+		p.hashes[i] = prev
+	}
+	p.branch = branch
+	return p, nil
+}
+
+// checkStored checks the sync against a read snapshot of what is stored:
+// a sync refused here never queues for the writer, so that a long branch
+// checked to its last id holds up no other write. Refusing at the
+// snapshot answers what the sync would have answered had it run then.
+// Entries are never deleted, so what the snapshot had stored the writer
+// has too: it checks again only what may have changed since (writeSync).
+func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc CallContext, expectedRevision *int64) error {
+	c, err := identify(ctx, r, cc)
+	if err != nil {
+		return err
+	}
+	task, agent := c.taskID, c.agent.Agent
+	revision, current, err := r.Branch(ctx, task, agent)
+	if err != nil {
+		return err
+	}
+	if err := checkRevision(expectedRevision, revision); err != nil {
+		return err
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, p.ids)
+	if err != nil {
+		return err
+	}
+	p.stored = make(map[string]bool, len(stored))
+	for _, e := range p.entries {
+		if !stored[e.id] {
+			continue
+		}
+		raw, err := r.EntryRaw(ctx, task, agent, e.id)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(raw, e.raw) && !sameEntry(raw, e.raw) {
+			return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
+		}
+		p.stored[e.id] = true
+	}
+	if p.branch == nil {
+		return nil
+	}
+	// Only the ids past the prefix the branch shares with the current one
+	// are looked up (the prefix is stored already): a long branch re-sent
+	// with a few new entries costs a few lookups.
+	keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
+	if err != nil {
+		return err
+	}
+	var lookup []string // ids past the shared prefix not sent now
+	var at []int        // their indexes in the branch
+	for i := keep; i < len(p.branch); i++ {
+		if id := p.branch[i]; !p.sentNow[id] {
+			lookup, at = append(lookup, id), append(at, i)
+		}
+	}
+	i, err := r.FirstUnstored(ctx, task, agent, lookup)
+	if err != nil {
+		return err
+	}
+	if i >= 0 {
+		return invalidf("branch[%d] names entry %q, which was never synced; send it in entries", at[i], lookup[i])
+	}
+	return nil
+}
+
+// render renders, ahead of the writer, the entries checkStored did not
+// find stored (those the sync will record).
+func (p *syncPlan) render() error {
+	if p.rendered == nil {
+		p.rendered = make(map[string]projections.RenderedEntry, len(p.entries)-len(p.stored))
+	}
+	for _, e := range p.entries {
+		if _, done := p.rendered[e.id]; done || p.stored[e.id] {
+			continue
+		}
+		var err error
+		if p.rendered[e.id], err = projections.RenderEntry(e.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRevision(expected *int64, revision int64) error {
+	if expected != nil && *expected != revision {
+		return conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *expected, revision)
+	}
+	return nil
+}
+
+// errStoredMeanwhile: an entry the snapshot had not stored was stored
+// before the sync's turn at the writer; the sync checks it again.
+var errStoredMeanwhile = errors.New("an entry was stored since the snapshot")
+
+// syncToWriter, when set (by tests only), runs when a sync has passed the
+// checks made before the writer and queues for it.
+var syncToWriter func()
+
+// Sync stores new raw entries of the caller's session and replaces its
+// current branch, all in one transaction (API §4). Everything that can
+// be checked without the writer is checked before it (planSync,
+// checkStored); the write transaction looks up which entries are stored
+// in one query and the branch's shared prefix in O(log n) point queries.
+func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
+	p, err := planSync(req)
+	if err != nil {
 		return SyncResult{}, err
 	}
+	for {
+		if err := s.read(ctx, func(r *projections.Reader) error {
+			return p.checkStored(ctx, r, req.Context, req.ExpectedRevision)
+		}); err != nil {
+			return SyncResult{}, err
+		}
+		if err := p.render(); err != nil {
+			return SyncResult{}, err
+		}
+		if syncToWriter != nil {
+			syncToWriter()
+		}
+		// Each retry follows an entry of the request stored by another sync
+		// meanwhile: there are at most as many as entries.
+		res, err := s.writeSync(ctx, p, req, requestID)
+		if !errors.Is(err, errStoredMeanwhile) {
+			return res, err
+		}
+	}
+}
+
+// writeSync is the write transaction of a sync checked by checkStored.
+func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, requestID string) (SyncResult, error) {
 	var res SyncResult
-	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
+	err := s.store.Update(ctx, requestID, func(tx *events.Tx) error {
 		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, req.Context)
 		if err != nil {
 			return err
 		}
 		task, agent := c.taskID, c.agent.Agent
-		revision, _, err := r.Branch(ctx, task, agent)
+		revision, current, err := r.Branch(ctx, task, agent)
 		if err != nil {
 			return err
 		}
-		if req.ExpectedRevision != nil && *req.ExpectedRevision != revision {
-			return conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *req.ExpectedRevision, revision)
+		if err := checkRevision(req.ExpectedRevision, revision); err != nil {
+			return err
 		}
-		known := make(map[string]bool, len(entries))
+		stored, err := r.StoredEntries(ctx, task, agent, p.ids)
+		if err != nil {
+			return err
+		}
 		var pending []events.Pending
-		ids := make([]string, len(entries))
-		for i, e := range entries {
-			ids[i] = e.id
-		}
-		stored, err := r.StoredEntries(ctx, task, agent, ids)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			known[e.id] = true
-			if !stored[e.id] {
+		for _, e := range p.entries {
+			switch {
+			case stored[e.id] && p.stored[e.id]:
+				res.Unchanged++
+			case stored[e.id]:
+				return errStoredMeanwhile
+			default:
+				if rendered, ok := p.rendered[e.id]; ok {
+					r.WillRecordEntry(task, agent, e.id, rendered)
+				}
 				pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
 					Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
 				res.Stored++
-				continue
 			}
-			raw, err := r.EntryRaw(ctx, task, agent, e.id)
-			if err != nil {
-				return err
-			}
-			if !sameEntry(raw, e.raw) {
-				return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
-			}
-			res.Unchanged++
 		}
 		res.Revision = revision
-		if req.Branch != nil {
-			change, err := branchChange(ctx, r, task, agent, *req.Branch, known)
+		if p.branch != nil {
+			// checkStored found every id of the branch stored or sent now,
+			// and entries stay stored: only the shared prefix may have
+			// changed since (another sync of this agent).
+			keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
 			if err != nil {
 				return err
 			}
-			if change != nil {
-				change.Revision = revision + 1
-				res.Revision = change.Revision
-				pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: *change})
+			if int64(keep) != current || keep != len(p.branch) {
+				res.Revision = revision + 1
+				pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+					TaskID: task, Agent: agent, Revision: res.Revision, Keep: int64(keep),
+					Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}})
 			}
 		}
 		if len(pending) > 0 {
@@ -182,53 +360,6 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 		return SyncResult{}, err
 	}
 	return res, nil
-}
-
-// branchChange validates a new branch and returns it as a delta from the
-// current one, or nil when it is the same. Only the ids past the prefix
-// it shares with the current branch are looked up (the prefix is stored
-// already), so a long branch re-sent with a few new entries costs a few
-// lookups.
-func branchChange(ctx context.Context, r *projections.Reader, task, agent string, branch []string, sentNow map[string]bool) (*events.HistoryBranchChanged, error) {
-	_, current, err := r.Branch(ctx, task, agent)
-	if err != nil {
-		return nil, err
-	}
-	hashes := make([][]byte, len(branch))
-	prev := []byte{}
-	for i, id := range branch {
-		prev = projections.BranchPrefixHash(prev, id)
-		hashes[i] = prev
-	}
-	keep, err := r.SharedPrefix(ctx, task, agent, hashes, current)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(branch))
-	var lookup []string // ids past the shared prefix not sent now
-	for i, id := range branch {
-		if seen[id] {
-			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
-		}
-		seen[id] = true
-		if i >= keep && !sentNow[id] {
-			lookup = append(lookup, id)
-		}
-	}
-	stored, err := r.StoredEntries(ctx, task, agent, lookup)
-	if err != nil {
-		return nil, err
-	}
-	for i, id := range branch[keep:] {
-		if !sentNow[id] && !stored[id] {
-			return nil, invalidf("branch[%d] names entry %q, which was never synced; send it in entries", keep+i, id)
-		}
-	}
-	if int64(keep) == current && keep == len(branch) {
-		return nil, nil
-	}
-	return &events.HistoryBranchChanged{TaskID: task, Agent: agent, Keep: int64(keep),
-		Append: slices.Clone(branch[keep:]), Length: int64(len(branch))}, nil
 }
 
 // historyTarget resolves agent_name to an agent of the caller's task.

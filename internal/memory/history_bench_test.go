@@ -3,7 +3,10 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +141,87 @@ func BenchmarkSyncOneOnLongBranch(b *testing.B) {
 			b.Fatalf("sync %s: %v", id, err)
 		}
 	}
+}
+
+// hostileBranchLength is the length of the branches of
+// BenchmarkAppendDuringHostileSync: about as many ids as a 6.7 MiB
+// request carries.
+const hostileBranchLength = 650_000
+
+// hostileBranches returns branches that are refused only once all their
+// ids have been checked: one of ids never synced, one whose last id
+// repeats its first.
+func hostileBranches() (unknown, duplicate []string) {
+	unknown = make([]string, hostileBranchLength)
+	for i := range unknown {
+		unknown[i] = fmt.Sprintf("h%07d", i)
+	}
+	duplicate = slices.Clone(unknown)
+	duplicate[len(duplicate)-1] = duplicate[0]
+	return unknown, duplicate
+}
+
+// BenchmarkAppendDuringHostileSync: one client's note appends, one after
+// the other, in a task of its own, while three other clients sync
+// 650,000-id branches that are refused (ids never synced, a duplicate
+// id at the end), over and over. "quiet" is the same appends with no
+// sync running. The reported max-ms is the slowest append.
+func BenchmarkAppendDuringHostileSync(b *testing.B) {
+	unknown, duplicate := hostileBranches()
+	for _, hostile := range []int{0, 3} {
+		name := "quiet"
+		if hostile > 0 {
+			name = "hostile"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := mustOpenService(b)
+			cc := mustAttach(b, s, "/bench/appender.jsonl")
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			refused := make([]int, hostile)
+			for h := range hostile {
+				hc := mustAttach(b, s, fmt.Sprintf("/bench/hostile-%d.jsonl", h))
+				branch := unknown
+				if h%2 == 1 {
+					branch = duplicate
+				}
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						_, err := s.Sync(ctx, SyncRequest{Context: hc, Entries: []json.RawMessage{}, Branch: &branch}, "")
+						if !errors.Is(err, ErrInvalidArgument) && ctx.Err() == nil {
+							b.Errorf("hostile sync: %v, want invalid_argument", err)
+							return
+						}
+						refused[h]++
+					}
+				})
+			}
+			var slowest time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				cc.CallID = fmt.Sprintf("toolu_bench%d", i)
+				args := fmt.Sprintf(`{"path":"bench/%d.md","text":"- appended line %d of the benchmark\n"}`, i/1000, i)
+				start := time.Now()
+				if _, err := s.CallTool(ctx, "notes_append_to_file", cc, json.RawMessage(args), ""); err != nil {
+					b.Fatal(err)
+				}
+				slowest = max(slowest, time.Since(start))
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "max-ms")
+			if hostile > 0 {
+				b.ReportMetric(float64(sum(refused))/float64(b.N), "refused/op")
+			}
+		})
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

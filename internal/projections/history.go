@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -21,24 +22,66 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryEntryRecorded) error {
-	r := history.Render(p.Entry)
+// RenderedEntry is a history entry rendered as its projection rows hold
+// it (RenderEntry).
+type RenderedEntry struct {
+	raw           []byte
+	r             history.Rendered
+	calls, breaks string // JSON
+}
+
+// RenderEntry renders a raw entry for its projection rows. A sync renders
+// its new entries before it takes the writer and hands them to the write
+// transaction (Reader.WillRecordEntry), so that the writer does not
+// render them.
+func RenderEntry(raw []byte) (RenderedEntry, error) {
+	r := history.Render(raw)
 	calls, err := json.Marshal(r.Calls)
 	if err != nil {
-		return err
+		return RenderedEntry{}, err
 	}
 	if r.Breaks == nil {
 		r.Breaks = []int{}
 	}
 	breaks, err := json.Marshal(r.Breaks)
 	if err != nil {
-		return err
+		return RenderedEntry{}, err
 	}
+	return RenderedEntry{raw: raw, r: r, calls: string(calls), breaks: string(breaks)}, nil
+}
+
+// renderedKey names an entry rendered ahead in a transaction's memo
+// (events.TxMemo).
+type renderedKey struct{ taskID, agent, entryID string }
+
+// WillRecordEntry tells a reader of a write transaction that the
+// transaction will record the entry (taskID, agent, entryID) as e's raw
+// entry: its projection then takes e rather than rendering it again. An
+// entry recorded with other bytes is rendered as usual.
+func (r *Reader) WillRecordEntry(taskID, agent, entryID string, e RenderedEntry) {
+	if r.memo != nil {
+		r.memo[renderedKey{taskID, agent, entryID}] = e
+	}
+}
+
+func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, ev events.Event, p *events.HistoryEntryRecorded) error {
+	key := renderedKey{p.TaskID, p.Agent, p.EntryID}
+	e, ok := memo[key].(RenderedEntry)
+	if ok {
+		delete(memo, key)
+	}
+	if !ok || !bytes.Equal(e.raw, p.Entry) {
+		var err error
+		if e, err = RenderEntry(p.Entry); err != nil {
+			return err
+		}
+	}
+	r, calls, breaks := e.r, e.calls, e.breaks
 	text := r.Text
 	if !r.Item {
 		text = "" // only items are read or searched
 	}
-	place, err := placeText(ctx, q, p.TaskID, p.Agent, p.EntryID, text, string(breaks))
+	place, err := placeText(ctx, q, p.TaskID, p.Agent, p.EntryID, text, breaks)
 	if err != nil {
 		return err
 	}
@@ -48,7 +91,7 @@ func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, ev events
 		Images: int64(r.Images), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
 		ToolName: r.ToolName, Compaction: b2i(r.Compaction), Control: b2i(r.Control), MarkedWindow: r.WindowID,
 		Position: ev.Position, TextChunk: place.chunk, TextOffset: place.offset, TextBytes: place.bytes,
-		Calls: string(calls), Breaks: string(breaks), Raw: string(p.Entry),
+		Calls: calls, Breaks: breaks, Raw: string(p.Entry),
 	})
 }
 

@@ -77,6 +77,24 @@ func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []
 	return out, err
 }
 
+// FirstUnstored returns the index in ids of the first id the agent has not
+// stored, or -1 when it has stored them all, in one query that stops at
+// that id.
+func (r *Reader) FirstUnstored(ctx context.Context, taskID, agent string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return -1, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, err
+	}
+	i, err := r.q.FirstUnstoredEntry(ctx, projectionsdb.FirstUnstoredEntryParams{TaskID: taskID, Agent: agent, Ids: string(list)})
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	return int(i), err
+}
+
 // Window is one window of a current branch.
 type Window struct {
 	Ordinal   int64

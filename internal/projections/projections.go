@@ -60,7 +60,7 @@ func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 	case *events.NoteAppended:
 		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
 	case *events.HistoryEntryRecorded:
-		return applyEntryRecorded(ctx, q, ev, p)
+		return applyEntryRecorded(ctx, q, events.TxMemo(db), ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
 	}

@@ -120,6 +120,14 @@ SELECT entry_id FROM history_entries
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
   AND entry_id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids) AS TEXT)));
 
+-- name: FirstUnstoredEntry :one
+-- The index in a JSON array of entry ids of the first one an agent has not
+-- stored (json_each walks the array in order, so the scan stops there).
+SELECT CAST(ids.key AS INTEGER) AS idx FROM json_each(CAST(sqlc.arg(ids) AS TEXT)) AS ids
+WHERE NOT EXISTS (SELECT 1 FROM history_entries
+    WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND entry_id = ids.value)
+LIMIT 1;
+
 -- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,

@@ -367,6 +367,28 @@ func (q *Queries) DeleteOpenTexts(ctx context.Context, arg DeleteOpenTextsParams
 	return err
 }
 
+const firstUnstoredEntry = `-- name: FirstUnstoredEntry :one
+SELECT CAST(ids.key AS INTEGER) AS idx FROM json_each(CAST(?1 AS TEXT)) AS ids
+WHERE NOT EXISTS (SELECT 1 FROM history_entries
+    WHERE task_id = ?2 AND agent = ?3 AND entry_id = ids.value)
+LIMIT 1
+`
+
+type FirstUnstoredEntryParams struct {
+	Ids    string
+	TaskID string
+	Agent  string
+}
+
+// The index in a JSON array of entry ids of the first one an agent has not
+// stored (json_each walks the array in order, so the scan stops there).
+func (q *Queries) FirstUnstoredEntry(ctx context.Context, arg FirstUnstoredEntryParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstUnstoredEntry, arg.Ids, arg.TaskID, arg.Agent)
+	var idx int64
+	err := row.Scan(&idx)
+	return idx, err
+}
+
 const getAgent = `-- name: GetAgent :one
 SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
 FROM agents WHERE task_id = ? AND agent = ?
