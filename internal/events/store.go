@@ -237,7 +237,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wq.Add("_pragma", p)
 	}
 	wq.Set("_txlock", "immediate")
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	writer, err := sql.Open("sqlite", FileURI(path, wq))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -256,7 +256,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rq := url.Values{}
 	rq.Add("_pragma", busy)
 	rq.Add("_pragma", "query_only(1)")
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	reader, err := sql.Open("sqlite", FileURI(path, rq))
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

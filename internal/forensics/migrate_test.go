@@ -3,6 +3,7 @@ package forensics_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/migrations"
 )
@@ -22,7 +24,7 @@ func TestMigrationRebuildsProjections(t *testing.T) {
 	ctx := context.Background()
 	const name = "long-session-images"
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", events.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
