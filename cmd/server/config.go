@@ -50,20 +50,21 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openStore opens (creating with a 0700 folder) the database at path. A
-// rebuild of the projections that a migration asks for is reported on
-// stderr.
+// openStore opens (creating with a 0700 folder, the file 0600) the
+// database at path. A rebuild of the projections that a migration asks
+// for, and a database that other users can read, are reported on stderr.
 func openStore(ctx context.Context, path, synchronous string, stderr io.Writer) (*events.Store, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	return openStoreLogging(ctx, path, synchronous, logf)
+	warnf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) }
+	return openStoreLogging(ctx, path, synchronous, logf, warnf)
 }
 
-// openStoreLogging is openStore reporting through logf.
-func openStoreLogging(ctx context.Context, path, synchronous string, logf func(string, ...any)) (*events.Store, error) {
+// openStoreLogging is openStore reporting through logf and warnf.
+func openStoreLogging(ctx context.Context, path, synchronous string, logf, warnf func(string, ...any)) (*events.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the database folder: %w", err)
 	}
-	return projections.Open(ctx, path, events.Options{Synchronous: synchronous}, logf)
+	return projections.Open(ctx, path, events.Options{Synchronous: synchronous, Warnf: warnf}, logf)
 }
 
 // openExisting opens a database that must already exist.

@@ -68,6 +68,11 @@ func TestMigrationRebuildsProjections(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	// As memoryd makes a database: one others can read would add a
+	// warning to the log (events.TestOpenWarnsOfExposedDatabase).
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	var logged []string
 	store, err := forensics.OpenLogging(ctx, path, func(format string, args ...any) { logged = append(logged, format) })
