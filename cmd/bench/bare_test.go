@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestDurableServerStoresEachRequestBeforeAnswering checks append16's
@@ -44,7 +46,7 @@ func TestDurableServerStoresEachRequestBeforeAnswering(t *testing.T) {
 	}
 	go io.Copy(io.Discard, out)
 
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	db, err := sql.Open("sqlite", events.FileURI(dbPath, map[string][]string{"mode": {"ro"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,20 +50,21 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openStore opens (creating with a 0700 folder) the database at path. A
-// rebuild of the projections that a migration asks for is reported on
-// stderr.
+// openStore opens (creating with a 0700 folder, the file 0600) the
+// database at path. A rebuild of the projections that a migration asks
+// for, and a database that other users can read, are reported on stderr.
 func openStore(ctx context.Context, path, synchronous string, stderr io.Writer) (*events.Store, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	return openStoreLogging(ctx, path, synchronous, logf)
+	warnf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) }
+	return openStoreLogging(ctx, path, synchronous, logf, warnf)
 }
 
-// openStoreLogging is openStore reporting through logf.
-func openStoreLogging(ctx context.Context, path, synchronous string, logf func(string, ...any)) (*events.Store, error) {
+// openStoreLogging is openStore reporting through logf and warnf.
+func openStoreLogging(ctx context.Context, path, synchronous string, logf, warnf func(string, ...any)) (*events.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the database folder: %w", err)
 	}
-	return projections.Open(ctx, path, events.Options{Synchronous: synchronous}, logf)
+	return projections.Open(ctx, path, events.Options{Synchronous: synchronous, Warnf: warnf}, logf)
 }
 
 // openExisting opens a database that must already exist.
@@ -75,18 +76,24 @@ func openExisting(ctx context.Context, path string, stderr io.Writer) (*events.S
 }
 
 // loadToken returns MEMORYD_TOKEN, else the token file beside the database,
-// created with 32 random bytes in hex and mode 0600 on first start.
+// created with 32 random bytes in hex and mode 0600 on first start. A token
+// file that another user could have written or can read is refused
+// (openTokenFile).
 func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
 	}
 	path := filepath.Join(filepath.Dir(dbPath), "token")
-	b, err := os.ReadFile(path)
+	b, err := readTokenFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			return t, nil
 		}
 		return "", fmt.Errorf("token file %s is empty; delete it to have a new one made", path)
+	}
+	var unsafe *unsafeTokenFileError
+	if errors.As(err, &unsafe) {
+		return "", err
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read the token file: %w", err)
@@ -96,6 +103,7 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 		return "", err
 	}
 	token := hex.EncodeToString(raw)
+	// O_EXCL: never a file (or a symbolic link) that is there already.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) { // another process made it first
@@ -108,4 +116,33 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 		return "", fmt.Errorf("write the token file: %w", err)
 	}
 	return token, f.Close()
+}
+
+// readTokenFile reads the token file at path through openTokenFile.
+func readTokenFile(path string) ([]byte, error) {
+	f, err := openTokenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// unsafeTokenFileError is a token file memoryd will not trust, as ssh will
+// not use a private key others can read: a symbolic link, not a regular
+// file, not the current user's, or accessible to group or others.
+type unsafeTokenFileError struct {
+	path    string
+	problem string // what is wrong with it, after the file's name
+	fix     string
+}
+
+func (e *unsafeTokenFileError) Error() string {
+	return fmt.Sprintf("refusing the token file %s: it %s; like an ssh private key, it must be yours and accessible to no one else; fix: %s, or set MEMORYD_TOKEN",
+		e.path, e.problem, e.fix)
+}
+
+// tokenFileNotOurs is the refusal of a token file memoryd did not make.
+func tokenFileNotOurs(path, problem string) error {
+	return &unsafeTokenFileError{path: path, problem: problem, fix: "rm " + path + " (a new one is made at the next start)"}
 }

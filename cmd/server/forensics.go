@@ -114,7 +114,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	defer closeLog()
 	var store *events.Store
 	if *out != "" {
-		if store, err = forensics.Open(ctx, *out); err != nil {
+		logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
+		if store, err = forensics.OpenLogging(ctx, *out, logf); err != nil {
 			return err
 		}
 		defer store.Close()

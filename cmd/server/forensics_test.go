@@ -384,7 +384,7 @@ func TestVerifyAlteredProjection(t *testing.T) {
 	if rep["clean"] != true {
 		t.Fatalf("verify of an imported log: %v", rep)
 	}
-	raw, err := sql.Open("sqlite", db)
+	raw, err := sql.Open("sqlite", events.FileURI(db, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

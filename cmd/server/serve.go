@@ -63,7 +63,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	defer ln.Close()
-	store, err := openStoreLogging(ctx, dbPath, *syncMode, func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) })
+	store, err := openStoreLogging(ctx, dbPath, *syncMode,
+		func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
+		func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) })
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -637,7 +638,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if st, b := ts.tool(t, "notes_write_file", cc, `{"path":"a.md","text":"hello"}`); st != 200 {
 		t.Fatalf("write: %d %s", st, b)
 	}
-	raw, err := sql.Open("sqlite", "file:"+ts.dbPath+"?_pragma=busy_timeout(5000)")
+	raw, err := sql.Open("sqlite", events.FileURI(ts.dbPath, url.Values{"_pragma": {"busy_timeout(5000)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

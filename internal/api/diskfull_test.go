@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -256,7 +257,7 @@ func TestStorageBusy(t *testing.T) {
 	cc.CallID = "toolu_busy"
 	write := toolBody(t, cc, `{"path":"a.md","text":"written after the lock\n"}`)
 
-	other, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(0)")
+	other, err := sql.Open("sqlite", events.FileURI(dbPath, url.Values{"_pragma": {"busy_timeout(0)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func concOpen(tb testing.TB) *Store {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "memory.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
+	raw, err := sql.Open("sqlite", FileURI(path, nil))
 	if err != nil {
 		tb.Fatal(err)
 	}

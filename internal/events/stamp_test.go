@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,7 @@ func TestCommitStampMovesWithEveryCommit(t *testing.T) {
 		t.Fatal("an append did not move the stamp")
 	}
 
-	other, err := sql.Open("sqlite", "file:"+dbPath(t, s))
+	other, err := sql.Open("sqlite", FileURI(dbPath(t, s), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 			}
 		}
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 	if _, err := os.Stat(path + "-shm"); !os.IsNotExist(err) {
 		t.Fatalf("the -shm file is still there after the last close (%v): the test cannot show anything", err)
 	}
-	db, err = sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	db, err = sql.Open("sqlite", FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func dbPath(tb testing.TB, s *Store) string {
 // once SQLite has removed the file.
 func TestWALIndexClosesOnlyARemovedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,9 @@ type Options struct {
 	// WriterPragmas are extra pragmas for the writer connection, e.g.
 	// "max_page_count(100)" to bound the database size.
 	WriterPragmas []string
+	// Warnf reports what does not stop the open: a database file (or its
+	// -wal or -shm) that other users can access. Nil: not reported.
+	Warnf func(format string, args ...any)
 }
 
 // Store is the event log. It is safe for concurrent use.
@@ -197,8 +200,8 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 	}
 }
 
-// Open opens (creating if needed) the SQLite database at path, applies the
-// migrations and returns the store.
+// Open opens (creating if needed, mode 0600) the SQLite database at path,
+// applies the migrations and returns the store.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Apply == nil {
 		return nil, errors.New("events: Options.Apply is required")
@@ -237,7 +240,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wq.Add("_pragma", p)
 	}
 	wq.Set("_txlock", "immediate")
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err) // err names the file
+	}
+	warnExposed(path, opts.Warnf)
+	writer, err := sql.Open("sqlite", FileURI(path, wq))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -256,7 +263,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rq := url.Values{}
 	rq.Add("_pragma", busy)
 	rq.Add("_pragma", "query_only(1)")
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	reader, err := sql.Open("sqlite", FileURI(path, rq))
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

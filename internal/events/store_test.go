@@ -43,7 +43,7 @@ func openStore(tb testing.TB, apply Applier) *Store {
 		apply = func(context.Context, DBTX, Event) error { return nil }
 	}
 	path := filepath.Join(tb.TempDir(), "memory.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
+	raw, err := sql.Open("sqlite", FileURI(path, nil))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := s.wconn // the writer is idle: Update's return ordered its writes before this read
-	other, err := sql.Open("sqlite", "file:"+path)
+	other, err := sql.Open("sqlite", FileURI(path, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package forensics_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/migrations"
 )
@@ -22,7 +24,7 @@ func TestMigrationRebuildsProjections(t *testing.T) {
 	ctx := context.Background()
 	const name = "long-session-images"
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", events.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +68,11 @@ func TestMigrationRebuildsProjections(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	// As memoryd makes a database: one others can read would add a
+	// warning to the log (events.TestOpenWarnsOfExposedDatabase).
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	var logged []string
 	store, err := forensics.OpenLogging(ctx, path, func(format string, args ...any) { logged = append(logged, format) })

@@ -810,7 +810,7 @@ func TestH52BootstrapEmptyAndUnavailableIndex(t *testing.T) {
 		fcMustTool(t, s, cc, "w1", tools.NotesWriteFile, fcCheckpoint)
 		fcMustTool(t, s, cc, "nc", tools.NewContext, `{}`)
 		// Make the notes projection unreadable: the index query fails.
-		db, err := sql.Open("sqlite", "file:"+fcDBPath(t, s))
+		db, err := sql.Open("sqlite", events.FileURI(fcDBPath(t, s), nil))
 		fcOK(t, "open", err)
 		defer db.Close()
 		_, err = db.Exec(`ALTER TABLE notes RENAME TO notes_unavailable`)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -174,7 +175,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 	}
 
 	// Damage the projections behind the store's back: Rebuild repairs them.
-	raw, err := sql.Open("sqlite", "file:"+rbDBPath(t, s)+"?_pragma=busy_timeout(5000)")
+	raw, err := sql.Open("sqlite", events.FileURI(rbDBPath(t, s), url.Values{"_pragma": {"busy_timeout(5000)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

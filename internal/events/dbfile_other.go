@@ -1,0 +1,9 @@
+//go:build !unix
+
+package events
+
+import "io/fs"
+
+// exposed reports false: the mode bits say nothing of who else may read a
+// file here (Windows has ACLs, inherited from the folder).
+func exposed(fs.FileInfo) bool { return false }

@@ -1,0 +1,8 @@
+//go:build unix
+
+package events
+
+import "io/fs"
+
+// exposed reports whether users other than the owner may access fi.
+func exposed(fi fs.FileInfo) bool { return fi.Mode().Perm()&0o077 != 0 }
