@@ -286,6 +286,10 @@ func TestServeRefusesPlantedTokenFile(t *testing.T) {
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "fix: chmod 600 "+path) {
 		t.Fatalf("serve beside a planted token file: %v (exit %d), want exit 1 with %q and the fix", err, exitCode(err), want)
 	}
+	// Refused before anything else: no database was made beside it.
+	if names, _ := filepath.Glob(filepath.Join(dir, "memory.db*")); len(names) > 0 {
+		t.Errorf("a refused start left %v behind", names)
+	}
 }
 
 // TestVerbsTakeAnyDatabaseName: --db names the file of exactly that name,

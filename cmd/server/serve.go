@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -55,6 +56,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 	}
+	// The token comes first: a token file memoryd must refuse leaves nothing
+	// behind (no database, no listener).
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return fmt.Errorf("create the database folder: %w", err)
+	}
+	token, err := loadToken(getenv, dbPath)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -76,10 +86,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}()
 	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
-	token, err := loadToken(getenv, dbPath)
-	if err != nil {
-		return err
-	}
 	tcp := ln.Addr().(*net.TCPAddr)
 	loopback := tcp.IP.IsLoopback()
 	if !loopback {
