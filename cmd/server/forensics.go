@@ -14,7 +14,6 @@ import (
 	"github.com/memoryd/memoryd/internal/api"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
-	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -272,8 +271,9 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 // runImportSession is the import-session verb: a Pi session file attached
-// as a task, its entries and branch synced.
-func runImportSession(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// as a task, its entries and branch synced, all or nothing: a database it
+// created is removed when it fails.
+func runImportSession(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("import-session", stderr)
 	db := fs.String("db", getenv("MEMORYD_DB"), "database file (created if missing)")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
@@ -290,11 +290,17 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	sess, err := history.ReadSession(f)
+	sess, err := forensics.ReadSession(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	fresh := newDatabase(*db)
+	defer func() {
+		if err != nil {
+			fresh.remove() // after the store's Close, deferred below
+		}
+	}()
 	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err
@@ -304,6 +310,9 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	res, err := forensics.ImportSession(ctx, memory.New(store), path, sess, report)
 	done()
 	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := store.Close(); err != nil {
 		return err
 	}
 	return writeJSON(stdout, res)

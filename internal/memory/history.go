@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -45,9 +46,20 @@ type SyncResult struct {
 }
 
 type syncEntry struct {
-	id  string
-	raw json.RawMessage // compact
+	id    string
+	raw   json.RawMessage // compact
+	index int             // in the entries it was parsed from
 }
+
+// EntryError is a refusal of one of the entries of a sync or a session
+// import: Index is its place among them.
+type EntryError struct {
+	Index int
+	Err   error
+}
+
+func (e *EntryError) Error() string { return e.Err.Error() }
+func (e *EntryError) Unwrap() error { return e.Err }
 
 // sameEntry reports whether two entries are equal after JSON
 // canonicalisation (the equality of a re-sent entry).
@@ -65,27 +77,11 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
-		var head struct {
-			ID   *string `json:"id"`
-			Type *string `json:"type"`
+		e, problem := parseEntry(raw)
+		if problem != "" {
+			return nil, invalidf("entries[%d] %s", i, problem)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
-			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
-		}
-		if head.ID == nil || *head.ID == "" {
-			return nil, invalidf("entries[%d] has no id", i)
-		}
-		if head.Type == nil || *head.Type == "" {
-			return nil, invalidf("entries[%d] (id %q) has no type", i, *head.ID)
-		}
-		if !utf8.ValidString(*head.ID) || len(*head.ID) > 256 {
-			return nil, invalidf("entries[%d] has an id that is not short valid UTF-8", i)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, raw); err != nil {
-			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, *head.ID)
-		}
-		e := syncEntry{id: *head.ID, raw: compact.Bytes()}
+		e.index = i
 		if j, dup := seen[e.id]; dup {
 			if !sameEntry(out[j].raw, e.raw) {
 				return nil, conflictf("entries has id %q twice with different content", e.id)
@@ -96,6 +92,32 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// parseEntry applies a sync's rules to one raw entry, or says what it
+// breaks, after the entry's name ("entries[3] has no id").
+func parseEntry(raw json.RawMessage) (syncEntry, string) {
+	var head struct {
+		ID   *string `json:"id"`
+		Type *string `json:"type"`
+	}
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
+		return syncEntry{}, "must be a JSON object (a Pi session entry)"
+	}
+	if head.ID == nil || *head.ID == "" {
+		return syncEntry{}, "has no id"
+	}
+	if head.Type == nil || *head.Type == "" {
+		return syncEntry{}, fmt.Sprintf("(id %q) has no type", *head.ID)
+	}
+	if !utf8.ValidString(*head.ID) || len(*head.ID) > 256 {
+		return syncEntry{}, "has an id that is not short valid UTF-8"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return syncEntry{}, fmt.Sprintf("(id %q) is not valid JSON", *head.ID)
+	}
+	return syncEntry{id: *head.ID, raw: compact.Bytes()}, ""
 }
 
 // Sync stores new raw entries of the caller's session and replaces its
@@ -113,75 +135,83 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 	}
 	var res SyncResult
 	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
-		r := projections.NewReader(tx.DB())
-		c, err := identify(ctx, r, req.Context)
-		if err != nil {
-			return err
-		}
-		task, agent := c.taskID, c.agent.Agent
-		revision, _, err := r.Branch(ctx, task, agent)
-		if err != nil {
-			return err
-		}
-		if req.ExpectedRevision != nil && *req.ExpectedRevision != revision {
-			return conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *req.ExpectedRevision, revision)
-		}
-		known := make(map[string]bool, len(entries))
-		var pending []events.Pending
-		ids := make([]string, len(entries))
-		for i, e := range entries {
-			ids[i] = e.id
-		}
-		stored, err := r.StoredEntries(ctx, task, agent, ids)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			known[e.id] = true
-			if !stored[e.id] {
-				pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
-					Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
-				res.Stored++
-				continue
-			}
-			raw, err := r.EntryRaw(ctx, task, agent, e.id)
-			if err != nil {
-				return err
-			}
-			if !sameEntry(raw, e.raw) {
-				return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
-			}
-			res.Unchanged++
-		}
-		res.Revision = revision
-		if req.Branch != nil {
-			change, err := branchChange(ctx, r, task, agent, *req.Branch, known)
-			if err != nil {
-				return err
-			}
-			if change != nil {
-				change.Revision = revision + 1
-				res.Revision = change.Revision
-				pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: *change})
-			}
-		}
-		if len(pending) > 0 {
-			stream := events.Stream(task, agent)
-			version, err := tx.StreamVersion(ctx, stream)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Append(ctx, stream, version, pending...); err != nil {
-				return err
-			}
-		}
-		res.WindowID, err = r.LastWindow(ctx, task, agent)
+		var err error
+		res, err = syncIn(ctx, tx, req, entries)
 		return err
 	})
 	if err != nil {
 		return SyncResult{}, err
 	}
 	return res, nil
+}
+
+// syncIn is Sync in tx, of the entries parsed from req.Entries.
+func syncIn(ctx context.Context, tx *events.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
+	var res SyncResult
+	r := projections.NewReader(tx.DB())
+	c, err := identify(ctx, r, req.Context)
+	if err != nil {
+		return res, err
+	}
+	task, agent := c.taskID, c.agent.Agent
+	revision, _, err := r.Branch(ctx, task, agent)
+	if err != nil {
+		return res, err
+	}
+	if req.ExpectedRevision != nil && *req.ExpectedRevision != revision {
+		return res, conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *req.ExpectedRevision, revision)
+	}
+	known := make(map[string]bool, len(entries))
+	var pending []events.Pending
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.id
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, ids)
+	if err != nil {
+		return res, err
+	}
+	for _, e := range entries {
+		known[e.id] = true
+		if !stored[e.id] {
+			pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
+				Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
+			res.Stored++
+			continue
+		}
+		raw, err := r.EntryRaw(ctx, task, agent, e.id)
+		if err != nil {
+			return res, err
+		}
+		if !sameEntry(raw, e.raw) {
+			return res, &EntryError{Index: e.index, Err: conflictf("entry %q was already synced with different content; entries are immutable", e.id)}
+		}
+		res.Unchanged++
+	}
+	res.Revision = revision
+	if req.Branch != nil {
+		change, err := branchChange(ctx, r, task, agent, *req.Branch, known)
+		if err != nil {
+			return res, err
+		}
+		if change != nil {
+			change.Revision = revision + 1
+			res.Revision = change.Revision
+			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: *change})
+		}
+	}
+	if len(pending) > 0 {
+		stream := events.Stream(task, agent)
+		version, err := tx.StreamVersion(ctx, stream)
+		if err != nil {
+			return res, err
+		}
+		if _, err := tx.Append(ctx, stream, version, pending...); err != nil {
+			return res, err
+		}
+	}
+	res.WindowID, err = r.LastWindow(ctx, task, agent)
+	return res, err
 }
 
 // branchChange validates a new branch and returns it as a delta from the
