@@ -636,12 +636,12 @@ func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []cras
 		t.Fatal(err)
 	}
 	defer cleanup()
-	diffs, err := forensics.Verify(ctx, store, scratch, 3)
+	diffs, violations, err := forensics.Verify(ctx, store, scratch, 3)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if len(diffs) > 0 {
-		t.Errorf("projections differ from a rebuild of the log after a kill: %+v", diffs)
+	if len(diffs) > 0 || len(violations) > 0 {
+		t.Errorf("projections differ from a rebuild of the log after a kill: %+v; events that break a rule: %+v", diffs, violations)
 	}
 	return len(log)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +14,6 @@ import (
 	"github.com/memoryd/memoryd/internal/api"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
-	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -67,8 +67,9 @@ type replayReport struct {
 }
 
 // runReplay is the replay verb: rebuild every projection from a log file
-// into a scratch database (or --db OUT) and print a summary with digests.
-func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// into a scratch database (or --db OUT, removed when the replay created it
+// and fails) and print a summary with digests.
+func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("replay", stderr)
 	until := fs.Int64("until", 0, "replay only events up to this position")
 	out := fs.String("db", "", "write the rebuilt database here (must hold no events); default a temporary one")
@@ -114,6 +115,12 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	defer closeLog()
 	var store *events.Store
 	if *out != "" {
+		fresh := newDatabase(*out)
+		defer func() {
+			if err != nil {
+				fresh.remove() // after the store's Close, deferred below
+			}
+		}()
 		logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
 		if store, err = forensics.OpenLogging(ctx, *out, logf); err != nil {
 			return err
@@ -177,7 +184,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cleanup()
-	diffs, err := forensics.Verify(ctx, live, scratch, 5)
+	diffs, violations, err := forensics.Verify(ctx, live, scratch, 5)
 	if err != nil {
 		return err
 	}
@@ -185,11 +192,19 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(stdout, map[string]any{"events": last, "clean": len(diffs) == 0, "differences": diffs}); err != nil {
+	clean := len(diffs) == 0 && len(violations) == 0
+	if err := writeJSON(stdout, map[string]any{"events": last, "clean": clean, "differences": diffs, "violations": violations}); err != nil {
 		return err
 	}
+	var problems []string
 	if len(diffs) > 0 {
-		return fmt.Errorf("%d projection table(s) differ from a rebuild of the log", len(diffs))
+		problems = append(problems, fmt.Sprintf("%d projection table(s) differ from a rebuild of the log", len(diffs)))
+	}
+	if len(violations) > 0 {
+		problems = append(problems, fmt.Sprintf("%d event(s) break a rule that an import enforces (the first at position %d)", len(violations), violations[0].Position))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -227,7 +242,11 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		_, err = scratch.Import(ctx, forensics.StoreEvents(ctx, src, *until))
+		// A database's log is read as verify reads it: an event an import
+		// would refuse is applied as the database applied it, and named.
+		_, err = scratch.ImportReporting(ctx, forensics.StoreEvents(ctx, src, *until), func(re *events.RuleError) {
+			fmt.Fprintf(stderr, "memoryd: warning: %v\n", re)
+		})
 		src.Close()
 		if err != nil {
 			return err
@@ -256,8 +275,9 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 // runImportSession is the import-session verb: a Pi session file attached
-// as a task, its entries and branch synced.
-func runImportSession(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// as a task, its entries and branch synced, all or nothing: a database it
+// created is removed when it fails.
+func runImportSession(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("import-session", stderr)
 	db := fs.String("db", getenv("MEMORYD_DB"), "database file (created if missing)")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
@@ -274,11 +294,17 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	sess, err := history.ReadSession(f)
+	sess, err := forensics.ReadSession(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	fresh := newDatabase(*db)
+	defer func() {
+		if err != nil {
+			fresh.remove() // after the store's Close, deferred below
+		}
+	}()
 	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err
@@ -288,6 +314,9 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	res, err := forensics.ImportSession(ctx, memory.New(store), path, sess, report)
 	done()
 	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := store.Close(); err != nil {
 		return err
 	}
 	return writeJSON(stdout, res)

@@ -45,8 +45,9 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // runImport is the import verb: an exported log appended into an empty
-// database, ids and positions kept, all or nothing.
-func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// database, ids and positions kept, all or nothing: a database it created
+// is removed when it fails.
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("import", stderr)
 	db := fs.String("db", getenv("MEMORYD_DB"), "database file (created if missing; must hold no events)")
 	if err := parseFlags(fs, args); err != nil {
@@ -60,6 +61,12 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeLog()
+	fresh := newDatabase(*db)
+	defer func() {
+		if err != nil {
+			fresh.remove() // after the store's Close, deferred below
+		}
+	}()
 	store, err := openStore(ctx, *db, "", stderr)
 	if err != nil {
 		return err

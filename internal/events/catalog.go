@@ -81,15 +81,13 @@ func catalogEntry(typ string) (CatalogEntry, bool) {
 	return CatalogEntry{}, false
 }
 
-// Decoded returns ev with its payload decoded and kept, so that Decode
-// returns it rather than decoding it again: a log reader decodes ahead of
-// the writer, which then only validates and applies. A payload that does
-// not decode is left for Decode to report.
+// Decoded returns ev with its payload checked (CheckPayload) and kept, so
+// that Decode returns it rather than decoding it again: a log reader
+// checks ahead of the writer, which then only checks what needs the
+// projections, and applies. Why a payload breaks a rule is kept for the
+// import to report.
 func Decoded(ev Event) Event {
-	ev.payload = nil
-	if p, err := Decode(ev); err == nil {
-		ev.payload = p
-	}
+	ev.payload, ev.refused = CheckPayload(ev)
 	return ev
 }
 

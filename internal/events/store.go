@@ -65,6 +65,9 @@ type Event struct {
 	// validation has decoded it already: Decode returns it rather than
 	// decoding again.
 	payload any
+	// refused is why a log reader's CheckPayload refused Data (Decoded),
+	// for the import to report without checking it again.
+	refused error
 }
 
 // TaskID returns the task part of the event's stream (<task_id><agent>).
@@ -101,6 +104,12 @@ type Options struct {
 	// that allowed it (Tx.DeferProjections: imports and rebuilds). Nil
 	// when Apply never defers.
 	Flush func(ctx context.Context, db DBTX) error
+	// ImportCheck checks an imported event against the projections as
+	// they stand before it is applied (the agents and tasks it names
+	// exist, a note stays within its cap), once its payload has passed
+	// CheckPayload; nil: no such check. Import and Continue call it, not
+	// Append: the commands that append check the same first.
+	ImportCheck Applier
 	// Now is the clock for recorded_at and event ids (default time.Now).
 	Now func() time.Time
 	// Synchronous is "full" (default) or "normal" (see docs/durability.md),
@@ -130,6 +139,8 @@ type Store struct {
 	apply  Applier
 	flush  func(ctx context.Context, db DBTX) error
 	now    func() time.Time
+
+	importCheck Applier // Options.ImportCheck
 
 	entropy io.Reader // used by the writer goroutine only
 
@@ -281,6 +292,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		now:     opts.Now,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		writes:  make(chan *writeRequest),
+
+		importCheck: opts.ImportCheck,
 
 		readConns: newReadConns(reader, opts.Readers),
 		readStmts: newStmtCache(reader),

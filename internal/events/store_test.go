@@ -501,7 +501,8 @@ func TestCatalogRoundTrip(t *testing.T) {
 }
 
 // exportLog builds a log of every catalog type over three streams and
-// returns its events.
+// returns its events. Its payloads follow the payload rules
+// (CheckPayload): a task.created is on its task's root stream.
 func exportLog(tb testing.TB) []Event {
 	tb.Helper()
 	s := openStore(tb, nil)
@@ -509,12 +510,37 @@ func exportLog(tb testing.TB) []Event {
 	for i := range 3 {
 		for j, e := range Catalog {
 			st := streams[(i+j)%len(streams)]
-			if _, err := appendOne(tb, s, st, AnyVersion, e.Type, sample(tb, e)); err != nil {
+			if e.Type == TypeTaskCreated {
+				st = Stream(StreamTask(st), "/root")
+			}
+			if _, err := appendOne(tb, s, st, AnyVersion, e.Type, conform(sample(tb, e), st)); err != nil {
 				tb.Fatal(err)
 			}
 		}
 	}
 	return readAll(tb, s)
+}
+
+// conform makes a filled sample follow the payload rules for stream: its
+// task and agent are the stream's, its addresses and note path valid, its
+// branch length adds up.
+func conform(v any, stream string) any {
+	task := StreamTask(stream)
+	agent := strings.TrimPrefix(stream, task)
+	parent := ""
+	if agent != "/root" {
+		parent = "/root"
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for name, val := range map[string]string{"TaskID": task, "Agent": agent, "By": agent, "ParentAgent": parent, "Path": "dir/a.md", "EntryID": "entry-1"} {
+		if f := rv.FieldByName(name); f.IsValid() && f.Kind() == reflect.String {
+			f.SetString(val)
+		}
+	}
+	if b, ok := v.(*HistoryBranchChanged); ok {
+		b.Length = b.Keep + int64(len(b.Append))
+	}
+	return v
 }
 
 func iterate(evs []Event) func() (Event, bool, error) {

@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,13 +105,10 @@ func (lr *LogReader) read() logItem {
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		var ev events.Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
-			return logItem{line: lr.scanned, end: true, err: &LineError{Line: lr.scanned, Err: fmt.Errorf("not an event envelope: %v", err)}}
+		ev, err := events.DecodeEnvelope(b)
+		if err != nil {
+			return logItem{line: lr.scanned, end: true, err: &LineError{Line: lr.scanned, Err: err}}
 		}
-		ev.Data = bytes.Clone(ev.Data)
 		return logItem{ev: events.Decoded(ev), line: lr.scanned}
 	}
 	end := logItem{line: lr.scanned, end: true}
@@ -498,11 +494,26 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 // most ≈95 MB instead of ≈49 MB.
 var replaySegment int64 = 200_000 // a variable so that a test can make segments short
 
+// Violation is an event of a live log that breaks a rule an import of
+// the log would refuse it for (a database written by an older memoryd, or
+// edited by hand).
+type Violation struct {
+	Position int64  `json:"position"`
+	Type     string `json:"type"`
+	Rule     string `json:"rule"`
+}
+
 // Verify rebuilds the projections of live from its log into scratch and
-// returns every table that differs.
-func Verify(ctx context.Context, live, scratch *events.Store, samples int) ([]projections.TableDiff, error) {
-	if _, err := scratch.Import(ctx, StoreEvents(ctx, live, 0)); err != nil {
-		return nil, err
+// returns every table that differs and every event that breaks a rule of
+// an import (the rebuild applies it all the same, as live did).
+func Verify(ctx context.Context, live, scratch *events.Store, samples int) ([]projections.TableDiff, []Violation, error) {
+	violations := []Violation{}
+	_, err := scratch.ImportReporting(ctx, StoreEvents(ctx, live, 0), func(re *events.RuleError) {
+		violations = append(violations, Violation{Position: re.Position, Type: re.Type, Rule: re.Rule})
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return projections.Diff(ctx, live.Reader(), scratch.Reader(), samples)
+	diffs, err := projections.Diff(ctx, live.Reader(), scratch.Reader(), samples)
+	return diffs, violations, err
 }

@@ -883,12 +883,15 @@ func TestScenarioLogsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer scratch.Close()
-			diffs, err := forensics.Verify(ctx, live, scratch, 3)
+			diffs, violations, err := forensics.Verify(ctx, live, scratch, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range diffs {
 				t.Errorf("verify: table %s differs: %+v", d.Table, d)
+			}
+			for _, v := range violations {
+				t.Errorf("verify: event %d breaks a rule: %+v", v.Position, v)
 			}
 			var out bytes.Buffer
 			if err := live.Each(ctx, events.Filter{Limit: 1000}, func(ev events.Event) error {

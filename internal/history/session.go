@@ -18,6 +18,8 @@ type Session struct {
 	Header json.RawMessage
 	// Entries are the entries in file order, the header left out.
 	Entries []json.RawMessage
+	// Lines are the entries' lines in the file, from 1.
+	Lines []int
 	// Branch is the path from the last entry to the root, root first.
 	Branch []string
 }
@@ -60,6 +62,7 @@ func ReadSession(r io.Reader) (Session, error) {
 		}
 		parents[head.ID] = parent
 		s.Entries = append(s.Entries, json.RawMessage(bytes.Clone(b)))
+		s.Lines = append(s.Lines, line)
 		last = head.ID
 	}
 	if err := sc.Err(); err != nil {

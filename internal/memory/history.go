@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -45,9 +46,20 @@ type SyncResult struct {
 }
 
 type syncEntry struct {
-	id  string
-	raw json.RawMessage // compact
+	id    string
+	raw   json.RawMessage // compact
+	index int             // in the entries it was parsed from
 }
+
+// EntryError is a refusal of one of the entries of a sync or a session
+// import: Index is its place among them.
+type EntryError struct {
+	Index int
+	Err   error
+}
+
+func (e *EntryError) Error() string { return e.Err.Error() }
+func (e *EntryError) Unwrap() error { return e.Err }
 
 // sameEntry reports whether two entries are equal after JSON
 // canonicalisation (the equality of a re-sent entry).
@@ -74,28 +86,11 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
-		trimmed := bytes.TrimSpace(raw)
-		if len(trimmed) == 0 || trimmed[0] != '{' {
-			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
+		e, problem := parseEntry(raw)
+		if problem != "" {
+			return nil, invalidf("entries[%d] %s", i, problem)
 		}
-		head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
-		if err != nil {
-			return nil, invalidf("entries[%d] must be a JSON object (a Pi session entry)", i)
-		}
-		if head.ID == "" {
-			return nil, invalidf("entries[%d] has no id", i)
-		}
-		if head.Type == "" {
-			return nil, invalidf("entries[%d] (id %q) has no type", i, head.ID)
-		}
-		if !validEntryID(head.ID) {
-			return nil, invalidf("entries[%d] has an id that is not short valid UTF-8", i)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, raw); err != nil {
-			return nil, invalidf("entries[%d] (id %q) is not valid JSON", i, head.ID)
-		}
-		e := syncEntry{id: head.ID, raw: compact.Bytes()}
+		e.index = i
 		if j, dup := seen[e.id]; dup {
 			if !sameEntry(out[j].raw, e.raw) {
 				return nil, conflictf("entries has id %q twice with different content", e.id)
@@ -106,6 +101,33 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// parseEntry applies a sync's rules to one raw entry, or says what it
+// breaks, after the entry's name ("entries[3] has no id").
+func parseEntry(raw json.RawMessage) (syncEntry, string) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return syncEntry{}, "must be a JSON object (a Pi session entry)"
+	}
+	head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
+	if err != nil {
+		return syncEntry{}, "must be a JSON object (a Pi session entry)"
+	}
+	if head.ID == "" {
+		return syncEntry{}, "has no id"
+	}
+	if head.Type == "" {
+		return syncEntry{}, fmt.Sprintf("(id %q) has no type", head.ID)
+	}
+	if !validEntryID(head.ID) {
+		return syncEntry{}, "has an id that is not short valid UTF-8"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return syncEntry{}, fmt.Sprintf("(id %q) is not valid JSON", head.ID)
+	}
+	return syncEntry{id: head.ID, raw: compact.Bytes()}, ""
 }
 
 // syncPlan is a sync as checked against its request alone, before the
@@ -135,15 +157,21 @@ func planSync(req SyncRequest) (*syncPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newSyncPlan(entries, req.Branch)
+}
+
+// newSyncPlan is planSync of entries already parsed: it checks that the
+// branch, if any, lists valid ids once each.
+func newSyncPlan(entries []syncEntry, branchp *[]string) (*syncPlan, error) {
 	p := &syncPlan{entries: entries, ids: make([]string, len(entries)), sentNow: make(map[string]bool, len(entries))}
 	for i, e := range entries {
 		p.ids[i] = e.id
 		p.sentNow[e.id] = true
 	}
-	if req.Branch == nil {
+	if branchp == nil {
 		return p, nil
 	}
-	branch := *req.Branch
+	branch := *branchp
 	seen := make(map[string]struct{}, len(branch))
 	p.hashes = make([][]byte, len(branch))
 	prev := []byte{}
@@ -195,7 +223,7 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 			return err
 		}
 		if !bytes.Equal(raw, e.raw) && !sameEntry(raw, e.raw) {
-			return conflictf("entry %q was already synced with different content; entries are immutable", e.id)
+			return &EntryError{Index: e.index, Err: conflictf("entry %q was already synced with different content; entries are immutable", e.id)}
 		}
 		p.stored[e.id] = true
 	}
@@ -294,6 +322,34 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, requestID string) (SyncResult, error) {
 	var res SyncResult
 	err := s.store.Update(ctx, requestID, func(tx *events.Tx) error {
+		var err error
+		res, err = syncTx(ctx, tx, p, req)
+		return err
+	})
+	if err != nil {
+		return SyncResult{}, err
+	}
+	return res, nil
+}
+
+// syncIn is a whole sync of entries parsed from req.Entries inside tx
+// (a session import's): the checks of checkStored run in tx itself.
+func syncIn(ctx context.Context, tx *events.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
+	p, err := newSyncPlan(entries, req.Branch)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if err := p.checkStored(ctx, projections.NewReader(tx.DB()), req.Context, req.ExpectedRevision); err != nil {
+		return SyncResult{}, err
+	}
+	return syncTx(ctx, tx, p, req)
+}
+
+// syncTx writes a sync checked by checkStored in tx: errStoredMeanwhile
+// if an entry the check saw unstored is stored now.
+func syncTx(ctx context.Context, tx *events.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
+	var res SyncResult
+	err := func() error {
 		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, req.Context)
 		if err != nil {
@@ -355,7 +411,7 @@ func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, r
 		}
 		res.WindowID, err = r.LastWindow(ctx, task, agent)
 		return err
-	})
+	}()
 	if err != nil {
 		return SyncResult{}, err
 	}

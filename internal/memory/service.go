@@ -84,7 +84,7 @@ const (
 // UTF-8 bytes, docs/behaviour.md §G): a budget may lower the cap, never raise
 // it. An attach asking for more is refused rather than clamped, so that a
 // client relying on a larger cap learns it at once.
-const MaxNotesMaxFileBytes = 1_000_000
+const MaxNotesMaxFileBytes = events.MaxNoteBytes
 
 // notesCap is the per-file cap of the notes of an agent with budget b. A
 // budget recorded before the ceiling was enforced may exceed it: the
@@ -203,38 +203,46 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 	}
 	var res AttachResult
 	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
-		r := projections.NewReader(tx.DB())
-		known, err := r.AgentBySessionKey(ctx, req.SessionKey)
-		switch {
-		case err == nil:
-			if req.Task != nil && req.Task.TaskID != known.TaskID {
-				return conflictf("session_key is already attached to another task")
-			}
-			res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
-			if known.SessionID != req.SessionID || known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
-				_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), events.AnyVersion, events.Pending{
-					Type: events.TypeAgentReattached,
-					Data: events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
-						SessionFile: req.SessionFile, Budget: budget},
-				})
-			}
-		case errors.Is(err, projections.ErrNotFound):
-			res, err = s.register(ctx, tx, r, req, budget)
-		}
-		if err != nil {
-			return err
-		}
-		if res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID); err != nil {
-			return err
-		}
-		st, err := r.AgentState(ctx, res.TaskID, res.Agent)
-		res.WindowID = st.WindowID
+		var err error
+		res, err = s.attachIn(ctx, tx, req, budget)
 		return err
 	})
 	if err != nil {
 		return AttachResult{}, err
 	}
 	return res, nil
+}
+
+// attachIn is Attach in tx, with req's budget resolved.
+func (s *Service) attachIn(ctx context.Context, tx *events.Tx, req AttachRequest, budget events.Budget) (AttachResult, error) {
+	var res AttachResult
+	r := projections.NewReader(tx.DB())
+	known, err := r.AgentBySessionKey(ctx, req.SessionKey)
+	switch {
+	case err == nil:
+		if req.Task != nil && req.Task.TaskID != known.TaskID {
+			return res, conflictf("session_key is already attached to another task")
+		}
+		res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
+		if known.SessionID != req.SessionID || known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
+			_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), events.AnyVersion, events.Pending{
+				Type: events.TypeAgentReattached,
+				Data: events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
+					SessionFile: req.SessionFile, Budget: budget},
+			})
+		}
+	case errors.Is(err, projections.ErrNotFound):
+		res, err = s.register(ctx, tx, r, req, budget)
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID); err != nil {
+		return res, err
+	}
+	st, err := r.AgentState(ctx, res.TaskID, res.Agent)
+	res.WindowID = st.WindowID
+	return res, err
 }
 
 func (s *Service) register(ctx context.Context, tx *events.Tx, r *projections.Reader, req AttachRequest, budget events.Budget) (AttachResult, error) {

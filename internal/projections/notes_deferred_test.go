@@ -38,6 +38,27 @@ func appendNoteOps(t *testing.T, store *events.Store, ops []noteOp) {
 	}
 }
 
+// registerNoteAgents registers the task and the agents of randomNoteOps,
+// so that an import of their log passes CheckImported.
+func registerNoteAgents(t *testing.T, store *events.Store) {
+	t.Helper()
+	ctx := context.Background()
+	budget := events.Budget{NotesMaxFileBytes: events.MaxNoteBytes}
+	err := store.Update(ctx, "", func(tx *events.Tx) error {
+		if _, err := tx.Append(ctx, "t1/root", 0,
+			events.Pending{Type: events.TypeTaskCreated, Data: events.TaskCreated{TaskID: "t1", SessionKey: "s1"}},
+			events.Pending{Type: events.TypeAgentRegistered, Data: events.AgentRegistered{TaskID: "t1", Agent: "/root", SessionKey: "s1", Budget: budget}}); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, "t1/root/sub", 0, events.Pending{Type: events.TypeAgentRegistered,
+			Data: events.AgentRegistered{TaskID: "t1", Agent: "/root/sub", ParentAgent: "/root", SessionKey: "s2", Budget: budget}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // randomNoteOps returns n note events over a few notes of two agents,
 // with empty, multi-byte and NUL texts, overwrites and call ids, and model
 // the texts they leave.
@@ -143,6 +164,7 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	registerNoteAgents(t, live)
 	appendNoteOps(t, live, ops)
 	if most := checkNotes(t, "live", live, model); most < 2 {
 		t.Fatalf("the live notes have at most %d parts: the log does not exercise parts", most)

@@ -53,12 +53,13 @@ func Rebuild(ctx context.Context, store *events.Store) error {
 }
 
 // Open opens the event log at path with the projections as its applier
-// (opts.Apply is set). When a migration changed a projection's shape and
-// marked the projections for a rebuild, it rebuilds them from the log
-// before returning, in one transaction, and logs why through logf (and
-// the open's warnings, unless opts.Warnf is set).
+// and its imports' checker (opts.Apply, Flush and ImportCheck are set).
+// When a migration changed a projection's shape and marked the
+// projections for a rebuild, it rebuilds them from the log before
+// returning, in one transaction, and logs why through logf (and the
+// open's warnings, unless opts.Warnf is set).
 func Open(ctx context.Context, path string, opts events.Options, logf func(format string, args ...any)) (*events.Store, error) {
-	opts.Apply, opts.Flush = Apply, Flush
+	opts.Apply, opts.Flush, opts.ImportCheck = Apply, Flush, CheckImported
 	if opts.Warnf == nil {
 		opts.Warnf = logf
 	}

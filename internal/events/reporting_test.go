@@ -1,0 +1,47 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestImportReportingAppliesBrokenEvents: verify's rebuild imports a log
+// whose events break payload rules, as the store that holds them applied
+// them, and reports each (the first rule it breaks); what no store could
+// have applied still stops it.
+func TestImportReportingAppliesBrokenEvents(t *testing.T) {
+	ctx := context.Background()
+	log := buildLog(append(rulesLog[:len(rulesLog):len(rulesLog)],
+		logItem{rootStream, TypeNoteAppended, noteData("/root", "../up.md", "x")},
+		logItem{rootStream, TypeNoteAppended, `{"text":"a","task_id":"01TASKA","agent":"/root","path":"a.md","text":"b","by":"/root","colour":1}`},
+		logItem{rootStream, TypeNoteAppended, noteData("/root", "a.md", "c")},
+	)...)
+	s := openStore(t, recordingApply)
+	var broken []*RuleError
+	n, err := s.ImportReporting(ctx, iterate(log), func(re *RuleError) { broken = append(broken, re) })
+	if err != nil || n != int64(len(log)) || appliedCount(t, s) != n {
+		t.Fatalf("ImportReporting: %d events (%d applied), %v; want all %d", n, appliedCount(t, s), err, len(log))
+	}
+	if len(broken) != 2 || broken[0].Position != 6 || !strings.Contains(broken[0].Rule, `".." segment`) ||
+		broken[1].Position != 7 || !strings.Contains(broken[1].Rule, `the key "text" twice`) {
+		t.Errorf("reported %+v", broken)
+	}
+	// A gap stops it, with nothing kept.
+	gap := append(log[:3:3], log[4:]...)
+	s = openStore(t, recordingApply)
+	if _, err := s.ImportReporting(ctx, iterate(gap), func(*RuleError) {}); !errors.Is(err, ErrInvalidEvent) || lastPosition(t, s) != 0 {
+		t.Errorf("ImportReporting of a log with a gap: %v, %d events kept", err, lastPosition(t, s))
+	}
+}
+
+// TestCatalogEntriesHaveRules: every payload of the catalog says whose
+// stream it belongs in and what its fields must be (CheckPayload).
+func TestCatalogEntriesHaveRules(t *testing.T) {
+	for _, e := range Catalog {
+		if _, ok := e.New().(ruled); !ok {
+			t.Errorf("%s: its payload has no owner and rules methods", e.Type)
+		}
+	}
+}

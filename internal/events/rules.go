@@ -1,0 +1,230 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/strictjson"
+)
+
+// MaxNoteBytes is the ceiling of notes_max_file_bytes: no note file may
+// ever hold more UTF-8 bytes, whatever an agent's budget says.
+const MaxNoteBytes = 1_000_000
+
+// maxEntryIDBytes bounds a history entry id, as a sync does.
+const maxEntryIDBytes = 256
+
+// CheckPayload decodes the payload of ev as strictly as the API decodes a
+// request body (package strictjson: valid UTF-8, no key twice, no field
+// its type and schema do not have, nesting, numbers) and checks the rules
+// the commands that record it follow: the stream is the one the payload
+// belongs to, addresses and note paths are valid, a note's text fits
+// MaxNoteBytes. It is pure: whether the agents and tasks it names exist
+// is for the projections to say (Options.ImportCheck). Import and Continue
+// check every event with it; what the commands record always passes.
+func CheckPayload(ev Event) (any, error) {
+	e, ok := catalogEntry(ev.Type)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
+	}
+	if ev.Schema > e.Schema || ev.Schema < 1 {
+		return nil, fmt.Errorf("%w: event type %q has schema %d, this build knows schema %d", ErrUnknownEvent, ev.Type, ev.Schema, e.Schema)
+	}
+	v := e.New()
+	if err := strictjson.Check(ev.Data, reflect.TypeOf(v), strictjson.MaxDepth); err != nil {
+		return nil, Broken(ev, "%s", describe(err, "its data"))
+	}
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return nil, Broken(ev, "its data does not decode: %s", typeMismatch(err))
+	}
+	p, ok := v.(ruled)
+	if !ok {
+		return nil, fmt.Errorf("events: %s has no payload rules", ev.Type) // a catalog entry without rules: a bug
+	}
+	task, agent := p.owner()
+	if want := Stream(task, agent); ev.Stream != want {
+		return nil, Broken(ev, "its data is about %s of task %s, not the agent of its stream %s", agent, task, ev.Stream)
+	}
+	if err := p.rules(); err != nil {
+		return nil, Broken(ev, "%v", err)
+	}
+	return v, nil
+}
+
+// RuleError is an imported event breaking a rule of its envelope, of its
+// payload (CheckPayload) or of the projections (Options.ImportCheck). It
+// is an ErrInvalidEvent.
+type RuleError struct {
+	Position int64
+	Type     string
+	Rule     string // what is wrong, e.g. `path: note path is empty`
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("%v: %s at position %d: %s", ErrInvalidEvent, e.Type, e.Position, e.Rule)
+}
+
+func (e *RuleError) Unwrap() error { return ErrInvalidEvent }
+
+// Broken returns the *RuleError of ev breaking the rule its arguments say.
+func Broken(ev Event, format string, args ...any) error {
+	return &RuleError{Position: ev.Position, Type: ev.Type, Rule: fmt.Sprintf(format, args...)}
+}
+
+func describe(err error, subject string) string {
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return se.Describe(subject)
+	}
+	return err.Error()
+}
+
+// typeMismatch describes a json.Unmarshal error without Go's type names.
+func typeMismatch(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("it is %s, not an object", te.Value)
+		}
+		return fmt.Sprintf("field %s must not be %s", te.Field, te.Value)
+	}
+	return "it is not valid JSON"
+}
+
+// ruled is a payload of the catalog: the agent whose stream it belongs in,
+// and the rules of its fields beyond their JSON types.
+type ruled interface {
+	owner() (taskID, agent string)
+	rules() error
+}
+
+// rule errors name the field they are about.
+func ruleError(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+func addressRule(field, addr string) error {
+	if _, err := address.ParseAgent(addr); err != nil {
+		return ruleError(field, "%s", strings.TrimPrefix(err.Error(), address.ErrInvalid.Error()+": "))
+	}
+	return nil
+}
+
+// taskRule: a task id names the task part of a stream (<task_id><agent>).
+func taskRule(id string) error {
+	if id == "" || strings.Contains(id, "/") {
+		return ruleError("task_id", "%q is not a task id", id)
+	}
+	return nil
+}
+
+func refRules(taskID, agent string) error {
+	if err := taskRule(taskID); err != nil {
+		return err
+	}
+	return addressRule("agent", agent)
+}
+
+// noteRules: a note is addressed as the tools address it (a path below
+// its owner's notes root, by package address's rules), by a valid agent,
+// and its text fits MaxNoteBytes.
+func noteRules(taskID, agent, path, text, by string) error {
+	if err := refRules(taskID, agent); err != nil {
+		return err
+	}
+	if err := addressRule("by", by); err != nil {
+		return err
+	}
+	np, err := address.ParseNotePath(agent, path)
+	if err != nil {
+		return ruleError("path", "%s", strings.TrimPrefix(err.Error(), address.ErrInvalid.Error()+": "))
+	}
+	if np.Agent != agent || np.Path != path {
+		return ruleError("path", "%q is not a path below the notes root of %s", path, agent)
+	}
+	if len(text) > MaxNoteBytes {
+		return ruleError("text", "%d bytes; a note file holds at most %d bytes", len(text), MaxNoteBytes)
+	}
+	return nil
+}
+
+func (p *TaskCreated) owner() (string, string) { return p.TaskID, address.Root }
+func (p *TaskCreated) rules() error {
+	if err := taskRule(p.TaskID); err != nil {
+		return err
+	}
+	if p.SessionKey == "" {
+		return ruleError("session_key", "is empty")
+	}
+	return nil
+}
+
+func (p *AgentRegistered) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *AgentRegistered) rules() error {
+	if err := refRules(p.TaskID, p.Agent); err != nil {
+		return err
+	}
+	if p.SessionKey == "" {
+		return ruleError("session_key", "is empty")
+	}
+	if p.Agent == address.Root {
+		if p.ParentAgent != "" {
+			return ruleError("parent_agent", "%s has no parent", address.Root)
+		}
+		return nil
+	}
+	if err := addressRule("parent_agent", p.ParentAgent); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(p.Agent, p.ParentAgent+"/") {
+		return ruleError("parent_agent", "%s is not below %s", p.Agent, p.ParentAgent)
+	}
+	return nil
+}
+
+func (p *AgentReattached) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *AgentReattached) rules() error            { return refRules(p.TaskID, p.Agent) }
+
+func (p *NoteWritten) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *NoteWritten) rules() error            { return noteRules(p.TaskID, p.Agent, p.Path, p.Text, p.By) }
+
+func (p *NoteAppended) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *NoteAppended) rules() error            { return noteRules(p.TaskID, p.Agent, p.Path, p.Text, p.By) }
+
+func (p *HistoryEntryRecorded) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *HistoryEntryRecorded) rules() error {
+	if err := refRules(p.TaskID, p.Agent); err != nil {
+		return err
+	}
+	if p.EntryID == "" || len(p.EntryID) > maxEntryIDBytes || !utf8.ValidString(p.EntryID) {
+		return ruleError("entry_id", "must be 1 to %d bytes of UTF-8", maxEntryIDBytes)
+	}
+	if len(p.Entry) == 0 || p.Entry[0] != '{' {
+		return ruleError("entry", "is not a JSON object (a Pi session entry)")
+	}
+	return nil
+}
+
+func (p *HistoryBranchChanged) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *HistoryBranchChanged) rules() error {
+	if err := refRules(p.TaskID, p.Agent); err != nil {
+		return err
+	}
+	switch {
+	case p.Revision < 1:
+		return ruleError("revision", "%d is not a revision (1 or more)", p.Revision)
+	case p.Keep < 0:
+		return ruleError("keep", "%d is negative", p.Keep)
+	case p.Length != p.Keep+int64(len(p.Append)):
+		return ruleError("length", "%d is not keep (%d) and the %d appended", p.Length, p.Keep, len(p.Append))
+	}
+	return nil
+}
+
+func (p *AgentRef) owner() (string, string) { return p.TaskID, p.Agent }
+func (p *AgentRef) rules() error            { return refRules(p.TaskID, p.Agent) }

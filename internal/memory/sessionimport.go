@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/strictjson"
+)
+
+// SessionImport is the result of ImportSession.
+type SessionImport struct {
+	AttachResult
+	Stored    int
+	Unchanged int
+	Revision  int64
+	WindowID  string
+}
+
+// ImportSession attaches the session of req and syncs entries (a session
+// file's, in file order) and then branch, in one transaction: when
+// anything is refused, nothing is stored. Each entry is checked as a sync
+// checks it, and as strictly as the API decodes a sync's body (package
+// strictjson: the entries do not come through the API). An error about
+// one entry is an *EntryError with its index in entries. progress, if not
+// nil, is called with the number of entries synced so far.
+func (s *Service) ImportSession(ctx context.Context, req AttachRequest, entries []json.RawMessage, branch []string, progress func(int)) (SessionImport, error) {
+	if strings.TrimSpace(req.SessionKey) == "" {
+		return SessionImport{}, invalidf("attach requires session_key")
+	}
+	if len(branch) > MaxBranchLength {
+		return SessionImport{}, invalidf("a branch has at most %d entries", MaxBranchLength)
+	}
+	budget, err := req.Budget.resolve()
+	if err != nil {
+		return SessionImport{}, err
+	}
+	parsed := make([]syncEntry, 0, len(entries))
+	seen := make(map[string]int, len(entries)) // id → index in parsed
+	for i, raw := range entries {
+		// In a sync's body an entry is two levels down: {"entries":[entry]}.
+		var se *strictjson.Error
+		if err := strictjson.Check(raw, nil, strictjson.MaxDepth-2); errors.As(err, &se) {
+			return SessionImport{}, &EntryError{Index: i, Err: invalidf("%s", se.Describe("the entry"))}
+		}
+		e, problem := parseEntry(raw)
+		if problem != "" {
+			return SessionImport{}, &EntryError{Index: i, Err: invalidf("the entry %s", problem)}
+		}
+		e.index = i
+		if j, dup := seen[e.id]; dup {
+			if !sameEntry(parsed[j].raw, e.raw) {
+				return SessionImport{}, &EntryError{Index: i, Err: conflictf("the entry id %q appears twice with different content", e.id)}
+			}
+			continue
+		}
+		seen[e.id] = len(parsed)
+		parsed = append(parsed, e)
+	}
+	var out SessionImport
+	err = s.store.Update(ctx, "", func(tx *events.Tx) error {
+		att, err := s.attachIn(ctx, tx, req, budget)
+		if err != nil {
+			return err
+		}
+		out = SessionImport{AttachResult: att}
+		cc := CallContext{TaskID: att.TaskID, Agent: att.Agent}
+		for start := 0; ; start += MaxSyncEntries {
+			end := min(start+MaxSyncEntries, len(parsed))
+			chunk := SyncRequest{Context: cc}
+			if end == len(parsed) {
+				chunk.Branch = &branch // with the last entries
+			}
+			res, err := syncIn(ctx, tx, chunk, parsed[start:end])
+			if err != nil {
+				return err
+			}
+			out.Stored += res.Stored
+			out.Unchanged += res.Unchanged
+			out.Revision, out.WindowID = res.Revision, res.WindowID
+			if progress != nil {
+				progress(end)
+			}
+			if end == len(parsed) {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return SessionImport{}, err
+	}
+	return out, nil
+}

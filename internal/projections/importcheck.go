@@ -1,0 +1,199 @@
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
+)
+
+// CheckImported is the events.Options.ImportCheck of the store: an
+// imported event may name only what the projections hold before it, as
+// the commands that record it require:
+//   - task.created: a task that does not exist yet;
+//   - agent.registered: an existing task, an agent not registered in it
+//     yet, and its parent agent, registered;
+//   - every other event: its agent, registered in its task; a note's
+//     writer (by) too;
+//   - a note write or append leaves the note within its owner's cap, the
+//     tools' rule: at most the owner's notes_max_file_bytes as of that
+//     position, and never more than events.MaxNoteBytes.
+//
+// It returns an *events.RuleError when ev breaks one of these.
+func CheckImported(ctx context.Context, db events.DBTX, ev events.Event) error {
+	payload, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	c := importChecker{ctx: ctx, q: projectionsdb.New(db), memo: events.TxMemo(db), ev: ev}
+	switch p := payload.(type) {
+	case *events.TaskCreated:
+		exists, err := c.taskExists(p.TaskID)
+		if err != nil || !exists {
+			return err
+		}
+		return c.invalid("task %s exists already", p.TaskID)
+	case *events.AgentRegistered:
+		exists, err := c.taskExists(p.TaskID)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return c.invalid("task %s does not exist (no task.created before it)", p.TaskID)
+		}
+		if _, known, err := c.noteCap(p.TaskID, p.Agent); err != nil || known {
+			if err != nil {
+				return err
+			}
+			return c.invalid("agent %s is registered in task %s already", p.Agent, p.TaskID)
+		}
+		if p.ParentAgent == "" {
+			return nil
+		}
+		_, err = c.registered(p.TaskID, p.ParentAgent)
+		return err
+	case *events.AgentReattached:
+		if _, err := c.registered(p.TaskID, p.Agent); err != nil {
+			return err
+		}
+		c.forget(p.TaskID, p.Agent) // its budget, so its cap, may change
+		return nil
+	case *events.NoteWritten:
+		return c.note(p.TaskID, p.Agent, p.Path, p.Text, p.By, false)
+	case *events.NoteAppended:
+		return c.note(p.TaskID, p.Agent, p.Path, p.Text, p.By, true)
+	case *events.HistoryEntryRecorded:
+		_, err := c.registered(p.TaskID, p.Agent)
+		return err
+	case *events.HistoryBranchChanged:
+		_, err := c.registered(p.TaskID, p.Agent)
+		return err
+	case *events.ToolCalled:
+		_, err := c.registered(p.TaskID, p.Agent)
+		return err
+	}
+	if ref, ok := lifecycleRef(payload); ok {
+		_, err := c.registered(ref.TaskID, ref.Agent)
+		return err
+	}
+	return fmt.Errorf("projections: no import check for %s", ev.Type)
+}
+
+// importChecker checks one imported event.
+type importChecker struct {
+	ctx  context.Context
+	q    *projectionsdb.Queries
+	memo map[any]any // the transaction's (events.TxMemo), or nil
+	ev   events.Event
+}
+
+func (c importChecker) invalid(format string, args ...any) error {
+	return events.Broken(c.ev, format, args...)
+}
+
+// noteCapKey names, in a transaction's memo, the note cap of a registered
+// agent, as an import's checks found it.
+type noteCapKey struct{ taskID, agent string }
+
+// noteCap returns the note cap of a registered agent, min(its budget's
+// notes_max_file_bytes, events.MaxNoteBytes), and whether it is
+// registered. Agents are never unregistered, so the memo keeps the cap of
+// one that is until its budget changes (forget).
+func (c importChecker) noteCap(taskID, agent string) (int64, bool, error) {
+	k := noteCapKey{taskID, agent}
+	if n, ok := c.memo[k].(int64); ok {
+		return n, true, nil
+	}
+	row, err := c.q.GetAgent(c.ctx, projectionsdb.GetAgentParams{TaskID: taskID, Agent: agent})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	a, err := agentFrom(row)
+	if err != nil {
+		return 0, false, err
+	}
+	n := min(a.Budget.NotesMaxFileBytes, events.MaxNoteBytes)
+	if c.memo != nil {
+		c.memo[k] = n
+	}
+	return n, true, nil
+}
+
+func (c importChecker) forget(taskID, agent string) { delete(c.memo, noteCapKey{taskID, agent}) }
+
+// registered returns the note cap of an agent that must be registered.
+func (c importChecker) registered(taskID, agent string) (int64, error) {
+	n, ok, err := c.noteCap(taskID, agent)
+	if err != nil || ok {
+		return n, err
+	}
+	exists, err := c.taskExists(taskID)
+	if err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, c.invalid("task %s does not exist (no task.created before it)", taskID)
+	}
+	return 0, c.invalid("agent %s is not registered in task %s", agent, taskID)
+}
+
+func (c importChecker) taskExists(taskID string) (bool, error) {
+	_, err := c.q.GetTask(c.ctx, taskID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// note checks a note write or append: its owner and writer are
+// registered, and the note it leaves fits its owner's cap (whoever
+// writes, as the tools apply it).
+func (c importChecker) note(taskID, agent, path, text, by string, appendMode bool) error {
+	limit, err := c.registered(taskID, agent)
+	if err != nil {
+		return err
+	}
+	if by != agent {
+		if _, err = c.registered(taskID, by); err != nil {
+			return err
+		}
+	}
+	size := int64(len(text))
+	if appendMode {
+		before, err := noteSizeNow(c.ctx, c.q, c.memo, noteKey{taskID, agent, path})
+		if err != nil {
+			return err
+		}
+		size += before
+	}
+	if size > limit {
+		return c.invalid("%s would hold %d bytes; the notes of %s hold at most %d", address.Full(agent, path), size, agent, limit)
+	}
+	return nil
+}
+
+// noteSizeNow returns the size of a note as the transaction sees it, its
+// deferred changes included (0: no such note). A size read from the
+// table is kept in the memo, where the applier looks first.
+func noteSizeNow(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, mk noteKey) (int64, error) {
+	if pn, _ := memo[pendingKey{}].(*pendingNotes); pn != nil {
+		if p := pn.notes[mk]; p != nil {
+			return p.now.row.Bytes, nil
+		}
+	}
+	n, err := noteBefore(ctx, q, memo, mk)
+	if err != nil {
+		return 0, err
+	}
+	if memo != nil {
+		memo[mk] = n
+	}
+	return n.row.Bytes, nil
+}
