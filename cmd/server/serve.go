@@ -134,14 +134,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 // Garbage collection while serving, unless GOGC or GOMEMLIMIT say
-// otherwise. A request's garbage dies young and the live heap is small
-// (tens of MB), so collecting at 5× the live heap instead of 2× costs
-// little memory and saves most of the collector's CPU (about 5% of a
-// read's); the soft limit keeps a burst of garbage (a search that reads
-// the whole history) from letting the heap grow with that factor: at
-// 256 MiB the server peaked at 172 MB RSS on the bench's 1 GB history
-// (docs/performance.md). Replays and imports keep Go's default: their
-// live heap is a whole segment.
+// otherwise. A request's garbage dies young and the live heap is small,
+// so collecting less often costs little memory and saves most of the
+// collector's CPU; the soft limit keeps a burst of garbage (a search that
+// reads the whole history) from letting the heap grow with that factor
+// (the figures: docs/performance.md). Replays and imports keep Go's
+// default: their live heap is a whole segment.
 const (
 	serveGCPercent   = 400
 	serveMemoryLimit = 96 << 20

@@ -1,9 +1,11 @@
 // Package fence is the checkpoint fence and window rollover state machine
-// of one agent (docs/behaviour.md §D), as two pure functions: Decide turns the
-// current State and a command into the events to record (or an error
-// naming the state), and Apply folds an event into the State. Neither
-// reads a clock, storage or randomness, so a replayed log always rebuilds
-// the same state and shows why each call was admitted or blocked.
+// of one agent (docs/behaviour.md §D), as pure functions: each command
+// (Usage, Deliver, Arm, Admit, ToolResult, Checkpoint, NewContext,
+// UserInput, Prepare, Commit, Fail, ManualAction) turns the current State
+// into a Decision, the events to record (or an error naming the state),
+// and Apply folds an event into the State. None reads a clock, storage or
+// randomness, so a replayed log always rebuilds the same state and shows
+// why each call was admitted or blocked.
 package fence
 
 import (

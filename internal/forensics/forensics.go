@@ -489,9 +489,8 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 
 // replaySegment is the most events Replay commits in one transaction. A
 // segment writes each note it changes once (projections defer note writes
-// to its end), so longer segments write less: 200,000 events replay the
-// synthetic log of cmd/bench 17% faster than 50,000, with a WAL of at
-// most ≈95 MB instead of ≈49 MB.
+// to its end), so longer segments write less, at the cost of a larger WAL
+// (docs/performance.md has the trade).
 var replaySegment int64 = 200_000 // a variable so that a test can make segments short
 
 // Violation is an event of a live log that breaks a rule an import of

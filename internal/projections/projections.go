@@ -1,5 +1,6 @@
-// Package projections maintains memoryd's read models (tasks, agents, note
-// files, idempotent call results) from the event log. Apply runs inside
+// Package projections maintains memoryd's read models (tasks, agents and
+// their fence state, note files, idempotent call results, history entries,
+// branches, windows and their search filters) from the event log. Apply runs inside
 // the transaction that appends each event; Rebuild replays the whole log
 // from position 1; Digest fingerprints every projection so two databases
 // can be compared. Appliers read only the event and the projection tables:

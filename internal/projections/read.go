@@ -264,7 +264,6 @@ func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query s
 	return out, nil
 }
 
-// NoteCall returns the recorded first result of an idempotent note write.
 // NoteWriteState is what a note write needs to know before it writes.
 type NoteWriteState struct {
 	Size, Revision int64 // the note's (zeros when it does not exist)
