@@ -217,6 +217,9 @@ func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string
 		// would be admitted too.
 		return LifecycleResult{}, invalidf("call_id is required")
 	}
+	if err := checkCallID(CallContext{CallID: callID}); err != nil {
+		return LifecycleResult{}, err
+	}
 	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.Admit(ref(c), st, callID, tool, ownNotesWrite(c, tool, args)), nil
 	})
@@ -234,6 +237,9 @@ func (s *Service) ToolResult(ctx context.Context, cc CallContext, callID string,
 	}
 	if callID == "" {
 		return LifecycleResult{}, invalidf("call_id is required")
+	}
+	if err := checkCallID(CallContext{CallID: callID}); err != nil {
+		return LifecycleResult{}, err
 	}
 	_, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.ToolResult(ref(c), st, callID, isError), nil

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 
@@ -327,8 +328,26 @@ type caller struct {
 	state fence.State
 }
 
+// maxCallIDBytes bounds a call_id: it is stored with every event of the
+// call (and its audit record), so a client may not make it large.
+const maxCallIDBytes = 256
+
+// checkCallID refuses a call_id that is not at most maxCallIDBytes of
+// valid UTF-8.
+func checkCallID(cc CallContext) error {
+	if len(cc.CallID) > maxCallIDBytes || !utf8.ValidString(cc.CallID) {
+		e := newError(ErrInvalidArgument, "context.call_id must be at most %d bytes of valid UTF-8 (the host's tool-call id)", maxCallIDBytes)
+		e.Details = map[string]any{"field": "context.call_id", "limit": maxCallIDBytes}
+		return e
+	}
+	return nil
+}
+
 // identify validates a call context against the projections.
 func identify(ctx context.Context, r *projections.Reader, cc CallContext) (caller, error) {
+	if err := checkCallID(cc); err != nil {
+		return caller{}, err
+	}
 	if cc.TaskID == "" {
 		return caller{}, invalidf("context.task_id is required")
 	}

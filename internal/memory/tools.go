@@ -15,6 +15,9 @@ import (
 // arguments. requestID is recorded on any event the call appends. When the
 // read audit is on, the call is recorded after it returns.
 func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string) (ToolResult, error) {
+	if err := checkCallID(cc); err != nil {
+		return ToolResult{}, err // before the audit, which would store the call_id
+	}
 	var pos int64
 	at := &pos // the position the call read at, for the audit
 	if s.audit == nil {
