@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestReplayCheckReadsUnverifiable: an audited read whose record keeps its
@@ -15,19 +13,7 @@ func TestReplayCheckReadsUnverifiable(t *testing.T) {
 	log := fxLog("fenced-checkpoint-retry")
 	lines := fxLines(t, log)
 	evs := fxEvents(t, log)
-	at := -1
-	var rec *events.ToolCalled
-	for i, ev := range evs {
-		if ev.Type == events.TypeToolCalled {
-			if r := fxDecode[events.ToolCalled](t, ev); r.Tool == "notes_read_file" && r.Outcome == "ok" {
-				at, rec = i, r
-				break
-			}
-		}
-	}
-	if at < 0 {
-		t.Fatal("no audited notes_read_file in the log")
-	}
+	at, rec := fxFirstAuditedRead(t, log)
 	digested := `"arguments":null,"arguments_digest":{"bytes":5000,"sha256":"` + strings.Repeat("a", 64) + `"}`
 	lines[at] = strings.Replace(lines[at], `"arguments":`+string(rec.Arguments), digested, 1)
 	if lines[at] == fxLines(t, log)[at] {

@@ -339,19 +339,7 @@ func TestReplayCheckReadsTampered(t *testing.T) {
 	log := fxLog("fenced-checkpoint-retry")
 	lines := fxLines(t, log)
 	evs := fxEvents(t, log)
-	at := -1
-	var rec *events.ToolCalled
-	for i, ev := range evs {
-		if ev.Type == events.TypeToolCalled {
-			if r := fxDecode[events.ToolCalled](t, ev); r.Tool == "notes_read_file" && r.Outcome == "ok" {
-				at, rec = i, r
-				break
-			}
-		}
-	}
-	if at < 0 {
-		t.Fatal("no audited notes_read_file in the log")
-	}
+	at, rec := fxFirstAuditedRead(t, log)
 	forged := strings.Repeat("0", 64)
 	lines[at] = strings.Replace(lines[at], `"result_digest":"`+rec.ResultDigest+`"`, `"result_digest":"`+forged+`"`, 1)
 	if lines[at] == fxLines(t, log)[at] {
@@ -727,4 +715,19 @@ func TestReplayStdin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fxFirstAuditedRead returns the line index and record of the first
+// successful audited notes_read_file of the scenario log at path.
+func fxFirstAuditedRead(t *testing.T, path string) (int, *events.ToolCalled) {
+	t.Helper()
+	for i, ev := range fxEvents(t, path) {
+		if ev.Type == events.TypeToolCalled {
+			if r := fxDecode[events.ToolCalled](t, ev); r.Tool == "notes_read_file" && r.Outcome == "ok" {
+				return i, r
+			}
+		}
+	}
+	t.Fatal("no audited notes_read_file in the log")
+	return -1, nil
 }
