@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -114,46 +113,9 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 		b, _ := json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
 		h.Write(b)
 	} else {
-		if body, err := res.JSON(); err == nil { // else the digest of nothing, as json.Marshal fails alike
-			writeHTMLEscaped(h, bytes.TrimSuffix(body, []byte("\n")))
-		}
+		res.writeMarshalJSON(h) // on an error, the digest of nothing, as json.Marshal fails alike
 	}
 	return outcome, hex.EncodeToString(h.Sum(nil))
-}
-
-// indexHTML is bytes.IndexAny(b, "<>&") by three vectorised IndexByte
-// scans, each bounded by the nearest hit so far.
-func indexHTML(b []byte) int {
-	i := -1
-	for _, c := range []byte{'<', '>', '&'} {
-		if j := bytes.IndexByte(b, c); j >= 0 {
-			i, b = j, b[:j]
-		}
-	}
-	return i
-}
-
-// writeHTMLEscaped writes JSON b to w as encoding/json writes it with HTML
-// escaping on: <, > and & (which occur in JSON only inside strings) as
-// \u003c, \u003e and \u0026.
-func writeHTMLEscaped(w io.Writer, b []byte) {
-	for {
-		i := indexHTML(b)
-		if i < 0 {
-			w.Write(b)
-			return
-		}
-		w.Write(b[:i])
-		switch b[i] {
-		case '<':
-			io.WriteString(w, `\u003c`)
-		case '>':
-			io.WriteString(w, `\u003e`)
-		default:
-			io.WriteString(w, `\u0026`)
-		}
-		b = b[i+1:]
-	}
 }
 
 // ErrorKind names the kind of err in the vocabulary of errors.go.

@@ -84,23 +84,6 @@ func TestToolResultJSONErrors(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSONString: appendJSONString writes what encoding/json writes
-// for any string, valid UTF-8 or not.
-func FuzzAppendJSONString(f *testing.F) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 20 {
-		f.Add(trickyString(r))
-	}
-	f.Add("")
-	f.Add("plain ascii text longer than one word of eight bytes")
-	f.Fuzz(func(t *testing.T, s string) {
-		want := bytes.TrimSuffix(encodingJSON(t, s), []byte("\n"))
-		if got := appendJSONString([]byte("prefix"), s); !bytes.Equal(got, append([]byte("prefix"), want...)) {
-			t.Fatalf("appendJSONString(%q) = %q, want %q", s, got[6:], want)
-		}
-	})
-}
-
 // benchRead is a note read's result: a ~4 KB note, in the content (after
 // its header line) and in the details.
 func benchRead() (string, readNoteDetails) {

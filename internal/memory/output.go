@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memoryd/memoryd/internal/jsonenc"
 )
 
 // ContentBlock is one block of a tool result the model sees.
@@ -34,7 +37,8 @@ type ToolResult struct {
 // call: the read audit fingerprints the same bytes the response carries.
 //
 // The content blocks, and the details of a note read, are encoded by
-// appendJSONString; other details by encoding/json.
+// hand (their strings by jsonenc.AppendString); other details by
+// encoding/json.
 func (r *ToolResult) JSON() ([]byte, error) {
 	if r.body != nil {
 		return r.body, nil
@@ -82,10 +86,10 @@ func (r *ToolResult) appendContent(dst []byte) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"type":`...)
-			dst = appendJSONString(dst, b.Type)
+			dst = jsonenc.AppendString(dst, b.Type)
 			for _, f := range []struct{ key, v string }{{`,"text":`, b.Text}, {`,"data":`, b.Data}, {`,"mimeType":`, b.MimeType}} {
 				if f.v != "" { // omitempty
-					dst = appendJSONString(append(dst, f.key...), f.v)
+					dst = jsonenc.AppendString(append(dst, f.key...), f.v)
 				}
 			}
 			dst = append(dst, '}')
@@ -93,6 +97,18 @@ func (r *ToolResult) appendContent(dst []byte) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, `,"details":`...)
+}
+
+// writeMarshalJSON writes to w what json.Marshal writes for r (HTML
+// escaping on, no final newline), from its response body (r.JSON): the
+// two encodings differ only in <, > and & inside strings.
+func (r *ToolResult) writeMarshalJSON(w io.Writer) error {
+	body, err := r.JSON()
+	if err != nil {
+		return err
+	}
+	jsonenc.WriteHTMLEscaped(w, bytes.TrimSuffix(body, []byte("\n")))
+	return nil
 }
 
 func textResult(text string, details any) ToolResult {
