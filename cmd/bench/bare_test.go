@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
 // TestDurableServerStoresEachRequestBeforeAnswering checks append16's
@@ -46,7 +46,7 @@ func TestDurableServerStoresEachRequestBeforeAnswering(t *testing.T) {
 	}
 	go io.Copy(io.Discard, out)
 
-	db, err := sql.Open("sqlite", events.FileURI(dbPath, map[string][]string{"mode": {"ro"}}))
+	db, err := sql.Open("sqlite", eventlog.FileURI(dbPath, map[string][]string{"mode": {"ro"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	_ "modernc.org/sqlite"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
 // The raw ceilings: the same work done by SQLite alone, as in the
@@ -42,7 +42,7 @@ func openRaw(ctx context.Context, path, sync string) (*sql.DB, *sql.Stmt, error)
 			return nil, nil, err
 		}
 	}
-	db, err := sql.Open("sqlite", events.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(" + sync + ")", "busy_timeout(5000)"}}))
+	db, err := sql.Open("sqlite", eventlog.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(" + sync + ")", "busy_timeout(5000)"}}))
 	if err != nil {
 		return nil, nil, err
 	}

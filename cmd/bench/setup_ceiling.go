@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
@@ -21,14 +21,14 @@ import (
 // and picks the needles.
 func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	t0 := time.Now()
-	src, err := sql.Open("sqlite", events.FileURI(histDB, url.Values{"mode": {"ro"}}))
+	src, err := sql.Open("sqlite", eventlog.FileURI(histDB, url.Values{"mode": {"ro"}}))
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 	path := filepath.Join(b.scratch, "ceiling.db")
 	removeDB(path)
-	dst, err := sql.Open("sqlite", events.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(OFF)"}}))
+	dst, err := sql.Open("sqlite", eventlog.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(OFF)"}}))
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/forensics"
@@ -612,7 +613,7 @@ func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []cras
 	}
 	defer store.Close()
 	var log []events.Event
-	if err := store.Each(ctx, events.Filter{Limit: 2000}, func(ev events.Event) error {
+	if err := store.Each(ctx, eventlog.Filter{Limit: 2000}, func(ev events.Event) error {
 		if ev.Position != int64(len(log)+1) {
 			return fmt.Errorf("position %d at index %d: the log has a gap", ev.Position, len(log))
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/api"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -113,7 +114,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeLog()
-	var store *events.Store
+	var store *eventlog.Store
 	if *out != "" {
 		fresh := newDatabase(*out)
 		defer func() {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/api"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
@@ -372,7 +373,7 @@ func TestVerifyAlteredProjection(t *testing.T) {
 	if rep["clean"] != true {
 		t.Fatalf("verify of an imported log: %v", rep)
 	}
-	raw, err := sql.Open("sqlite", events.FileURI(db, nil))
+	raw, err := sql.Open("sqlite", eventlog.FileURI(db, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestImportRefusals(t *testing.T) {
 
 	db := fxImport(t, log)
 	_, _, err := fxRun(t, nil, "import", "--db", db, log)
-	if !errors.Is(err, events.ErrNotEmpty) || exitCode(err) != 1 {
+	if !errors.Is(err, eventlog.ErrNotEmpty) || exitCode(err) != 1 {
 		t.Errorf("import into a non-empty database: %v (exit %d)", err, exitCode(err))
 	}
 	if again := fxExport(t, "--db", db); !bytes.Equal(again, mustRead(t, log)) {
@@ -684,7 +685,7 @@ func TestReplayIntoNamedDatabase(t *testing.T) {
 	// as import refuses it: naming no line of the log.
 	for _, extra := range [][]string{nil, {"--check-reads"}} {
 		_, _, err := fxRun(t, nil, append([]string{"replay", log, "--db", out}, extra...)...)
-		if !errors.Is(err, events.ErrNotEmpty) || exitCode(err) != 1 || strings.Contains(err.Error(), "line ") {
+		if !errors.Is(err, eventlog.ErrNotEmpty) || exitCode(err) != 1 || strings.Contains(err.Error(), "line ") {
 			t.Errorf("replay %v into a non-empty database: %v (exit %d), want ErrNotEmpty naming no line", extra, err, exitCode(err))
 		}
 	}

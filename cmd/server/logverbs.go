@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 )
@@ -31,7 +32,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	report, done := progress(stderr, "export", -1)
 	var n int64
-	err = store.Each(ctx, events.Filter{TaskID: *task, Until: *until, Limit: 1000}, func(ev events.Event) error {
+	err = store.Each(ctx, eventlog.Filter{TaskID: *task, Until: *until, Limit: 1000}, func(ev events.Event) error {
 		if n++; report != nil && n%1024 == 0 {
 			report(n)
 		}

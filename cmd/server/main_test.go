@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -620,7 +621,7 @@ func TestExportImport(t *testing.T) {
 
 	// A non-empty database refuses an import and is left as it was.
 	err := run(ctx, []string{"import", "--db", dbB, file}, env(nil), nil, io.Discard, io.Discard)
-	if !errors.Is(err, events.ErrNotEmpty) || exitCode(err) != 1 || strings.Contains(err.Error(), "line ") {
+	if !errors.Is(err, eventlog.ErrNotEmpty) || exitCode(err) != 1 || strings.Contains(err.Error(), "line ") {
 		t.Errorf("import into a non-empty database: %v (exit %d), want ErrNotEmpty naming no line", err, exitCode(err))
 	}
 	if again := export(t, "--db", dbB); !bytes.Equal(again, exported) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -51,7 +52,7 @@ func (b *syncBuffer) String() string {
 type testServer struct {
 	*httptest.Server
 	handler http.Handler
-	store   *events.Store
+	store   *eventlog.Store
 	dbPath  string
 	logs    *syncBuffer
 }
@@ -61,7 +62,7 @@ type testServer struct {
 func newTestServer(tb testing.TB, edit func(*Config)) *testServer {
 	tb.Helper()
 	dbPath := filepath.Join(tb.TempDir(), "memory.db")
-	store, err := events.Open(context.Background(), dbPath, events.Options{Apply: projections.Apply})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -638,7 +639,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if st, b := ts.tool(t, "notes_write_file", cc, `{"path":"a.md","text":"hello"}`); st != 200 {
 		t.Fatalf("write: %d %s", st, b)
 	}
-	raw, err := sql.Open("sqlite", events.FileURI(ts.dbPath, url.Values{"_pragma": {"busy_timeout(5000)"}}))
+	raw, err := sql.Open("sqlite", eventlog.FileURI(ts.dbPath, url.Values{"_pragma": {"busy_timeout(5000)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

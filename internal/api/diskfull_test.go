@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -24,10 +25,10 @@ import (
 
 // storageServer serves a store opened on dbPath with opts; close stops
 // the server and closes the store (also done at cleanup).
-func storageServer(tb testing.TB, dbPath string, opts events.Options) (*testServer, func()) {
+func storageServer(tb testing.TB, dbPath string, opts eventlog.Options) (*testServer, func()) {
 	tb.Helper()
 	opts.Apply = projections.Apply
-	store, err := events.Open(context.Background(), dbPath, opts)
+	store, err := eventlog.Open(context.Background(), dbPath, opts)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -47,7 +48,7 @@ type storageState struct {
 	digest   []projections.TableDigest
 }
 
-func storageStateOf(tb testing.TB, store *events.Store) storageState {
+func storageStateOf(tb testing.TB, store *eventlog.Store) storageState {
 	tb.Helper()
 	ctx := context.Background()
 	p, err := store.LastPosition(ctx)
@@ -66,7 +67,7 @@ func (a storageState) same(b storageState) bool {
 }
 
 // pageCount is the database's size in pages.
-func pageCount(tb testing.TB, store *events.Store) int64 {
+func pageCount(tb testing.TB, store *eventlog.Store) int64 {
 	tb.Helper()
 	var n int64
 	if err := store.Reader().QueryRow(`PRAGMA page_count`).Scan(&n); err != nil {
@@ -85,10 +86,10 @@ func pageCount(tb testing.TB, store *events.Store) int64 {
 func TestDiskFull(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
 	// The size of a migrated database, plus a little room.
-	ts, closeFn := storageServer(t, dbPath, events.Options{})
+	ts, closeFn := storageServer(t, dbPath, eventlog.Options{})
 	base := pageCount(t, ts.store)
 	closeFn()
-	ts, closeFn = storageServer(t, dbPath, events.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+40)}})
+	ts, closeFn = storageServer(t, dbPath, eventlog.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+40)}})
 	cc := ts.attach(t, "/sessions/full.jsonl")
 
 	// Concurrent writers append unique chunks until the database is full.
@@ -183,7 +184,7 @@ func TestDiskFull(t *testing.T) {
 
 	// Room again: reopen without the cap.
 	closeFn()
-	ts, _ = storageServer(t, dbPath, events.Options{})
+	ts, _ = storageServer(t, dbPath, eventlog.Options{})
 	checkChunks(ts, "after reopening", acked)
 	if after := storageStateOf(t, ts.store); !after.same(before) {
 		t.Errorf("reopening changed the database")
@@ -212,10 +213,10 @@ func TestDiskFull(t *testing.T) {
 
 // checkRebuild rebuilds the projections from the log into a fresh
 // database and compares them with the live ones.
-func checkRebuild(t *testing.T, live *events.Store) {
+func checkRebuild(t *testing.T, live *eventlog.Store) {
 	t.Helper()
 	ctx := context.Background()
-	scratch, err := events.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), events.Options{Apply: projections.Apply, Synchronous: "off"})
+	scratch, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func checkRebuild(t *testing.T, live *events.Store) {
 	if _, err := scratch.Import(ctx, func() (events.Event, bool, error) {
 		if len(page) == 0 {
 			var err error
-			if page, err = live.Read(ctx, events.Filter{After: after, Limit: 1000}); err != nil || len(page) == 0 {
+			if page, err = live.Read(ctx, eventlog.Filter{After: after, Limit: 1000}); err != nil || len(page) == 0 {
 				return events.Event{}, false, err
 			}
 			after = page[len(page)-1].Position
@@ -252,12 +253,12 @@ func checkRebuild(t *testing.T, live *events.Store) {
 func TestStorageBusy(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
 	const busy = 150 * time.Millisecond
-	ts, _ := storageServer(t, dbPath, events.Options{BusyTimeout: busy})
+	ts, _ := storageServer(t, dbPath, eventlog.Options{BusyTimeout: busy})
 	cc := ts.attach(t, "/sessions/busy.jsonl")
 	cc.CallID = "toolu_busy"
 	write := toolBody(t, cc, `{"path":"a.md","text":"written after the lock\n"}`)
 
-	other, err := sql.Open("sqlite", events.FileURI(dbPath, url.Values{"_pragma": {"busy_timeout(0)"}}))
+	other, err := sql.Open("sqlite", eventlog.FileURI(dbPath, url.Values{"_pragma": {"busy_timeout(0)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +315,10 @@ func TestStorageBusy(t *testing.T) {
 // of the log.
 func TestDiskFullHistorySync(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
-	ts, closeFn := storageServer(t, dbPath, events.Options{})
+	ts, closeFn := storageServer(t, dbPath, eventlog.Options{})
 	base := pageCount(t, ts.store)
 	closeFn()
-	ts, closeFn = storageServer(t, dbPath, events.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+120)}})
+	ts, closeFn = storageServer(t, dbPath, eventlog.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+120)}})
 	cc := ts.attach(t, "/sessions/history-full.jsonl")
 
 	// Batches of entries of about 40 KB each, every one with a unique
@@ -390,7 +391,7 @@ func TestDiskFullHistorySync(t *testing.T) {
 	}
 
 	closeFn()
-	ts, _ = storageServer(t, dbPath, events.Options{})
+	ts, _ = storageServer(t, dbPath, eventlog.Options{})
 	if st, b := ts.do(t, "POST", "/v1/history/sync", refused); st != http.StatusOK {
 		t.Fatalf("the refused sync after space returned: %d %s", st, b)
 	}

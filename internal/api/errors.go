@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -41,7 +40,7 @@ func status(err error) (string, int) {
 		return "not_found", http.StatusNotFound
 	case errors.Is(err, errMethod):
 		return "invalid_argument", http.StatusMethodNotAllowed
-	case errors.Is(err, events.ErrConflict):
+	case errors.Is(err, memory.ErrConflict):
 		return "conflict", http.StatusConflict
 	case errors.Is(err, memory.ErrFenced):
 		return "fenced", http.StatusLocked
@@ -49,7 +48,7 @@ func status(err error) (string, int) {
 		return "too_large", http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return "invalid_argument", http.StatusUnsupportedMediaType
-	case errors.Is(err, events.ErrUnavailable):
+	case errors.Is(err, memory.ErrUnavailable):
 		return "unavailable", http.StatusServiceUnavailable
 	}
 	return "internal", http.StatusInternalServerError
@@ -69,7 +68,7 @@ const codeCanceled = "canceled"
 func failure(r *http.Request, err error) (code string, answer error) {
 	code, st := status(err)
 	if st >= 500 && r.Context().Err() != nil {
-		return codeCanceled, events.ErrUnavailable
+		return codeCanceled, memory.ErrUnavailable
 	}
 	return code, err
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/tools"
 )
@@ -14,7 +13,7 @@ import (
 // handleHealth handles "GET /healthz".
 func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := svc.Store().LastPosition(r.Context())
+		p, err := svc.LastPosition(r.Context())
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -101,7 +100,7 @@ func handleEventsList(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 			return
 		}
 		limit = min(limit, 5000)
-		evs, err := svc.Store().Read(r.Context(), events.Filter{After: after, TaskID: q.Get("task_id"), Limit: int(limit)})
+		evs, err := svc.Events(r.Context(), after, q.Get("task_id"), int(limit))
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -239,7 +239,7 @@ func lcParseMatrix(tb testing.TB) map[string]map[string]string {
 // a few thousand events it never reads back after the test).
 func lcOpenScratch(tb testing.TB, dbPath string) *lcServer {
 	tb.Helper()
-	store, err := events.Open(context.Background(), dbPath, events.Options{Apply: projections.Apply, Synchronous: "off"})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -39,14 +40,14 @@ const lcAbsent = "<absent>"
 // lcServer is the HTTP interface over a real SQLite file.
 type lcServer struct {
 	srv   *httptest.Server
-	store *events.Store
+	store *eventlog.Store
 }
 
 // lcOpen serves the database at dbPath (created if needed). It is closed
 // by the test's cleanup or by close.
 func lcOpen(tb testing.TB, dbPath string) *lcServer {
 	tb.Helper()
-	store, err := events.Open(context.Background(), dbPath, events.Options{Apply: projections.Apply})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

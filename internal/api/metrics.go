@@ -41,7 +41,7 @@ func newMetrics(reg *prometheus.Registry, svc *memory.Service) *metrics {
 		}, func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			p, err := svc.Store().LastPosition(ctx)
+			p, err := svc.LastPosition(ctx)
 			if err != nil {
 				return -1
 			}

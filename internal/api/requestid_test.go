@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 )
 
@@ -56,7 +57,7 @@ func (ts *testServer) lastEvent(tb testing.TB) events.Event {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	evs, err := ts.store.Read(context.Background(), events.Filter{After: last - 1, Limit: 1})
+	evs, err := ts.store.Read(context.Background(), eventlog.Filter{After: last - 1, Limit: 1})
 	if err != nil || len(evs) != 1 {
 		tb.Fatalf("read the last event: %v %v", evs, err)
 	}

@@ -72,7 +72,8 @@ type CatalogEntry struct {
 	New    func() any
 }
 
-func catalogEntry(typ string) (CatalogEntry, bool) {
+// Lookup returns the catalog entry of an event type.
+func Lookup(typ string) (CatalogEntry, bool) {
 	for _, e := range Catalog {
 		if e.Type == typ {
 			return e, true
@@ -98,7 +99,7 @@ func Decode(ev Event) (any, error) {
 	if ev.payload != nil {
 		return ev.payload, nil
 	}
-	e, ok := catalogEntry(ev.Type)
+	e, ok := Lookup(ev.Type)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
 	}

@@ -41,7 +41,7 @@ func TestCatalogDocumented(t *testing.T) {
 		}
 	}
 	for typ := range rows {
-		if _, ok := catalogEntry(typ); !ok && strings.Contains(typ, ".") {
+		if _, ok := Lookup(typ); !ok && strings.Contains(typ, ".") {
 			t.Errorf("docs/events.md documents %s, which is not in the catalog", typ)
 		}
 	}

@@ -25,10 +25,11 @@ const maxEntryIDBytes = 256
 // the commands that record it follow: the stream is the one the payload
 // belongs to, addresses and note paths are valid, a note's text fits
 // MaxNoteBytes. It is pure: whether the agents and tasks it names exist
-// is for the projections to say (Options.ImportCheck). Import and Continue
-// check every event with it; what the commands record always passes.
+// is for the projections to say (eventlog.Options.ImportCheck). The log's
+// Import and Continue check every event with it; what the commands record
+// always passes.
 func CheckPayload(ev Event) (any, error) {
-	e, ok := catalogEntry(ev.Type)
+	e, ok := Lookup(ev.Type)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
 	}
@@ -57,7 +58,7 @@ func CheckPayload(ev Event) (any, error) {
 }
 
 // RuleError is an imported event breaking a rule of its envelope, of its
-// payload (CheckPayload) or of the projections (Options.ImportCheck). It
+// payload (CheckPayload) or of the projections (eventlog.Options.ImportCheck). It
 // is an ErrInvalidEvent.
 type RuleError struct {
 	Position int64

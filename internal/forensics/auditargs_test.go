@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -62,7 +63,7 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 	h.svc.Close()
 
 	var evs []events.Event
-	if err := h.store.Each(h.ctx, events.Filter{Limit: 1000}, func(ev events.Event) error {
+	if err := h.store.Each(h.ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		evs = append(evs, ev)
 		return nil
 	}); err != nil {
@@ -117,7 +118,7 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 	h2.ok(cc, "", "notes_search_contents", `{"query":"q"}`)
 	h2.svc.Close()
 	evs = evs[:0]
-	if err := h2.store.Each(h2.ctx, events.Filter{Limit: 1000}, func(ev events.Event) error {
+	if err := h2.store.Each(h2.ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		evs = append(evs, ev)
 		return nil
 	}); err != nil {

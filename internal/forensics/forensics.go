@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -226,13 +227,13 @@ func Counted(next Next, progress func(int64)) Next {
 }
 
 // StoreEvents yields every event of store (up to until, 0 for all).
-func StoreEvents(ctx context.Context, store *events.Store, until int64) Next {
+func StoreEvents(ctx context.Context, store *eventlog.Store, until int64) Next {
 	var page []events.Event
 	after, done := int64(0), false
 	return func() (events.Event, bool, error) {
 		if len(page) == 0 && !done {
 			var err error
-			page, err = store.Read(ctx, events.Filter{After: after, Until: until, Limit: 2000})
+			page, err = store.Read(ctx, eventlog.Filter{After: after, Until: until, Limit: 2000})
 			if err != nil {
 				return events.Event{}, false, err
 			}
@@ -254,22 +255,22 @@ func StoreEvents(ctx context.Context, store *events.Store, until int64) Next {
 
 // Open opens (creating and migrating) a database for a replay. A replay can
 // always be run again, so it skips fsync (synchronous=OFF).
-func Open(ctx context.Context, path string) (*events.Store, error) {
+func Open(ctx context.Context, path string) (*eventlog.Store, error) {
 	return OpenLogging(ctx, path, nil)
 }
 
 // OpenLogging is Open reporting through logf when it rebuilds the
 // projections of a database a migration changed.
-func OpenLogging(ctx context.Context, path string, logf func(format string, args ...any)) (*events.Store, error) {
+func OpenLogging(ctx context.Context, path string, logf func(format string, args ...any)) (*eventlog.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return projections.Open(ctx, path, events.Options{Synchronous: "off"}, logf)
+	return projections.Open(ctx, path, eventlog.Options{Synchronous: "off"}, logf)
 }
 
 // Scratch opens a fresh database in a new temporary folder; cleanup closes
 // and removes it.
-func Scratch(ctx context.Context) (store *events.Store, cleanup func(), err error) {
+func Scratch(ctx context.Context) (store *eventlog.Store, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "memoryd-replay-")
 	if err != nil {
 		return nil, nil, err
@@ -295,7 +296,7 @@ type Summary struct {
 }
 
 // Summarize describes store.
-func Summarize(ctx context.Context, store *events.Store) (Summary, error) {
+func Summarize(ctx context.Context, store *eventlog.Store) (Summary, error) {
 	var s Summary
 	var err error
 	if s.LastPosition, err = store.LastPosition(ctx); err != nil {
@@ -398,7 +399,7 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
 // Replay imports the events of next into dst (which must be empty). With
 // audit (from CollectAudit over the same log), it commits at every audited
 // read position and re-executes the calls that read there.
-func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
+func Replay(ctx context.Context, dst *eventlog.Store, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
 	check := ReadCheck{Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
 	// The log is committed in segments (at most replaySegment events, and
 	// up to each audited read position), so the WAL is checkpointed as the
@@ -408,7 +409,7 @@ func Replay(ctx context.Context, dst *events.Store, next Next, audit map[int64][
 	if last, err := dst.LastPosition(ctx); err != nil {
 		return check, err
 	} else if last != 0 {
-		return check, fmt.Errorf("%w: it holds %d events", events.ErrNotEmpty, last)
+		return check, fmt.Errorf("%w: it holds %d events", eventlog.ErrNotEmpty, last)
 	}
 	stops := make([]int64, 0, len(audit))
 	for p := range audit {
@@ -505,7 +506,7 @@ type Violation struct {
 // Verify rebuilds the projections of live from its log into scratch and
 // returns every table that differs and every event that breaks a rule of
 // an import (the rebuild applies it all the same, as live did).
-func Verify(ctx context.Context, live, scratch *events.Store, samples int) ([]projections.TableDiff, []Violation, error) {
+func Verify(ctx context.Context, live, scratch *eventlog.Store, samples int) ([]projections.TableDiff, []Violation, error) {
 	violations := []Violation{}
 	_, err := scratch.ImportReporting(ctx, StoreEvents(ctx, live, 0), func(re *events.RuleError) {
 		violations = append(violations, Violation{Position: re.Position, Type: re.Type, Rule: re.Rule})

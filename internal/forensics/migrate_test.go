@@ -11,7 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/migrations"
 )
@@ -24,7 +24,7 @@ func TestMigrationRebuildsProjections(t *testing.T) {
 	ctx := context.Background()
 	const name = "long-session-images"
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", events.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
+	db, err := sql.Open("sqlite", eventlog.FileURI(path, url.Values{"_pragma": {"journal_mode(WAL)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -67,7 +68,7 @@ func (c *scenarioClock) now() time.Time {
 type harness struct {
 	t     *testing.T
 	ctx   context.Context
-	store *events.Store
+	store *eventlog.Store
 	svc   *memory.Service
 	reads int // read-only tool calls made
 }
@@ -76,7 +77,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx := context.Background()
 	clock := &scenarioClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	store, err := events.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), events.Options{Apply: projections.Apply, Now: clock.now})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: projections.Apply, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +741,7 @@ func generate(t *testing.T, sc scenario) {
 	}
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
-	err := h.store.Each(h.ctx, events.Filter{Limit: 1000}, func(ev events.Event) error {
+	err := h.store.Each(h.ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		return events.WriteJSONLines(w, []events.Event{ev})
 	})
 	if err == nil {
@@ -894,7 +895,7 @@ func TestScenarioLogsRoundTrip(t *testing.T) {
 				t.Errorf("verify: event %d breaks a rule: %+v", v.Position, v)
 			}
 			var out bytes.Buffer
-			if err := live.Each(ctx, events.Filter{Limit: 1000}, func(ev events.Event) error {
+			if err := live.Each(ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 				return events.WriteJSONLines(&out, []events.Event{ev})
 			}); err != nil {
 				t.Fatal(err)
@@ -935,7 +936,7 @@ func TestReplayRefusesNonEmpty(t *testing.T) {
 		if i == 0 && err != nil {
 			t.Fatalf("first replay: %v", err)
 		}
-		if i > 0 && !errors.Is(err, events.ErrNotEmpty) {
+		if i > 0 && !errors.Is(err, eventlog.ErrNotEmpty) {
 			t.Errorf("replay (audit %v) into a database that holds the log: %v, want ErrNotEmpty", a != nil, err)
 		}
 	}

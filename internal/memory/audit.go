@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
@@ -28,7 +29,7 @@ type Options struct {
 
 // NewWithOptions returns a Service over store with opts. Close it to
 // flush the audit.
-func NewWithOptions(store *events.Store, opts Options) *Service {
+func NewWithOptions(store *eventlog.Store, opts Options) *Service {
 	s := New(store)
 	if opts.AuditCalls {
 		log := opts.Logger
@@ -65,7 +66,7 @@ const (
 // those wake-ups cost more than the records. It is woken once per batch:
 // by the first record's timer, or by the record that fills the batch.
 type auditor struct {
-	store *events.Store
+	store *eventlog.Store
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -78,7 +79,7 @@ type auditor struct {
 	known map[string]bool // streams of agents found registered (used by run only)
 }
 
-func newAuditor(store *events.Store, log *slog.Logger) *auditor {
+func newAuditor(store *eventlog.Store, log *slog.Logger) *auditor {
 	a := &auditor{store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{}), known: map[string]bool{}}
 	a.space = sync.NewCond(&a.mu)
 	go a.run()
@@ -247,7 +248,7 @@ func (a *auditor) run() {
 	defer close(a.done)
 	flush := func(batch []events.ToolCalled) {
 		var found []string // agents found registered, known once the batch commits
-		err := a.store.Update(context.Background(), "", func(tx *events.Tx) error {
+		err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
 			found = found[:0]
 			ctx := context.Background()
 			r := projections.NewReader(tx.DB())
@@ -259,7 +260,7 @@ func (a *auditor) run() {
 				if len(run) == 0 {
 					return nil
 				}
-				_, err := tx.Append(ctx, stream, events.AnyVersion, run...)
+				_, err := tx.Append(ctx, stream, eventlog.AnyVersion, run...)
 				run = run[:0]
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 )
 
@@ -31,7 +32,7 @@ func auditRecords(tb testing.TB, s *Service, tool string) ([]events.Event, []eve
 	tb.Helper()
 	var evs []events.Event
 	var recs []events.ToolCalled
-	err := s.store.Each(context.Background(), events.Filter{Limit: 1000}, func(ev events.Event) error {
+	err := s.store.Each(context.Background(), eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		if ev.Type != events.TypeToolCalled {
 			return nil
 		}
@@ -124,7 +125,7 @@ func TestAuditOfAWriteKeepsSizeAndDigest(t *testing.T) {
 		}
 		// The digest identifies the note event's text.
 		var noteText string
-		s.store.Each(context.Background(), events.Filter{Limit: 1000}, func(ev events.Event) error {
+		s.store.Each(context.Background(), eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 			if ev.Type == tc.noteType {
 				var n struct {
 					Text string `json:"text"`

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -456,7 +457,7 @@ func TestReadersSeeWholeNotes(t *testing.T) {
 		}
 	}
 	var evs int
-	if err := s.Store().Each(ctx, events.Filter{TaskID: root.TaskID}, func(events.Event) error { evs++; return nil }); err != nil {
+	if err := s.Store().Each(ctx, eventlog.Filter{TaskID: root.TaskID}, func(events.Event) error { evs++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if want := 2 + writers*per + rewrites; evs != want {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
 // The error vocabulary of memoryd's commands. Every error a Service method
@@ -14,10 +14,10 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	ErrNotFound        = errors.New("not found")
 	ErrForbidden       = errors.New("forbidden")
-	ErrConflict        = events.ErrConflict
+	ErrConflict        = eventlog.ErrConflict
 	ErrTooLarge        = errors.New("too large")
 	ErrFenced          = errors.New("fenced")
-	ErrUnavailable     = events.ErrUnavailable
+	ErrUnavailable     = eventlog.ErrUnavailable
 )
 
 // Error is a command failure with a message safe to show to a client (and

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -98,7 +99,7 @@ func fcPos(tb testing.TB, s *Service) int64 {
 // fcTypes returns the types of a task's events after a position.
 func fcTypes(tb testing.TB, s *Service, taskID string, after int64) []string {
 	tb.Helper()
-	evs, err := s.Store().Read(fcCtx, events.Filter{After: after, TaskID: taskID, Limit: 10000})
+	evs, err := s.Store().Read(fcCtx, eventlog.Filter{After: after, TaskID: taskID, Limit: 10000})
 	fcOK(tb, "read events", err)
 	types := []string{}
 	for _, e := range evs {
@@ -810,7 +811,7 @@ func TestH52BootstrapEmptyAndUnavailableIndex(t *testing.T) {
 		fcMustTool(t, s, cc, "w1", tools.NotesWriteFile, fcCheckpoint)
 		fcMustTool(t, s, cc, "nc", tools.NewContext, `{}`)
 		// Make the notes projection unreadable: the index query fails.
-		db, err := sql.Open("sqlite", events.FileURI(fcDBPath(t, s), nil))
+		db, err := sql.Open("sqlite", eventlog.FileURI(fcDBPath(t, s), nil))
 		fcOK(t, "open", err)
 		defer db.Close()
 		_, err = db.Exec(`ALTER TABLE notes RENAME TO notes_unavailable`)

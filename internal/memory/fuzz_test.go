@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -97,8 +97,8 @@ func FuzzReadNoteLines(f *testing.F) {
 	f.Add("x\ny", int64(1), int64(2), int64(0), int64(0), uint8(0x0b))
 
 	ctx := context.Background()
-	store, err := events.Open(ctx, filepath.Join(f.TempDir(), "memory.db"),
-		events.Options{Apply: projections.Apply, Synchronous: "off"})
+	store, err := eventlog.Open(ctx, filepath.Join(f.TempDir(), "memory.db"),
+		eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -24,8 +24,8 @@ func (c *testClock) now() time.Time {
 func mustOpenService(tb testing.TB) *Service {
 	tb.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	store, err := events.Open(context.Background(), filepath.Join(tb.TempDir(), "memory.db"),
-		events.Options{Apply: projections.Apply, Now: clock.now})
+	store, err := eventlog.Open(context.Background(), filepath.Join(tb.TempDir(), "memory.db"),
+		eventlog.Options{Apply: projections.Apply, Now: clock.now})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

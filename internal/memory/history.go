@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -321,7 +322,7 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 // writeSync is the write transaction of a sync checked by checkStored.
 func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, requestID string) (SyncResult, error) {
 	var res SyncResult
-	err := s.store.Update(ctx, requestID, func(tx *events.Tx) error {
+	err := s.store.Update(ctx, requestID, func(tx *eventlog.Tx) error {
 		var err error
 		res, err = syncTx(ctx, tx, p, req)
 		return err
@@ -334,7 +335,7 @@ func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, r
 
 // syncIn is a whole sync of entries parsed from req.Entries inside tx
 // (a session import's): the checks of checkStored run in tx itself.
-func syncIn(ctx context.Context, tx *events.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
+func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
 	p, err := newSyncPlan(entries, req.Branch)
 	if err != nil {
 		return SyncResult{}, err
@@ -347,7 +348,7 @@ func syncIn(ctx context.Context, tx *events.Tx, req SyncRequest, entries []syncE
 
 // syncTx writes a sync checked by checkStored in tx: errStoredMeanwhile
 // if an entry the check saw unstored is stored now.
-func syncTx(ctx context.Context, tx *events.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
+func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
 	var res SyncResult
 	err := func() error {
 		r := projections.NewReader(tx.DB())

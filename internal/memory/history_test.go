@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -866,7 +867,7 @@ func histCases() []histCase {
 				t.Fatalf("sync B %+v", r)
 			}
 			var types []string
-			if err := e.s.Store().Each(context.Background(), events.Filter{After: pos}, func(ev events.Event) error {
+			if err := e.s.Store().Each(context.Background(), eventlog.Filter{After: pos}, func(ev events.Event) error {
 				types = append(types, ev.Type)
 				return nil
 			}); err != nil {
@@ -1164,13 +1165,13 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 	}
 
 	var log []events.Event
-	if err := s.Store().Each(ctx, events.Filter{}, func(ev events.Event) error {
+	if err := s.Store().Each(ctx, eventlog.Filter{}, func(ev events.Event) error {
 		log = append(log, ev)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := events.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), events.Options{Apply: projections.Apply})
+	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1200,7 +1201,7 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 
 // historyDigest fingerprints every projection and checks that the history
 // tables are not empty.
-func historyDigest(tb testing.TB, store *events.Store) []projections.TableDigest {
+func historyDigest(tb testing.TB, store *eventlog.Store) []projections.TableDigest {
 	tb.Helper()
 	d, err := projections.Digest(context.Background(), store.Reader())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -51,7 +52,7 @@ func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID strin
 	decide func(r *projections.Reader, c caller, st fence.State) (fence.Decision, error)) (fence.Outcome, StateView, error) {
 	var out fence.Outcome
 	var sv StateView
-	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		r := projections.NewReader(tx.DB())
 		c, err := identify(ctx, r, cc)
 		if err != nil {
@@ -83,7 +84,7 @@ func illegalError(err error) error {
 }
 
 // appendOwn appends events to the caller's own stream.
-func appendOwn(ctx context.Context, tx *events.Tx, c caller, evs []events.Pending) error {
+func appendOwn(ctx context.Context, tx *eventlog.Tx, c caller, evs []events.Pending) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -348,7 +349,7 @@ type newContextDetails struct {
 // newContextTool is new_context: an idempotent rollover request.
 func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string, pos *int64) (ToolResult, error) {
 	var d newContextDetails
-	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		defer func() {
 			if pos != nil {
 				*pos, _ = tx.Position(ctx)

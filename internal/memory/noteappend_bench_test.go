@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -19,8 +19,8 @@ import (
 func BenchmarkNoteAppend(b *testing.B) {
 	for _, sync := range []string{"off", "full"} {
 		b.Run(sync, func(b *testing.B) {
-			store, err := events.Open(context.Background(), filepath.Join(b.TempDir(), "memory.db"),
-				events.Options{Apply: projections.Apply, Synchronous: sync})
+			store, err := eventlog.Open(context.Background(), filepath.Join(b.TempDir(), "memory.db"),
+				eventlog.Options{Apply: projections.Apply, Synchronous: sync})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
@@ -58,7 +58,7 @@ func TestNoteCacheAnswersUntilACommit(t *testing.T) {
 	})
 
 	t.Run("another process's write", func(t *testing.T) {
-		other, err := events.Open(context.Background(), fcDBPath(t, s), events.Options{Apply: projections.Apply})
+		other, err := eventlog.Open(context.Background(), fcDBPath(t, s), eventlog.Options{Apply: projections.Apply})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -107,13 +108,13 @@ func TestStoredNoteCapAboveTheCeilingIsClamped(t *testing.T) {
 func raiseStoredCap(tb testing.TB, s *Service, cc CallContext, n int64) {
 	tb.Helper()
 	ctx := context.Background()
-	err := s.store.Update(ctx, "", func(tx *events.Tx) error {
+	err := s.store.Update(ctx, "", func(tx *eventlog.Tx) error {
 		a, err := projections.NewReader(tx.DB()).Agent(ctx, cc.TaskID, cc.Agent)
 		if err != nil {
 			return err
 		}
 		a.Budget.NotesMaxFileBytes = n
-		_, err = tx.Append(ctx, events.Stream(cc.TaskID, cc.Agent), events.AnyVersion, events.Pending{
+		_, err = tx.Append(ctx, events.Stream(cc.TaskID, cc.Agent), eventlog.AnyVersion, events.Pending{
 			Type: events.TypeAgentReattached,
 			Data: events.AgentReattached{TaskID: cc.TaskID, Agent: cc.Agent, SessionID: a.SessionID,
 				SessionFile: a.SessionFile, Budget: a.Budget}})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -371,7 +372,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	}
 	var res projections.NoteWriteResult
 	terminate := false
-	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *events.Tx) error {
+	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		defer func() {
 			if pos != nil {
 				*pos, _ = tx.Position(ctx)
@@ -429,7 +430,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 			typ, data = events.TypeNoteAppended, events.NoteAppended{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
 				Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
 		}
-		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), events.AnyVersion, events.Pending{Type: typ, Data: data}); err != nil {
+		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, events.Pending{Type: typ, Data: data}); err != nil {
 			return err
 		}
 		if verdict == fence.Admitted {

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -800,7 +801,7 @@ func TestNotesEdgeCases(t *testing.T) {
 				if got := readText(t, e.s, e.cc(t, "child"), "c.md"); got != "from root" {
 					t.Errorf("child reads %q, want %q", got, "from root")
 				}
-				evs, err := e.s.Store().Read(context.Background(), events.Filter{TaskID: e.cc(t, "").TaskID, Limit: 100})
+				evs, err := e.s.Store().Read(context.Background(), eventlog.Filter{TaskID: e.cc(t, "").TaskID, Limit: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1088,7 +1089,7 @@ func runTwoStoreAppends(t *testing.T, _ *notesEnv) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	open := func() *Service {
 		clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		st, err := events.Open(context.Background(), path, events.Options{Apply: projections.Apply, Now: clock.now})
+		st, err := eventlog.Open(context.Background(), path, eventlog.Options{Apply: projections.Apply, Now: clock.now})
 		if err != nil {
 			t.Fatalf("open store: %v", err)
 		}
@@ -1118,7 +1119,7 @@ func runTwoStoreAppends(t *testing.T, _ *notesEnv) {
 	for _, s := range []*Service{a, b} {
 		checkPieces(t, readText(t, s, cc, "log.md"), want)
 	}
-	evs, err := a.Store().Read(context.Background(), events.Filter{TaskID: cc.TaskID, Limit: 1000})
+	evs, err := a.Store().Read(context.Background(), eventlog.Filter{TaskID: cc.TaskID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1370,7 +1371,7 @@ func TestRetriedCallIDAppendsOnce(t *testing.T) {
 	}
 
 	// Exactly one event per distinct call, carrying the call id.
-	evs, err := s.Store().Read(ctx, events.Filter{TaskID: root.TaskID, Limit: 100})
+	evs, err := s.Store().Read(ctx, eventlog.Filter{TaskID: root.TaskID, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -175,7 +176,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 	}
 
 	// Damage the projections behind the store's back: Rebuild repairs them.
-	raw, err := sql.Open("sqlite", events.FileURI(rbDBPath(t, s), url.Values{"_pragma": {"busy_timeout(5000)"}}))
+	raw, err := sql.Open("sqlite", eventlog.FileURI(rbDBPath(t, s), url.Values{"_pragma": {"busy_timeout(5000)"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +204,13 @@ func TestRebuildEqualsLive(t *testing.T) {
 
 	// The exported events imported into a fresh store give the same state.
 	var log []events.Event
-	if err := s.Store().Each(ctx, events.Filter{Limit: 7}, func(ev events.Event) error {
+	if err := s.Store().Each(ctx, eventlog.Filter{Limit: 7}, func(ev events.Event) error {
 		log = append(log, ev)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := events.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), events.Options{Apply: projections.Apply})
+	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
 	if err != nil {
 		t.Fatal(err)
 	}

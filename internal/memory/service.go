@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -23,7 +24,7 @@ import (
 
 // Service runs memoryd's commands and tools over an event store.
 type Service struct {
-	store *events.Store
+	store *eventlog.Store
 	audit *auditor // nil: the read audit is off
 	// filters finds the history chunks a search must read (its
 	// candidates), from memory.
@@ -34,7 +35,7 @@ type Service struct {
 }
 
 // New returns a Service over store, whose applier must be projections.Apply.
-func New(store *events.Store) *Service {
+func New(store *eventlog.Store) *Service {
 	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit),
 		notes: projections.NewNoteCache(projections.DefaultNoteCacheBytes)}
 }
@@ -49,7 +50,20 @@ func (s *Service) NoteCacheStats() (hits, misses uint64) {
 }
 
 // Store returns the service's event store.
-func (s *Service) Store() *events.Store { return s.store }
+func (s *Service) Store() *eventlog.Store { return s.store }
+
+// LastPosition returns the position of the newest event of the log (0
+// when it is empty).
+func (s *Service) LastPosition(ctx context.Context) (int64, error) {
+	return s.store.LastPosition(ctx)
+}
+
+// Events returns one page of the log in position order: at most limit
+// events after position after, of one task's streams (taskID) or of all
+// (""). Errors are ErrUnavailable or internal.
+func (s *Service) Events(ctx context.Context, after int64, taskID string, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, TaskID: taskID, Limit: limit})
+}
 
 // CallContext identifies the caller of a tool or lifecycle call.
 type CallContext struct {
@@ -203,7 +217,7 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 		return AttachResult{}, err
 	}
 	var res AttachResult
-	err = s.store.Update(ctx, requestID, func(tx *events.Tx) error {
+	err = s.store.Update(ctx, requestID, func(tx *eventlog.Tx) error {
 		var err error
 		res, err = s.attachIn(ctx, tx, req, budget)
 		return err
@@ -215,7 +229,7 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 }
 
 // attachIn is Attach in tx, with req's budget resolved.
-func (s *Service) attachIn(ctx context.Context, tx *events.Tx, req AttachRequest, budget events.Budget) (AttachResult, error) {
+func (s *Service) attachIn(ctx context.Context, tx *eventlog.Tx, req AttachRequest, budget events.Budget) (AttachResult, error) {
 	var res AttachResult
 	r := projections.NewReader(tx.DB())
 	known, err := r.AgentBySessionKey(ctx, req.SessionKey)
@@ -226,7 +240,7 @@ func (s *Service) attachIn(ctx context.Context, tx *events.Tx, req AttachRequest
 		}
 		res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
 		if known.SessionID != req.SessionID || known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
-			_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), events.AnyVersion, events.Pending{
+			_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), eventlog.AnyVersion, events.Pending{
 				Type: events.TypeAgentReattached,
 				Data: events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
 					SessionFile: req.SessionFile, Budget: budget},
@@ -246,7 +260,7 @@ func (s *Service) attachIn(ctx context.Context, tx *events.Tx, req AttachRequest
 	return res, err
 }
 
-func (s *Service) register(ctx context.Context, tx *events.Tx, r *projections.Reader, req AttachRequest, budget events.Budget) (AttachResult, error) {
+func (s *Service) register(ctx context.Context, tx *eventlog.Tx, r *projections.Reader, req AttachRequest, budget events.Budget) (AttachResult, error) {
 	reg := events.AgentRegistered{SessionKey: req.SessionKey, SessionID: req.SessionID, SessionFile: req.SessionFile, Budget: budget}
 	var pending []events.Pending
 	if req.Task == nil {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
@@ -60,7 +60,7 @@ func (s *Service) ImportSession(ctx context.Context, req AttachRequest, entries 
 		parsed = append(parsed, e)
 	}
 	var out SessionImport
-	err = s.store.Update(ctx, "", func(tx *events.Tx) error {
+	err = s.store.Update(ctx, "", func(tx *eventlog.Tx) error {
 		att, err := s.attachIn(ctx, tx, req, budget)
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
@@ -57,7 +57,7 @@ func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
-		holder <- s.store.Update(ctx, "", func(*events.Tx) error {
+		holder <- s.store.Update(ctx, "", func(*eventlog.Tx) error {
 			close(held)
 			<-release
 			return nil

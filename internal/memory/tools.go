@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
@@ -138,7 +138,7 @@ func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error
 // is rerun all the same, to keep one rule, and it is rare: the window is
 // one call.)
 func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn func(r *projections.Reader) error) error {
-	var stamp events.CommitStamp
+	var stamp eventlog.CommitStamp
 	if noteCache && s.notes != nil {
 		stamp, noteCache = s.store.CommitStamp() // before the transaction: no entry is tagged newer than its rows
 	} else {
@@ -157,7 +157,7 @@ func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn fun
 // from the note cache, before the check that nothing was committed.
 var afterCachedRead func()
 
-func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp events.CommitStamp,
+func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp eventlog.CommitStamp,
 	fn func(r *projections.Reader) error) (retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stam
 		var ok bool
 		if *pos, ok = r.ReadPosition(); !ok {
 			var perr error
-			if *pos, perr = events.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
+			if *pos, perr = eventlog.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
 				err = perr
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
@@ -17,13 +17,13 @@ import (
 // history projection places them, and what was placed, for an oracle.
 type chunkHistory struct {
 	t     *testing.T
-	store *events.Store
+	store *eventlog.Store
 	texts map[chunkAgent][][2]string // id, text, in the order placed
 	n     int
 }
 
 func newChunkHistory(t *testing.T) *chunkHistory {
-	store, err := events.Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), events.Options{Apply: Apply})
+	store, err := eventlog.Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func newChunkHistory(t *testing.T) *chunkHistory {
 // place adds texts to an agent's history, in one transaction.
 func (h *chunkHistory) place(a chunkAgent, texts []string) {
 	ctx := context.Background()
-	err := h.store.Update(ctx, "", func(tx *events.Tx) error {
+	err := h.store.Update(ctx, "", func(tx *eventlog.Tx) error {
 		q := projectionsdb.New(tx.DB())
 		for _, text := range texts {
 			h.n++
@@ -53,7 +53,7 @@ func (h *chunkHistory) place(a chunkAgent, texts []string) {
 
 // search runs SearchTexts in one read transaction, through filters when
 // they are not nil.
-func search(t *testing.T, rtx *events.ReadTx, filters *ChunkFilters, a chunkAgent, needle string) []string {
+func search(t *testing.T, rtx *eventlog.ReadTx, filters *ChunkFilters, a chunkAgent, needle string) []string {
 	t.Helper()
 	r := NewReader(rtx.DB())
 	if filters != nil {
@@ -117,7 +117,7 @@ func TestChunkFiltersFindWhatEveryFilterFinds(t *testing.T) {
 		}
 		return out
 	}
-	check := func(round int, rtx *events.ReadTx, a chunkAgent, n int) {
+	check := func(round int, rtx *eventlog.ReadTx, a chunkAgent, n int) {
 		t.Helper()
 		for _, needle := range needles(a) {
 			want := h.oracle(a, n, needle)

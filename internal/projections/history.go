@@ -51,7 +51,7 @@ func RenderEntry(raw []byte) (RenderedEntry, error) {
 }
 
 // renderedKey names an entry rendered ahead in a transaction's memo
-// (events.TxMemo).
+// (eventlog.TxMemo).
 type renderedKey struct{ taskID, agent, entryID string }
 
 // WillRecordEntry tells a reader of a write transaction that the

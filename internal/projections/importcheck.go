@@ -7,11 +7,12 @@ import (
 	"fmt"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// CheckImported is the events.Options.ImportCheck of the store: an
+// CheckImported is the eventlog.Options.ImportCheck of the store: an
 // imported event may name only what the projections hold before it, as
 // the commands that record it require:
 //   - task.created: a task that does not exist yet;
@@ -24,12 +25,12 @@ import (
 //     position, and never more than events.MaxNoteBytes.
 //
 // It returns an *events.RuleError when ev breaks one of these.
-func CheckImported(ctx context.Context, db events.DBTX, ev events.Event) error {
+func CheckImported(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
 		return err
 	}
-	c := importChecker{ctx: ctx, q: projectionsdb.New(db), memo: events.TxMemo(db), ev: ev}
+	c := importChecker{ctx: ctx, q: projectionsdb.New(db), memo: eventlog.TxMemo(db), ev: ev}
 	switch p := payload.(type) {
 	case *events.TaskCreated:
 		exists, err := c.taskExists(p.TaskID)
@@ -87,7 +88,7 @@ func CheckImported(ctx context.Context, db events.DBTX, ev events.Event) error {
 type importChecker struct {
 	ctx  context.Context
 	q    *projectionsdb.Queries
-	memo map[any]any // the transaction's (events.TxMemo), or nil
+	memo map[any]any // the transaction's (eventlog.TxMemo), or nil
 	ev   events.Event
 }
 

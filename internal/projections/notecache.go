@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
@@ -13,7 +13,7 @@ const DefaultNoteCacheBytes = 8 << 20
 
 // NoteCache keeps what a note read's query returned (the caller's row, its
 // fence state, the log position and the note), each entry tagged with the
-// database's commit stamp (events.CommitStamp) read before the read
+// database's commit stamp (eventlog.CommitStamp) read before the read
 // transaction that fetched it. An entry answers a later read only while
 // the stamp is still the same: no connection has committed anything since,
 // so the query would return the same rows. A read repeated with nothing
@@ -41,7 +41,7 @@ type noteReadKey struct {
 }
 
 type noteReadEntry struct {
-	stamp events.CommitStamp
+	stamp eventlog.CommitStamp
 	row   projectionsdb.GetAgentWithStateRow
 	note  fetchedNote
 	size  int
@@ -56,7 +56,7 @@ func NewNoteCache(limit int) *NoteCache {
 const entryOverhead = 256
 
 // get returns k's entry if it was read at stamp; nil c has none.
-func (c *NoteCache) get(k noteReadKey, stamp events.CommitStamp) (*noteReadEntry, bool) {
+func (c *NoteCache) get(k noteReadKey, stamp eventlog.CommitStamp) (*noteReadEntry, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -76,7 +76,7 @@ func (c *NoteCache) get(k noteReadKey, stamp events.CommitStamp) (*noteReadEntry
 func (c *NoteCache) Stats() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
 
 // put keeps row and note as k's, read at stamp; nil c keeps nothing.
-func (c *NoteCache) put(k noteReadKey, stamp events.CommitStamp, row projectionsdb.GetAgentWithStateRow, note fetchedNote) {
+func (c *NoteCache) put(k noteReadKey, stamp eventlog.CommitStamp, row projectionsdb.GetAgentWithStateRow, note fetchedNote) {
 	if c == nil {
 		return
 	}
@@ -107,7 +107,7 @@ func (c *NoteCache) put(k noteReadKey, stamp events.CommitStamp, row projections
 // must have been read before the reader's transaction began (before any
 // of its queries), so that an entry is never tagged newer than its rows.
 // For read transactions only.
-func (r *Reader) UseNoteCache(c *NoteCache, stamp events.CommitStamp) {
+func (r *Reader) UseNoteCache(c *NoteCache, stamp eventlog.CommitStamp) {
 	r.noteCache, r.stamp = c, stamp
 }
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestNoteCacheBounds(t *testing.T) {
 	const limit = 64 << 10
 	c := NewNoteCache(limit)
-	var s1, s2 events.CommitStamp
+	var s1, s2 eventlog.CommitStamp
 	s2[0] = 1
 	key := func(i int) noteReadKey {
 		return noteReadKey{taskID: "t", agent: "/root", note: noteKey{"t", "/root", strings.Repeat("p", i%7) + string(rune('a'+i%26))}}

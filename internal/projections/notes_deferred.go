@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// In a request that defers its projection writes (events.TxDeferring: an
+// In a request that defers its projection writes (eventlog.TxDeferring: an
 // import, a replay segment, a rebuild), a note's changes are gathered in
 // the transaction's memo and written by Flush, once per note: one notes
 // row and one part for all the appends in between, instead of a row
@@ -53,7 +54,7 @@ type pendingNote struct {
 
 // deferNote records c in the transaction's pending notes; it writes only
 // the call's result (note_calls), which does not depend on the parts.
-func deferNote(ctx context.Context, db events.DBTX, q *projectionsdb.Queries, memo map[any]any, mk noteKey, ev events.Event, c noteChange) error {
+func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, memo map[any]any, mk noteKey, ev events.Event, c noteChange) error {
 	pn, _ := memo[pendingKey{}].(*pendingNotes)
 	if pn == nil {
 		pn = &pendingNotes{notes: map[noteKey]*pendingNote{}}
@@ -81,9 +82,9 @@ func deferNote(ctx context.Context, db events.DBTX, q *projectionsdb.Queries, me
 }
 
 // Flush writes out the note changes deferred in db's transaction. It is
-// the events.Options.Flush of the store.
-func Flush(ctx context.Context, db events.DBTX) error {
-	memo := events.TxMemo(db)
+// the eventlog.Options.Flush of the store.
+func Flush(ctx context.Context, db eventlog.DBTX) error {
+	memo := eventlog.TxMemo(db)
 	pn, _ := memo[pendingKey{}].(*pendingNotes)
 	if pn == nil {
 		return nil

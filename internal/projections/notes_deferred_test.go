@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 )
 
@@ -20,7 +21,7 @@ type noteOp struct {
 
 // appendNoteOps appends ops one event at a time, each in its own
 // transaction, as a live server applies them.
-func appendNoteOps(t *testing.T, store *events.Store, ops []noteOp) {
+func appendNoteOps(t *testing.T, store *eventlog.Store, ops []noteOp) {
 	t.Helper()
 	ctx := context.Background()
 	for _, op := range ops {
@@ -28,8 +29,8 @@ func appendNoteOps(t *testing.T, store *events.Store, ops []noteOp) {
 		if op.write {
 			typ, data = events.TypeNoteWritten, events.NoteWritten{TaskID: "t1", Agent: op.agent, Path: op.path, Text: op.text, By: op.agent, CallID: op.callID}
 		}
-		err := store.Update(ctx, "", func(tx *events.Tx) error {
-			_, err := tx.Append(ctx, "t1"+op.agent, events.AnyVersion, events.Pending{Type: typ, Data: data})
+		err := store.Update(ctx, "", func(tx *eventlog.Tx) error {
+			_, err := tx.Append(ctx, "t1"+op.agent, eventlog.AnyVersion, events.Pending{Type: typ, Data: data})
 			return err
 		})
 		if err != nil {
@@ -40,11 +41,11 @@ func appendNoteOps(t *testing.T, store *events.Store, ops []noteOp) {
 
 // registerNoteAgents registers the task and the agents of randomNoteOps,
 // so that an import of their log passes CheckImported.
-func registerNoteAgents(t *testing.T, store *events.Store) {
+func registerNoteAgents(t *testing.T, store *eventlog.Store) {
 	t.Helper()
 	ctx := context.Background()
 	budget := events.Budget{NotesMaxFileBytes: events.MaxNoteBytes}
-	err := store.Update(ctx, "", func(tx *events.Tx) error {
+	err := store.Update(ctx, "", func(tx *eventlog.Tx) error {
 		if _, err := tx.Append(ctx, "t1/root", 0,
 			events.Pending{Type: events.TypeTaskCreated, Data: events.TaskCreated{TaskID: "t1", SessionKey: "s1"}},
 			events.Pending{Type: events.TypeAgentRegistered, Data: events.AgentRegistered{TaskID: "t1", Agent: "/root", SessionKey: "s1", Budget: budget}}); err != nil {
@@ -87,7 +88,7 @@ func randomNoteOps(r *rand.Rand, n int, model map[string]string) []noteOp {
 // that bytes is its length, and that its parts are numbered 0 to parts-1
 // with parts ≤ maxNoteParts (what an append applied one at a time relies
 // on); it returns the most parts a note has.
-func checkNotes(t *testing.T, what string, store *events.Store, model map[string]string) int64 {
+func checkNotes(t *testing.T, what string, store *eventlog.Store, model map[string]string) int64 {
 	t.Helper()
 	ctx := context.Background()
 	r := NewReader(store.Reader())
@@ -127,9 +128,9 @@ func checkNotes(t *testing.T, what string, store *events.Store, model map[string
 	return most
 }
 
-func openDeferring(t *testing.T) *events.Store {
+func openDeferring(t *testing.T) *eventlog.Store {
 	t.Helper()
-	store, err := Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), events.Options{Synchronous: "off"}, nil)
+	store, err := Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Synchronous: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func openDeferring(t *testing.T) *events.Store {
 	return store
 }
 
-func digestOf(t *testing.T, store *events.Store) string {
+func digestOf(t *testing.T, store *eventlog.Store) string {
 	t.Helper()
 	d, err := Digest(context.Background(), store.Reader())
 	if err != nil {
@@ -159,7 +160,7 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	model := map[string]string{}
 	ops := randomNoteOps(r, 900, model)
-	live, err := events.Open(ctx, filepath.Join(t.TempDir(), "live.db"), events.Options{Apply: Apply})
+	live, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "live.db"), eventlog.Options{Apply: Apply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 	if most := checkNotes(t, "live", live, model); most < 2 {
 		t.Fatalf("the live notes have at most %d parts: the log does not exercise parts", most)
 	}
-	logEvents, err := live.Read(ctx, events.Filter{Limit: 1 << 20})
+	logEvents, err := live.Read(ctx, eventlog.Filter{Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

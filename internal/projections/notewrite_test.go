@@ -8,13 +8,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 )
 
 // countingDB counts the queries run through it.
 type countingDB struct {
-	events.DBTX
+	eventlog.DBTX
 	queries int
 }
 
@@ -34,15 +35,15 @@ func (c *countingDB) QueryRowContext(ctx context.Context, q string, args ...any)
 // NoteWriteState for anything else than what was announced queries.
 func TestNoteWriteStateFetchedAhead(t *testing.T) {
 	ctx := context.Background()
-	store, err := events.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), events.Options{Apply: Apply})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	window := int64(1000)
 	budget := events.Budget{ContextWindow: &window, NotesMaxFileBytes: 1 << 20}
-	err = store.Update(ctx, "", func(tx *events.Tx) error {
-		if _, err := tx.Append(ctx, "t1", events.AnyVersion, events.Pending{Type: events.TypeTaskCreated,
+	err = store.Update(ctx, "", func(tx *eventlog.Tx) error {
+		if _, err := tx.Append(ctx, "t1", eventlog.AnyVersion, events.Pending{Type: events.TypeTaskCreated,
 			Data: events.TaskCreated{TaskID: "t1", SessionKey: "/s/root.jsonl"}}); err != nil {
 			return err
 		}
@@ -50,7 +51,7 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 			{TaskID: "t1", Agent: "/root", SessionKey: "/s/root.jsonl", Budget: budget},
 			{TaskID: "t1", Agent: "/root/sub", ParentAgent: "/root", SessionKey: "/s/sub.jsonl", Budget: budget},
 		} {
-			if _, err := tx.Append(ctx, "t1"+a.Agent, events.AnyVersion, events.Pending{Type: events.TypeAgentRegistered, Data: a}); err != nil {
+			if _, err := tx.Append(ctx, "t1"+a.Agent, eventlog.AnyVersion, events.Pending{Type: events.TypeAgentRegistered, Data: a}); err != nil {
 				return err
 			}
 		}

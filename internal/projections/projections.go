@@ -15,14 +15,15 @@ import (
 	"fmt"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// Apply updates the projections for ev. It is the events.Applier of the
+// Apply updates the projections for ev. It is the eventlog.Applier of the
 // store.
-func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
+func Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
 	if ev.Type == events.TypeToolCalled {
 		return nil // the read audit changes no projection: no need to decode it
 	}
@@ -61,7 +62,7 @@ func Apply(ctx context.Context, db events.DBTX, ev events.Event) error {
 	case *events.NoteAppended:
 		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
 	case *events.HistoryEntryRecorded:
-		return applyEntryRecorded(ctx, q, events.TxMemo(db), ev, p)
+		return applyEntryRecorded(ctx, q, eventlog.TxMemo(db), ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
 	}
@@ -101,7 +102,7 @@ func WriteResult(fullPath string, size, revision int64, text string, appendMode 
 // append merges them into one (see migrations/00005_note_parts.sql).
 const maxNoteParts = 16
 
-// noteKey names a note in a transaction's memo (events.TxMemo).
+// noteKey names a note in a transaction's memo (eventlog.TxMemo).
 type noteKey struct{ taskID, agent, path string }
 
 // noteRow is what a transaction's memo holds of a note: its notes row
@@ -127,11 +128,11 @@ func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any,
 // applyNote applies one note write or append: at once (its part and row
 // written now, by the rule writePending keeps), or, in a request that
 // defers, gathered with the transaction's other changes of the note.
-func applyNote(ctx context.Context, db events.DBTX, ev events.Event, c noteChange) error {
+func applyNote(ctx context.Context, db eventlog.DBTX, ev events.Event, c noteChange) error {
 	q := projectionsdb.New(db)
-	memo := events.TxMemo(db)
+	memo := eventlog.TxMemo(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
-	if events.TxDeferring(db) {
+	if eventlog.TxDeferring(db) {
 		return deferNote(ctx, db, q, memo, mk, ev, c)
 	}
 	before, err := noteBefore(ctx, q, memo, mk)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
@@ -19,7 +20,7 @@ var ErrNotFound = errors.New("not found")
 // inside a write transaction.
 type Reader struct {
 	q    *projectionsdb.Queries
-	memo map[any]any // the write transaction's (events.TxMemo), or nil
+	memo map[any]any // the write transaction's (eventlog.TxMemo), or nil
 	// readPosition is the log position this reader's snapshot reads at,
 	// learnt by AgentWithState (-1 until then).
 	readPosition int64
@@ -37,7 +38,7 @@ type Reader struct {
 	// noteCache, when set, answers the note fetched ahead (UseNoteCache)
 	// for stamp; fromCache says it did.
 	noteCache *NoteCache
-	stamp     events.CommitStamp
+	stamp     eventlog.CommitStamp
 	fromCache bool
 }
 
@@ -82,7 +83,7 @@ func (r *Reader) WillWriteNote(taskID, noteAgent, path, callID string) {
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
 func NewReader(db projectionsdb.DBTX) *Reader {
-	return &Reader{q: projectionsdb.New(db), memo: events.TxMemo(db), readPosition: -1}
+	return &Reader{q: projectionsdb.New(db), memo: eventlog.TxMemo(db), readPosition: -1}
 }
 
 // UseChunkFilters makes SearchTexts find its candidate chunks through f,

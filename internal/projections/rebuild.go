@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
 // table is one projection table and the key that orders its rows.
@@ -48,8 +48,8 @@ var tables = []table{
 
 // Rebuild empties every projection and re-applies the whole log from
 // position 1, in one transaction.
-func Rebuild(ctx context.Context, store *events.Store) error {
-	return store.Update(ctx, "", func(tx *events.Tx) error { return rebuild(ctx, tx) })
+func Rebuild(ctx context.Context, store *eventlog.Store) error {
+	return store.Update(ctx, "", func(tx *eventlog.Tx) error { return rebuild(ctx, tx) })
 }
 
 // Open opens the event log at path with the projections as its applier
@@ -58,12 +58,12 @@ func Rebuild(ctx context.Context, store *events.Store) error {
 // projections for a rebuild, it rebuilds them from the log before
 // returning, in one transaction, and logs why through logf (and the
 // open's warnings, unless opts.Warnf is set).
-func Open(ctx context.Context, path string, opts events.Options, logf func(format string, args ...any)) (*events.Store, error) {
+func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
 	opts.Apply, opts.Flush, opts.ImportCheck = Apply, Flush, CheckImported
 	if opts.Warnf == nil {
 		opts.Warnf = logf
 	}
-	store, err := events.Open(ctx, path, opts)
+	store, err := eventlog.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func Open(ctx context.Context, path string, opts events.Options, logf func(forma
 		}
 		return store, nil
 	}
-	err = store.Update(ctx, "", func(tx *events.Tx) error {
+	err = store.Update(ctx, "", func(tx *eventlog.Tx) error {
 		var reasons []string
 		rows, err := tx.DB().QueryContext(ctx, "SELECT reason FROM projection_rebuilds")
 		if err != nil {
@@ -111,15 +111,15 @@ func Open(ctx context.Context, path string, opts events.Options, logf func(forma
 	return store, nil
 }
 
-func rebuild(ctx context.Context, tx *events.Tx) error {
+func rebuild(ctx context.Context, tx *eventlog.Tx) error {
 	for _, t := range tables {
 		if _, err := tx.DB().ExecContext(ctx, "DELETE FROM "+t.name); err != nil {
 			return err
 		}
 	}
-	clear(events.TxMemo(tx.DB())) // it remembers rows the deletes just removed
-	tx.DeferProjections()         // nothing reads the projections before the rebuild ends
-	f := events.Filter{Limit: 1000}
+	clear(eventlog.TxMemo(tx.DB())) // it remembers rows the deletes just removed
+	tx.DeferProjections()           // nothing reads the projections before the rebuild ends
+	f := eventlog.Filter{Limit: 1000}
 	for {
 		page, err := tx.Read(ctx, f)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 )
 
@@ -14,14 +15,14 @@ import (
 // a row its deletes removed.
 func TestRebuildInATransactionThatWroteANote(t *testing.T) {
 	ctx := context.Background()
-	store, err := events.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), events.Options{Apply: Apply})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	note := events.NoteWritten{TaskID: "t1", Agent: "/root", Path: "a.md", Text: "hello", By: "/root"}
-	err = store.Update(ctx, "", func(tx *events.Tx) error {
-		if _, err := tx.Append(ctx, "t1/root", events.AnyVersion, events.Pending{Type: events.TypeNoteWritten, Data: note}); err != nil {
+	err = store.Update(ctx, "", func(tx *eventlog.Tx) error {
+		if _, err := tx.Append(ctx, "t1/root", eventlog.AnyVersion, events.Pending{Type: events.TypeNoteWritten, Data: note}); err != nil {
 			return err
 		}
 		return rebuild(ctx, tx)

@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // concOpen opens a store whose applier writes one row per event into
@@ -27,7 +29,7 @@ func concOpen(tb testing.TB) *Store {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	apply := func(ctx context.Context, db DBTX, ev Event) error {
+	apply := func(ctx context.Context, db DBTX, ev events.Event) error {
 		_, err := db.ExecContext(ctx, `INSERT INTO conc_applied (position, stream, version) VALUES (?, ?, ?)`,
 			ev.Position, ev.Stream, ev.StreamVersion)
 		return err
@@ -50,7 +52,7 @@ func TestConcurrentSameVersionExactlyOneWins(t *testing.T) {
 	const writers, versions = 8, 120
 	s := concOpen(t)
 	ctx := context.Background()
-	stream := Stream("01TASKCONC", "/root")
+	stream := events.Stream("01TASKCONC", "/root")
 	var (
 		wg        sync.WaitGroup
 		conflicts atomic.Int64
@@ -65,11 +67,11 @@ func TestConcurrentSameVersionExactlyOneWins(t *testing.T) {
 			<-start
 			seen := int64(0)
 			for seen < versions {
-				var evs []Event
+				var evs []events.Event
 				err := s.Update(ctx, fmt.Sprintf("w%d", w), func(tx *Tx) error {
 					var err error
-					evs, err = tx.Append(ctx, stream, seen, Pending{Type: TypeNoteAppended,
-						Data: NoteAppended{TaskID: "01TASKCONC", Agent: "/root", Path: "a.md", Text: fmt.Sprintf("w%d@%d", w, seen+1), By: "/root"}})
+					evs, err = tx.Append(ctx, stream, seen, events.Pending{Type: events.TypeNoteAppended,
+						Data: events.NoteAppended{TaskID: "01TASKCONC", Agent: "/root", Path: "a.md", Text: fmt.Sprintf("w%d@%d", w, seen+1), By: "/root"}})
 					return err
 				})
 				switch {
@@ -160,10 +162,10 @@ func TestReadersNeverSeeAPartialUpdate(t *testing.T) {
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
-			a, b := Stream(fmt.Sprintf("01TASK%d", w), "/root"), Stream(fmt.Sprintf("01TASK%d", w), "/root/child")
+			a, b := events.Stream(fmt.Sprintf("01TASK%d", w), "/root"), events.Stream(fmt.Sprintf("01TASK%d", w), "/root/child")
 			for i := range updates {
 				err := s.Update(ctx, "", func(tx *Tx) error {
-					p := Pending{Type: TypeNoteAppended, Data: NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}}
+					p := events.Pending{Type: events.TypeNoteAppended, Data: events.NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}}
 					if _, err := tx.Append(ctx, a, AnyVersion, p, p); err != nil {
 						return err
 					}
@@ -245,7 +247,7 @@ func lastPositionOf(tb testing.TB, s *Store) int64 {
 func TestCancelledUpdateWritesNothing(t *testing.T) {
 	s := concOpen(t)
 	ctx := context.Background()
-	stream := Stream("01TASKCANCEL", "/root")
+	stream := events.Stream("01TASKCANCEL", "/root")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	var wg sync.WaitGroup
@@ -259,8 +261,8 @@ func TestCancelledUpdateWritesNothing(t *testing.T) {
 				c = cancelled
 			}
 			errs[i] = s.Update(c, "", func(tx *Tx) error {
-				_, err := tx.Append(c, stream, AnyVersion, Pending{Type: TypeNoteAppended,
-					Data: NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
+				_, err := tx.Append(c, stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended,
+					Data: events.NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
 				return err
 			})
 		}()

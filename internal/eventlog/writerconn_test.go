@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestWriterSurvivesInterruptedRequests: requests whose statements are
@@ -19,10 +21,10 @@ import (
 func TestWriterSurvivesInterruptedRequests(t *testing.T) {
 	s := concOpen(t)
 	ctx := context.Background()
-	stream := Stream("01TASKWRITERCONN", "/root")
+	stream := events.Stream("01TASKWRITERCONN", "/root")
 	appendNote := func(c context.Context, tx *Tx, i int) error {
-		_, err := tx.Append(c, stream, AnyVersion, Pending{Type: TypeNoteAppended,
-			Data: NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
+		_, err := tx.Append(c, stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended,
+			Data: events.NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
 		return err
 	}
 	var mu sync.Mutex
@@ -77,12 +79,12 @@ func TestWriterSurvivesInterruptedRequests(t *testing.T) {
 func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	s, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, Event) error { return nil }, BusyTimeout: 50 * time.Millisecond})
+	s, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, events.Event) error { return nil }, BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		t.Fatal(err)
 	}
 	kept := s.wconn // the writer is idle: Update's return ordered its writes before this read
@@ -99,7 +101,7 @@ func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); !errors.Is(err, ErrUnavailable) {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "b")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("append while another connection writes: %v, want unavailable", err)
 	}
 	if s.wconn != kept {
@@ -108,7 +110,7 @@ func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "c")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "c")); err != nil {
 		t.Fatalf("append after the other connection's rollback: %v", err)
 	}
 	if evs := readAll(t, s); len(evs) != 2 {
@@ -122,7 +124,7 @@ func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 // learns the log's end again and commits.
 func TestWriterReplacesABrokenConnection(t *testing.T) {
 	s := openStore(t, nil)
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		t.Fatal(err)
 	}
 	broken := s.wconn
@@ -130,10 +132,10 @@ func TestWriterReplacesABrokenConnection(t *testing.T) {
 	// Another process appends meanwhile: the new connection must learn
 	// the log's end, not trust what the old one knew.
 	other := openOther(t, s)
-	if _, err := appendOne(t, other, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+	if _, err := appendOne(t, other, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "c")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "c")); err != nil {
 		t.Fatalf("append after the connection broke: %v", err)
 	}
 	if s.wconn == broken {
@@ -154,7 +156,7 @@ func TestWriterReplacesABrokenConnection(t *testing.T) {
 func TestWriterDropsAConnectionItCannotRollBack(t *testing.T) {
 	s := openStore(t, nil)
 	ctx := context.Background()
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		t.Fatal(err)
 	}
 	kept := s.wconn
@@ -171,7 +173,7 @@ func TestWriterDropsAConnectionItCannotRollBack(t *testing.T) {
 	if s.wconn == kept {
 		t.Error("the writer kept a connection whose ROLLBACK failed")
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "b")); err != nil {
 		t.Fatalf("append after the failed rollback: %v", err)
 	}
 	evs := readAll(t, s)
@@ -190,7 +192,7 @@ func openOther(t *testing.T, s *Store) *Store {
 	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, Event) error { return nil },
+	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, events.Event) error { return nil },
 		Now: func() time.Time { return time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)

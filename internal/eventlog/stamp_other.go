@@ -1,6 +1,6 @@
 //go:build !unix
 
-package events
+package eventlog
 
 import (
 	"errors"

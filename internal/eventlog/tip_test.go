@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // checkLog checks that the log's positions are 1..n and that every
 // stream's versions count up from 1 in position order.
-func checkLog(t *testing.T, evs []Event) {
+func checkLog(t *testing.T, evs []events.Event) {
 	t.Helper()
 	versions := map[string]int64{}
 	for i, ev := range evs {
@@ -44,8 +46,8 @@ func TestTipAfterFailures(t *testing.T) {
 				stream := fmt.Sprintf("t1/root/%d", (c+i)%3)
 				fail := (c+i)%4 == 0
 				err := s.Update(ctx, "", func(tx *Tx) error {
-					if _, err := tx.Append(ctx, stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t1", "/root", "x")},
-						Pending{Type: TypeNoteAppended, Data: note("t1", "/root", "y")}); err != nil {
+					if _, err := tx.Append(ctx, stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t1", "/root", "x")},
+						events.Pending{Type: events.TypeNoteAppended, Data: note("t1", "/root", "y")}); err != nil {
 						return err
 					}
 					if fail {
@@ -84,7 +86,7 @@ func TestTipAfterAnotherProcess(t *testing.T) {
 		if i%2 == 1 {
 			st = other
 		}
-		if _, err := appendOne(t, st, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "x")); err != nil {
+		if _, err := appendOne(t, st, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "x")); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
@@ -116,7 +118,7 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 	seen := make(chan any, 2)
 	put := func(v string, fail bool) {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
-			if _, err := tx.Append(ctx, "t1/root", AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t1", "/root", v)}); err != nil {
+			if _, err := tx.Append(ctx, "t1/root", AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t1", "/root", v)}); err != nil {
 				return err
 			}
 			TxMemo(tx.DB())[key{}] = v

@@ -1,6 +1,6 @@
 //go:build unix
 
-package events
+package eventlog
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestOpenCreatesPrivateFiles: the database and the -wal and -shm files
@@ -22,7 +24,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.db")
 			s := openFile(t, path, Options{})
 			defer s.Close()
-			if _, err := appendOne(t, s, "t1/root", 0, TypeNoteAppended, note("t1", "/root", "secret")); err != nil {
+			if _, err := appendOne(t, s, "t1/root", 0, events.TypeNoteAppended, note("t1", "/root", "secret")); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range []string{path, path + "-wal", path + "-shm"} {

@@ -1,12 +1,11 @@
-// Package events is memoryd's append-only event log in SQLite: the envelope,
-// the frozen catalog of event types, and a Store with one writer connection
-// and a reader pool. Appends check an expected stream version and run the
-// registered projection applier in the same transaction, so an event and
-// the projection rows it implies commit together or not at all.
-package events
+// Package eventlog is memoryd's append-only event log in SQLite: a Store
+// with one writer connection and a reader pool, holding events of the
+// catalog (package events). Appends check an expected stream version and
+// run the registered projection applier in the same transaction, so an
+// event and the projection rows it implies commit together or not at all.
+package eventlog
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -24,7 +23,8 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/memoryd/memoryd/internal/events/eventsdb"
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/migrations"
 )
 
@@ -36,8 +36,6 @@ var (
 	// ErrUnavailable: the database is busy past its wait, full, or closed.
 	// Nothing was written.
 	ErrUnavailable = errors.New("storage unavailable")
-	// ErrUnknownEvent: an event type or schema this build does not know.
-	ErrUnknownEvent = errors.New("unknown event type or schema")
 	// ErrNotEmpty: an import into a database that already holds events.
 	ErrNotEmpty = errors.New("database is not empty")
 )
@@ -45,56 +43,10 @@ var (
 // AnyVersion as an expected version skips the stream version check.
 const AnyVersion int64 = -1
 
-// TimeFormat is the format of recorded_at and of every time memoryd shows:
-// RFC 3339, UTC, milliseconds.
-const TimeFormat = "2006-01-02T15:04:05.000Z"
-
-// Event is one entry of the log, in the envelope of the API contract.
-type Event struct {
-	Position      int64           `json:"position"`
-	ID            string          `json:"id"`
-	Stream        string          `json:"stream"`
-	StreamVersion int64           `json:"stream_version"`
-	Type          string          `json:"type"`
-	Schema        int             `json:"schema"`
-	RecordedAt    string          `json:"recorded_at"`
-	Data          json.RawMessage `json:"data"`
-	RequestID     string          `json:"request_id,omitempty"`
-
-	// payload is Data decoded, when a log reader (Decoded) or an import's
-	// validation has decoded it already: Decode returns it rather than
-	// decoding again.
-	payload any
-	// refused is why a log reader's CheckPayload refused Data (Decoded),
-	// for the import to report without checking it again.
-	refused error
-}
-
-// TaskID returns the task part of the event's stream (<task_id><agent>).
-func (e Event) TaskID() string { return StreamTask(e.Stream) }
-
-// Stream returns the stream name of an agent: <task_id><agent>.
-func Stream(taskID, agent string) string { return taskID + agent }
-
-// StreamTask returns the task id of a stream name.
-func StreamTask(stream string) string {
-	if i := strings.IndexByte(stream, '/'); i >= 0 {
-		return stream[:i]
-	}
-	return stream
-}
-
-// Pending is an event to append: its type and its payload (a struct of the
-// catalog, marshalled to JSON).
-type Pending struct {
-	Type string
-	Data any
-}
-
 // Applier updates projections for one event inside the append transaction.
 // It must be deterministic: it may read the event and the projection tables
 // through tx, and nothing else (no clock, no randomness).
-type Applier func(ctx context.Context, db DBTX, ev Event) error
+type Applier func(ctx context.Context, db DBTX, ev events.Event) error
 
 // Options configure a Store.
 type Options struct {
@@ -107,8 +59,8 @@ type Options struct {
 	// ImportCheck checks an imported event against the projections as
 	// they stand before it is applied (the agents and tasks it names
 	// exist, a note stays within its cap), once its payload has passed
-	// CheckPayload; nil: no such check. Import and Continue call it, not
-	// Append: the commands that append check the same first.
+	// events.CheckPayload; nil: no such check. Import and Continue call
+	// it, not Append: the commands that append check the same first.
 	ImportCheck Applier
 	// Now is the clock for recorded_at and event ids (default time.Now).
 	Now func() time.Time
@@ -368,7 +320,7 @@ func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
 // Append appends evs to stream, which must be at expectedVersion (or
 // AnyVersion), and applies each to the projections. Returns ErrConflict on
 // a version mismatch.
-func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, evs ...Pending) ([]Event, error) {
+func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, evs ...events.Pending) ([]events.Event, error) {
 	version, err := t.StreamVersion(ctx, stream)
 	if err != nil {
 		return nil, err
@@ -380,13 +332,13 @@ func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, e
 		return nil, err
 	}
 	now := t.s.now().UTC()
-	out := make([]Event, 0, len(evs))
+	out := make([]events.Event, 0, len(evs))
 	for _, p := range evs {
-		entry, ok := catalogEntry(p.Type)
+		entry, ok := events.Lookup(p.Type)
 		if !ok {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, p.Type)
+			return nil, fmt.Errorf("%w: %q", events.ErrUnknownEvent, p.Type)
 		}
-		data, err := MarshalData(p.Data)
+		data, err := events.MarshalData(p.Data)
 		if err != nil {
 			return nil, fmt.Errorf("marshal %s: %w", p.Type, err)
 		}
@@ -395,14 +347,14 @@ func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, e
 			return nil, fmt.Errorf("event id: %w", err)
 		}
 		version++
-		ev := Event{
+		ev := events.Event{
 			Position:      t.last + 1,
 			ID:            id.String(),
 			Stream:        stream,
 			StreamVersion: version,
 			Type:          p.Type,
 			Schema:        entry.Schema,
-			RecordedAt:    now.Format(TimeFormat),
+			RecordedAt:    now.Format(events.TimeFormat),
 			Data:          data,
 			RequestID:     t.requestID,
 		}
@@ -415,7 +367,7 @@ func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, e
 }
 
 // insert writes ev at its own position and applies it.
-func (t *Tx) insert(ctx context.Context, ev Event) error {
+func (t *Tx) insert(ctx context.Context, ev events.Event) error {
 	err := t.q.InsertEvent(ctx, eventsdb.InsertEventParams{
 		Position:      ev.Position,
 		ID:            ev.ID,
@@ -457,11 +409,11 @@ type Filter struct {
 }
 
 // Read returns one page of events in position order.
-func (s *Store) Read(ctx context.Context, f Filter) ([]Event, error) {
+func (s *Store) Read(ctx context.Context, f Filter) ([]events.Event, error) {
 	return readEvents(ctx, s.readStmts.queries(), f)
 }
 
-func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error) {
+func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event, error) {
 	until := f.Until
 	if until <= 0 {
 		until = 1<<63 - 1
@@ -481,9 +433,9 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := make([]Event, len(rows))
+	out := make([]events.Event, len(rows))
 	for i, r := range rows {
-		out[i] = Event{
+		out[i] = events.Event{
 			Position: r.Position, ID: r.ID, Stream: r.Stream, StreamVersion: r.StreamVersion,
 			Type: r.Type, Schema: int(r.Schema), RecordedAt: r.RecordedAt,
 			Data: json.RawMessage(r.Data), RequestID: r.RequestID,
@@ -494,7 +446,7 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]Event, error
 
 // Each calls fn for every event matching f (Limit is the page size), in
 // position order, reading page by page.
-func (s *Store) Each(ctx context.Context, f Filter, fn func(Event) error) error {
+func (s *Store) Each(ctx context.Context, f Filter, fn func(events.Event) error) error {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
@@ -551,7 +503,7 @@ func isDBClosed(err error) bool {
 }
 
 // Read returns one page of events as this transaction sees them.
-func (t *Tx) Read(ctx context.Context, f Filter) ([]Event, error) {
+func (t *Tx) Read(ctx context.Context, f Filter) ([]events.Event, error) {
 	return readEvents(ctx, t.db, f)
 }
 
@@ -583,33 +535,8 @@ func (t *Tx) FlushProjections(ctx context.Context) error {
 
 // Reapply runs the store's applier for ev again, inside this transaction,
 // without appending it: the building block of a projection rebuild.
-func (t *Tx) Reapply(ctx context.Context, ev Event) error {
+func (t *Tx) Reapply(ctx context.Context, ev events.Event) error {
 	return t.s.apply(ctx, t.db, ev)
-}
-
-// MarshalData encodes an event payload: compact JSON without HTML escaping,
-// the form the log stores and exports byte for byte.
-func MarshalData(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// WriteJSONLines writes events as JSON lines in the envelope of the
-// contract, data byte for byte as stored.
-func WriteJSONLines(w io.Writer, evs []Event) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, ev := range evs {
-		if err := enc.Encode(ev); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Position returns the position of the newest event this transaction sees,

@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"bytes"
@@ -14,12 +14,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // recordingApply is an Applier that writes one row per event into a
 // table of its own (made by openStore), so tests can see that projection
 // writes commit and roll back with their events.
-func recordingApply(ctx context.Context, db DBTX, ev Event) error {
+func recordingApply(ctx context.Context, db DBTX, ev events.Event) error {
 	_, err := db.ExecContext(ctx, `INSERT INTO test_applied (position, type) VALUES (?, ?)`, ev.Position, ev.Type)
 	return err
 }
@@ -40,7 +42,7 @@ func (c *testClock) now() time.Time {
 func openStore(tb testing.TB, apply Applier) *Store {
 	tb.Helper()
 	if apply == nil {
-		apply = func(context.Context, DBTX, Event) error { return nil }
+		apply = func(context.Context, DBTX, events.Event) error { return nil }
 	}
 	path := filepath.Join(tb.TempDir(), "memory.db")
 	raw, err := sql.Open("sqlite", FileURI(path, nil))
@@ -70,10 +72,10 @@ func lastPosition(tb testing.TB, s *Store) int64 {
 	return p
 }
 
-func readAll(tb testing.TB, s *Store) []Event {
+func readAll(tb testing.TB, s *Store) []events.Event {
 	tb.Helper()
-	var out []Event
-	if err := s.Each(context.Background(), Filter{Limit: 3}, func(ev Event) error {
+	var out []events.Event
+	if err := s.Each(context.Background(), Filter{Limit: 3}, func(ev events.Event) error {
 		out = append(out, ev)
 		return nil
 	}); err != nil {
@@ -82,19 +84,19 @@ func readAll(tb testing.TB, s *Store) []Event {
 	return out
 }
 
-func appendOne(tb testing.TB, s *Store, stream string, expected int64, typ string, data any) ([]Event, error) {
+func appendOne(tb testing.TB, s *Store, stream string, expected int64, typ string, data any) ([]events.Event, error) {
 	tb.Helper()
-	var out []Event
+	var out []events.Event
 	err := s.Update(context.Background(), "req-"+stream, func(tx *Tx) error {
 		var err error
-		out, err = tx.Append(context.Background(), stream, expected, Pending{Type: typ, Data: data})
+		out, err = tx.Append(context.Background(), stream, expected, events.Pending{Type: typ, Data: data})
 		return err
 	})
 	return out, err
 }
 
-func note(task, agent, text string) NoteAppended {
-	return NoteAppended{TaskID: task, Agent: agent, Path: "a.md", Text: text, By: agent}
+func note(task, agent, text string) events.NoteAppended {
+	return events.NoteAppended{TaskID: task, Agent: agent, Path: "a.md", Text: text, By: agent}
 }
 
 func appliedCount(tb testing.TB, s *Store) int64 {
@@ -109,11 +111,11 @@ func appliedCount(tb testing.TB, s *Store) int64 {
 func TestAppendPositionsAndVersions(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, recordingApply)
-	a, b := Stream("01TASKA", "/root"), Stream("01TASKB", "/root/reviewer")
+	a, b := events.Stream("01TASKA", "/root"), events.Stream("01TASKB", "/root/reviewer")
 	if p := lastPosition(t, s); p != 0 {
 		t.Fatalf("empty store at position %d", p)
 	}
-	var returned []Event
+	var returned []events.Event
 	for i, step := range []struct {
 		stream   string
 		expected int64
@@ -122,9 +124,9 @@ func TestAppendPositionsAndVersions(t *testing.T) {
 		{a, 0, 1}, {a, 1, 2}, {b, 0, 1}, {a, AnyVersion, 1}, {b, 1, 3},
 	} {
 		err := s.Update(ctx, fmt.Sprintf("req-%d", i), func(tx *Tx) error {
-			pend := make([]Pending, step.n)
+			pend := make([]events.Pending, step.n)
 			for j := range pend {
-				pend[j] = Pending{Type: TypeNoteAppended, Data: note(StreamTask(step.stream), "/root", fmt.Sprint(i, j))}
+				pend[j] = events.Pending{Type: events.TypeNoteAppended, Data: note(events.StreamTask(step.stream), "/root", fmt.Sprint(i, j))}
 			}
 			evs, err := tx.Append(ctx, step.stream, step.expected, pend...)
 			if err != nil {
@@ -143,7 +145,7 @@ func TestAppendPositionsAndVersions(t *testing.T) {
 	// One transaction appending to two streams.
 	err := s.Update(ctx, "req-both", func(tx *Tx) error {
 		for _, st := range []string{a, b, a} {
-			evs, err := tx.Append(ctx, st, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("t", "/root", "both")})
+			evs, err := tx.Append(ctx, st, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t", "/root", "both")})
 			if err != nil {
 				return err
 			}
@@ -174,10 +176,10 @@ func TestAppendPositionsAndVersions(t *testing.T) {
 		if i > 0 && ev.ID <= got[i-1].ID {
 			t.Errorf("event ids not increasing: %s after %s", ev.ID, got[i-1].ID)
 		}
-		if ev.Schema != 1 || ev.Type != TypeNoteAppended || !strings.HasPrefix(ev.RequestID, "req-") {
+		if ev.Schema != 1 || ev.Type != events.TypeNoteAppended || !strings.HasPrefix(ev.RequestID, "req-") {
 			t.Errorf("event %d envelope %+v", ev.Position, ev)
 		}
-		if _, err := time.Parse(TimeFormat, ev.RecordedAt); err != nil {
+		if _, err := time.Parse(events.TimeFormat, ev.RecordedAt); err != nil {
 			t.Errorf("recorded_at %q: %v", ev.RecordedAt, err)
 		}
 	}
@@ -208,9 +210,9 @@ func TestAppendPositionsAndVersions(t *testing.T) {
 func TestAppendConflictWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, recordingApply)
-	a, b := Stream("01TASKA", "/root"), Stream("01TASKB", "/root")
+	a, b := events.Stream("01TASKA", "/root"), events.Stream("01TASKB", "/root")
 	for v := range int64(2) {
-		if _, err := appendOne(t, s, a, v, TypeNoteAppended, note("01TASKA", "/root", "x")); err != nil {
+		if _, err := appendOne(t, s, a, v, events.TypeNoteAppended, note("01TASKA", "/root", "x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,10 +220,10 @@ func TestAppendConflictWritesNothing(t *testing.T) {
 		err := s.Update(ctx, "", func(tx *Tx) error {
 			// A successful append earlier in the same transaction must be
 			// rolled back too.
-			if _, err := tx.Append(ctx, b, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("01TASKB", "/root", "y")}); err != nil {
+			if _, err := tx.Append(ctx, b, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKB", "/root", "y")}); err != nil {
 				return err
 			}
-			_, err := tx.Append(ctx, a, expected, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "z")})
+			_, err := tx.Append(ctx, a, expected, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "z")})
 			return err
 		})
 		if !errors.Is(err, ErrConflict) {
@@ -237,7 +239,7 @@ func TestAppendConflictWritesNothing(t *testing.T) {
 	// fn's own error rolls back too, and is returned unchanged.
 	boom := errors.New("boom")
 	err := s.Update(ctx, "", func(tx *Tx) error {
-		if _, err := tx.Append(ctx, a, 2, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "w")}); err != nil {
+		if _, err := tx.Append(ctx, a, 2, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "w")}); err != nil {
 			return err
 		}
 		return boom
@@ -246,20 +248,20 @@ func TestAppendConflictWritesNothing(t *testing.T) {
 		t.Fatalf("Update returned %v, want fn's error", err)
 	}
 	// An unknown type is refused.
-	if _, err := appendOne(t, s, a, AnyVersion, "note.deleted", note("01TASKA", "/root", "x")); !errors.Is(err, ErrUnknownEvent) {
+	if _, err := appendOne(t, s, a, AnyVersion, "note.deleted", note("01TASKA", "/root", "x")); !errors.Is(err, events.ErrUnknownEvent) {
 		t.Fatalf("unknown type: %v", err)
 	}
 	// An applier failure rolls back the event.
-	failing := openStore(t, func(ctx context.Context, db DBTX, ev Event) error {
+	failing := openStore(t, func(ctx context.Context, db DBTX, ev events.Event) error {
 		if ev.Position == 2 {
 			return errors.New("applier failed")
 		}
 		return recordingApply(ctx, db, ev)
 	})
-	if _, err := appendOne(t, failing, a, 0, TypeNoteAppended, note("01TASKA", "/root", "1")); err != nil {
+	if _, err := appendOne(t, failing, a, 0, events.TypeNoteAppended, note("01TASKA", "/root", "1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendOne(t, failing, a, 1, TypeNoteAppended, note("01TASKA", "/root", "2")); err == nil {
+	if _, err := appendOne(t, failing, a, 1, events.TypeNoteAppended, note("01TASKA", "/root", "2")); err == nil {
 		t.Fatal("applier error not returned")
 	}
 	if p := lastPosition(t, failing); p != 1 {
@@ -269,15 +271,15 @@ func TestAppendConflictWritesNothing(t *testing.T) {
 		t.Fatalf("log at %d, want 2", p)
 	}
 	// The stream is still usable at its real version.
-	if evs, err := appendOne(t, s, a, 2, TypeNoteAppended, note("01TASKA", "/root", "ok")); err != nil || evs[0].Position != 3 || evs[0].StreamVersion != 3 {
+	if evs, err := appendOne(t, s, a, 2, events.TypeNoteAppended, note("01TASKA", "/root", "ok")); err != nil || evs[0].Position != 3 || evs[0].StreamVersion != 3 {
 		t.Fatalf("append after conflicts: %v %+v", err, evs)
 	}
 }
 
 func TestConcurrentAppendOneWins(t *testing.T) {
 	s := openStore(t, recordingApply)
-	stream := Stream("01TASKA", "/root")
-	if _, err := appendOne(t, s, stream, 0, TypeNoteAppended, note("01TASKA", "/root", "base")); err != nil {
+	stream := events.Stream("01TASKA", "/root")
+	if _, err := appendOne(t, s, stream, 0, events.TypeNoteAppended, note("01TASKA", "/root", "base")); err != nil {
 		t.Fatal(err)
 	}
 	const n = 8
@@ -289,7 +291,7 @@ func TestConcurrentAppendOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = appendOne(t, s, stream, 1, TypeNoteAppended, note("01TASKA", "/root", fmt.Sprint(i)))
+			_, errs[i] = appendOne(t, s, stream, 1, events.TypeNoteAppended, note("01TASKA", "/root", fmt.Sprint(i)))
 		}()
 	}
 	close(start)
@@ -315,9 +317,9 @@ func TestConcurrentAppendOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := Stream(fmt.Sprintf("01TASK%d", i), "/root")
+			st := events.Stream(fmt.Sprintf("01TASK%d", i), "/root")
 			for j := range 3 {
-				if _, err := appendOne(t, s, st, int64(j), TypeNoteAppended, note("t", "/root", "p")); err != nil {
+				if _, err := appendOne(t, s, st, int64(j), events.TypeNoteAppended, note("t", "/root", "p")); err != nil {
 					t.Errorf("stream %s: %v", st, err)
 				}
 			}
@@ -364,7 +366,7 @@ func fill(tb testing.TB, v reflect.Value, path string, counter *int64) {
 		fill(tb, v.Elem(), path, counter)
 	case reflect.Slice:
 		if v.Type() == rawMessageType {
-			s, _ := MarshalData(fmt.Sprintf("%s <&> é", path))
+			s, _ := events.MarshalData(fmt.Sprintf("%s <&> é", path))
 			v.SetBytes([]byte(`{"k":` + string(s) + `,"n":[1,2.5,null,true]}`))
 			return
 		}
@@ -387,7 +389,7 @@ func fill(tb testing.TB, v reflect.Value, path string, counter *int64) {
 }
 
 // sample returns a fully filled payload of a catalog entry.
-func sample(tb testing.TB, e CatalogEntry) any {
+func sample(tb testing.TB, e events.CatalogEntry) any {
 	v := e.New()
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
@@ -401,7 +403,7 @@ func sample(tb testing.TB, e CatalogEntry) any {
 func TestCatalog(t *testing.T) {
 	name := regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
 	seen := map[string]bool{}
-	for _, e := range Catalog {
+	for _, e := range events.Catalog {
 		if !name.MatchString(e.Type) {
 			t.Errorf("type %q is not namespace.past_tense", e.Type)
 		}
@@ -428,9 +430,9 @@ func TestCatalog(t *testing.T) {
 // it back, decodes it and compares.
 func TestCatalogRoundTrip(t *testing.T) {
 	s := openStore(t, nil)
-	stream := Stream("01TASKA", "/root")
+	stream := events.Stream("01TASKA", "/root")
 	want := map[string]any{}
-	for i, e := range Catalog {
+	for i, e := range events.Catalog {
 		v := sample(t, e)
 		want[e.Type] = v
 		if _, err := appendOne(t, s, stream, int64(i), e.Type, v); err != nil {
@@ -438,11 +440,11 @@ func TestCatalogRoundTrip(t *testing.T) {
 		}
 	}
 	evs := readAll(t, s)
-	if len(evs) != len(Catalog) {
-		t.Fatalf("%d events, want %d", len(evs), len(Catalog))
+	if len(evs) != len(events.Catalog) {
+		t.Fatalf("%d events, want %d", len(evs), len(events.Catalog))
 	}
 	for _, ev := range evs {
-		got, err := Decode(ev)
+		got, err := events.Decode(ev)
 		if err != nil {
 			t.Errorf("decode %s: %v", ev.Type, err)
 			continue
@@ -450,7 +452,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, want[ev.Type]) {
 			t.Errorf("%s does not round-trip:\n got %+v\nwant %+v", ev.Type, got, want[ev.Type])
 		}
-		data, err := MarshalData(want[ev.Type])
+		data, err := events.MarshalData(want[ev.Type])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +466,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 
 	// The JSON-lines envelope round-trips byte for byte.
 	var buf bytes.Buffer
-	if err := WriteJSONLines(&buf, evs); err != nil {
+	if err := events.WriteJSONLines(&buf, evs); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -472,7 +474,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 		t.Fatalf("%d lines for %d events", len(lines), len(evs))
 	}
 	for i, line := range lines {
-		var ev Event
+		var ev events.Event
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&ev); err != nil {
@@ -482,19 +484,19 @@ func TestCatalogRoundTrip(t *testing.T) {
 			t.Errorf("line %d: %+v, want %+v", i+1, ev, evs[i])
 		}
 		var again bytes.Buffer
-		if err := WriteJSONLines(&again, []Event{ev}); err != nil || again.String() != line+"\n" {
+		if err := events.WriteJSONLines(&again, []events.Event{ev}); err != nil || again.String() != line+"\n" {
 			t.Errorf("line %d re-encodes as %s", i+1, again.String())
 		}
 	}
 
 	// Decode refuses unknown types and newer or invalid schemas.
 	ev := evs[0]
-	for _, bad := range []Event{
+	for _, bad := range []events.Event{
 		{Type: "note.deleted", Schema: 1, Data: ev.Data},
 		{Type: ev.Type, Schema: 2, Data: ev.Data},
 		{Type: ev.Type, Schema: 0, Data: ev.Data},
 	} {
-		if _, err := Decode(bad); !errors.Is(err, ErrUnknownEvent) {
+		if _, err := events.Decode(bad); !errors.Is(err, events.ErrUnknownEvent) {
 			t.Errorf("Decode(%s schema %d): %v, want ErrUnknownEvent", bad.Type, bad.Schema, err)
 		}
 	}
@@ -503,15 +505,15 @@ func TestCatalogRoundTrip(t *testing.T) {
 // exportLog builds a log of every catalog type over three streams and
 // returns its events. Its payloads follow the payload rules
 // (CheckPayload): a task.created is on its task's root stream.
-func exportLog(tb testing.TB) []Event {
+func exportLog(tb testing.TB) []events.Event {
 	tb.Helper()
 	s := openStore(tb, nil)
-	streams := []string{Stream("01TASKA", "/root"), Stream("01TASKA", "/root/reviewer"), Stream("01TASKB", "/root")}
+	streams := []string{events.Stream("01TASKA", "/root"), events.Stream("01TASKA", "/root/reviewer"), events.Stream("01TASKB", "/root")}
 	for i := range 3 {
-		for j, e := range Catalog {
+		for j, e := range events.Catalog {
 			st := streams[(i+j)%len(streams)]
-			if e.Type == TypeTaskCreated {
-				st = Stream(StreamTask(st), "/root")
+			if e.Type == events.TypeTaskCreated {
+				st = events.Stream(events.StreamTask(st), "/root")
 			}
 			if _, err := appendOne(tb, s, st, AnyVersion, e.Type, conform(sample(tb, e), st)); err != nil {
 				tb.Fatal(err)
@@ -525,7 +527,7 @@ func exportLog(tb testing.TB) []Event {
 // task and agent are the stream's, its addresses and note path valid, its
 // branch length adds up.
 func conform(v any, stream string) any {
-	task := StreamTask(stream)
+	task := events.StreamTask(stream)
 	agent := strings.TrimPrefix(stream, task)
 	parent := ""
 	if agent != "/root" {
@@ -537,17 +539,17 @@ func conform(v any, stream string) any {
 			f.SetString(val)
 		}
 	}
-	if b, ok := v.(*HistoryBranchChanged); ok {
+	if b, ok := v.(*events.HistoryBranchChanged); ok {
 		b.Length = b.Keep + int64(len(b.Append))
 	}
 	return v
 }
 
-func iterate(evs []Event) func() (Event, bool, error) {
+func iterate(evs []events.Event) func() (events.Event, bool, error) {
 	i := 0
-	return func() (Event, bool, error) {
+	return func() (events.Event, bool, error) {
 		if i == len(evs) {
-			return Event{}, false, nil
+			return events.Event{}, false, nil
 		}
 		i++
 		return evs[i-1], true, nil
@@ -569,7 +571,7 @@ func TestImport(t *testing.T) {
 		t.Errorf("applier ran %d times, want %d", n, len(log))
 	}
 	// Appending after an import continues the log.
-	evs, err := appendOne(t, s, log[0].Stream, AnyVersion, TypeNoteAppended, note("01TASKA", "/root", "after"))
+	evs, err := appendOne(t, s, log[0].Stream, AnyVersion, events.TypeNoteAppended, note("01TASKA", "/root", "after"))
 	var version int64
 	for _, ev := range log {
 		if ev.Stream == log[0].Stream {
@@ -602,38 +604,38 @@ func TestImportRefusesBadLogs(t *testing.T) {
 	ctx := context.Background()
 	log := exportLog(t)
 	last := len(log) - 1
-	edit := func(i int, f func(*Event)) []Event {
-		out := append([]Event(nil), log...)
+	edit := func(i int, f func(*events.Event)) []events.Event {
+		out := append([]events.Event(nil), log...)
 		f(&out[i])
 		return out
 	}
-	drop := func(i int) []Event {
-		return append(append([]Event(nil), log[:i]...), log[i+1:]...)
+	drop := func(i int) []events.Event {
+		return append(append([]events.Event(nil), log[:i]...), log[i+1:]...)
 	}
 	// One store sees every failure: none may leave anything behind.
 	s := openStore(t, recordingApply)
 	for _, tc := range []struct {
 		name string
-		log  []Event
+		log  []events.Event
 		want error
 	}{
-		{"gap in positions", drop(last - 1), ErrInvalidEvent},
-		{"starts after 1", log[1:], ErrInvalidEvent},
-		{"position repeated", edit(last, func(e *Event) { e.Position = int64(last) }), ErrInvalidEvent},
-		{"bad ulid", edit(last, func(e *Event) { e.ID = "not-a-ulid" }), ErrInvalidEvent},
-		{"ulid overflow", edit(last, func(e *Event) { e.ID = "ZZZZZZZZZZZZZZZZZZZZZZZZZZ" }), ErrInvalidEvent},
-		{"empty id", edit(last, func(e *Event) { e.ID = "" }), ErrInvalidEvent},
-		{"duplicate id", edit(last, func(e *Event) { e.ID = log[0].ID }), ErrConflict},
-		{"unknown type", edit(last, func(e *Event) { e.Type = "note.deleted" }), ErrUnknownEvent},
-		{"newer schema", edit(last, func(e *Event) { e.Schema = 99 }), ErrUnknownEvent},
-		{"schema 0", edit(last, func(e *Event) { e.Schema = 0 }), ErrUnknownEvent},
-		{"bad stream", edit(last, func(e *Event) { e.Stream = "01TASKA" }), ErrInvalidEvent},
-		{"stream without task", edit(last, func(e *Event) { e.Stream = "/root" }), ErrInvalidEvent},
-		{"stream version gap", edit(last, func(e *Event) { e.StreamVersion += 1 }), ErrInvalidEvent},
-		{"stream version repeated", edit(last, func(e *Event) { e.StreamVersion -= 1 }), ErrInvalidEvent},
-		{"bad recorded_at", edit(last, func(e *Event) { e.RecordedAt = "2026-12-02 10:00:00" }), ErrInvalidEvent},
-		{"data not an object", edit(last, func(e *Event) { e.Data = json.RawMessage(`[1]`) }), ErrInvalidEvent},
-		{"data of the wrong shape", edit(last, func(e *Event) { e.Data = json.RawMessage(`{"task_id":7}`) }), ErrInvalidEvent},
+		{"gap in positions", drop(last - 1), events.ErrInvalidEvent},
+		{"starts after 1", log[1:], events.ErrInvalidEvent},
+		{"position repeated", edit(last, func(e *events.Event) { e.Position = int64(last) }), events.ErrInvalidEvent},
+		{"bad ulid", edit(last, func(e *events.Event) { e.ID = "not-a-ulid" }), events.ErrInvalidEvent},
+		{"ulid overflow", edit(last, func(e *events.Event) { e.ID = "ZZZZZZZZZZZZZZZZZZZZZZZZZZ" }), events.ErrInvalidEvent},
+		{"empty id", edit(last, func(e *events.Event) { e.ID = "" }), events.ErrInvalidEvent},
+		{"duplicate id", edit(last, func(e *events.Event) { e.ID = log[0].ID }), ErrConflict},
+		{"unknown type", edit(last, func(e *events.Event) { e.Type = "note.deleted" }), events.ErrUnknownEvent},
+		{"newer schema", edit(last, func(e *events.Event) { e.Schema = 99 }), events.ErrUnknownEvent},
+		{"schema 0", edit(last, func(e *events.Event) { e.Schema = 0 }), events.ErrUnknownEvent},
+		{"bad stream", edit(last, func(e *events.Event) { e.Stream = "01TASKA" }), events.ErrInvalidEvent},
+		{"stream without task", edit(last, func(e *events.Event) { e.Stream = "/root" }), events.ErrInvalidEvent},
+		{"stream version gap", edit(last, func(e *events.Event) { e.StreamVersion += 1 }), events.ErrInvalidEvent},
+		{"stream version repeated", edit(last, func(e *events.Event) { e.StreamVersion -= 1 }), events.ErrInvalidEvent},
+		{"bad recorded_at", edit(last, func(e *events.Event) { e.RecordedAt = "2026-12-02 10:00:00" }), events.ErrInvalidEvent},
+		{"data not an object", edit(last, func(e *events.Event) { e.Data = json.RawMessage(`[1]`) }), events.ErrInvalidEvent},
+		{"data of the wrong shape", edit(last, func(e *events.Event) { e.Data = json.RawMessage(`{"task_id":7}`) }), events.ErrInvalidEvent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := s.Import(ctx, iterate(tc.log))
@@ -660,9 +662,9 @@ func TestImportRefusesBadLogs(t *testing.T) {
 		s := openStore(t, nil)
 		boom := errors.New("line 3: broken")
 		i := 0
-		_, err := s.Import(ctx, func() (Event, bool, error) {
+		_, err := s.Import(ctx, func() (events.Event, bool, error) {
 			if i == 2 {
-				return Event{}, false, boom
+				return events.Event{}, false, boom
 			}
 			i++
 			return log[i-1], true, nil
@@ -675,7 +677,7 @@ func TestImportRefusesBadLogs(t *testing.T) {
 		}
 	})
 	t.Run("applier error", func(t *testing.T) {
-		s := openStore(t, func(ctx context.Context, db DBTX, ev Event) error {
+		s := openStore(t, func(ctx context.Context, db DBTX, ev events.Event) error {
 			if ev.Position == int64(len(log)) {
 				return errors.New("applier failed")
 			}
@@ -711,7 +713,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 func TestOpenOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	noop := func(context.Context, DBTX, Event) error { return nil }
+	noop := func(context.Context, DBTX, events.Event) error { return nil }
 	if _, err := Open(ctx, filepath.Join(dir, "a.db"), Options{}); err == nil {
 		t.Error("Open without an applier succeeded")
 	}

@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/memoryd/memoryd/internal/events/eventsdb"
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
 // DBTX is what queries run on: a connection pool or a transaction whose

@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // openFile opens the store at path with an applier that does nothing.
 func openFile(tb testing.TB, path string, opts Options) *Store {
 	tb.Helper()
-	opts.Apply = func(context.Context, DBTX, Event) error { return nil }
+	opts.Apply = func(context.Context, DBTX, events.Event) error { return nil }
 	s, err := Open(context.Background(), path, opts)
 	if err != nil {
 		tb.Fatalf("open %q: %v", path, err)
@@ -71,7 +73,7 @@ func TestOpenAnyFileName(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := openFile(t, path, Options{})
-			if _, err := appendOne(t, s, "t1/root", 0, TypeNoteAppended, note("t1", "/root", "kept")); err != nil {
+			if _, err := appendOne(t, s, "t1/root", 0, events.TypeNoteAppended, note("t1", "/root", "kept")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {

@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // slowQuery runs long enough (a few hundred ms) to be interrupted.
@@ -22,9 +24,9 @@ const slowQuery = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM 
 func TestReadTxCancelledQueriesLeaveUsableConnections(t *testing.T) {
 	s := concOpen(t)
 	ctx := context.Background()
-	stream := Stream("01TASKREADCONN", "/root")
-	if _, err := appendOne(t, s, stream, 0, TypeNoteAppended,
-		NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: "x", By: "/root"}); err != nil {
+	stream := events.Stream("01TASKREADCONN", "/root")
+	if _, err := appendOne(t, s, stream, 0, events.TypeNoteAppended,
+		events.NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: "x", By: "/root"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -1,37 +1,30 @@
-package events
+package eventlog
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/memoryd/memoryd/internal/strictjson"
+	"github.com/memoryd/memoryd/internal/events"
 )
-
-// ErrInvalidEvent: an imported event breaks a rule of the envelope, of its
-// payload (CheckPayload) or of the projections as they stand before it
-// (Options.ImportCheck).
-var ErrInvalidEvent = errors.New("invalid event")
 
 // Import appends the events that next yields, keeping their ids, positions
 // and stream versions, into a store that holds no events yet, applying each
 // to the projections. It runs in one transaction: on any error nothing is
 // kept. next returns ok=false at the end. Returns the number of events
-// imported, ErrNotEmpty, ErrInvalidEvent or ErrUnknownEvent.
-func (s *Store) Import(ctx context.Context, next func() (ev Event, ok bool, err error)) (int64, error) {
+// imported, ErrNotEmpty, events.ErrInvalidEvent or events.ErrUnknownEvent.
+func (s *Store) Import(ctx context.Context, next func() (ev events.Event, ok bool, err error)) (int64, error) {
 	return s.importEvents(ctx, true, next, nil)
 }
 
 // Continue is Import into a store that may already hold events: the
 // first event must continue its log (the next position, the next version
 // of its stream). Replays use it to commit a log in several steps.
-func (s *Store) Continue(ctx context.Context, next func() (ev Event, ok bool, err error)) (int64, error) {
+func (s *Store) Continue(ctx context.Context, next func() (ev events.Event, ok bool, err error)) (int64, error) {
 	return s.importEvents(ctx, false, next, nil)
 }
 
@@ -43,11 +36,11 @@ func (s *Store) Continue(ctx context.Context, next func() (ev Event, ok bool, er
 // projections were built from. What no store could have applied stops it
 // as it stops Import: a position or stream version out of sequence, an
 // unknown type or schema, data that does not decode.
-func (s *Store) ImportReporting(ctx context.Context, next func() (ev Event, ok bool, err error), broken func(*RuleError)) (int64, error) {
+func (s *Store) ImportReporting(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
 	return s.importEvents(ctx, true, next, broken)
 }
 
-func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event, bool, error), broken func(*RuleError)) (int64, error) {
+func (s *Store) importEvents(ctx context.Context, empty bool, next func() (events.Event, bool, error), broken func(*events.RuleError)) (int64, error) {
 	var n int64
 	err := s.Update(ctx, "", func(tx *Tx) error {
 		last, err := tx.q.LastPosition(ctx)
@@ -71,15 +64,13 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 				return err
 			}
 			if err := tx.checkRules(ctx, &ev); err != nil {
-				var re *RuleError
+				var re *events.RuleError
 				if broken == nil || !errors.As(err, &re) {
 					return err
 				}
 				broken(re)
-				if ev.payload == nil {
-					if ev.payload, err = Decode(ev); err != nil {
-						return err
-					}
+				if ev, err = events.WithPayload(ev); err != nil {
+					return err
 				}
 			}
 			if err := tx.insert(ctx, ev); err != nil {
@@ -95,22 +86,22 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (Event
 }
 
 func invalidEvent(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", events.ErrInvalidEvent, fmt.Sprintf(format, args...))
 }
 
 // checkSequence checks that ev can be the next event of the log: its
 // position and its stream version follow, and its type and schema are
 // known.
-func (t *Tx) checkSequence(ctx context.Context, ev Event) error {
+func (t *Tx) checkSequence(ctx context.Context, ev events.Event) error {
 	if ev.Position != t.last+1 {
 		return invalidEvent("position %d, expected %d (positions are gapless from 1)", ev.Position, t.last+1)
 	}
-	entry, ok := catalogEntry(ev.Type)
+	entry, ok := events.Lookup(ev.Type)
 	if !ok {
-		return fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
+		return fmt.Errorf("%w: unknown event type %q", events.ErrUnknownEvent, ev.Type)
 	}
 	if ev.Schema < 1 || ev.Schema > entry.Schema {
-		return fmt.Errorf("%w: event type %q has schema %d, this build knows up to %d", ErrUnknownEvent, ev.Type, ev.Schema, entry.Schema)
+		return fmt.Errorf("%w: event type %q has schema %d, this build knows up to %d", events.ErrUnknownEvent, ev.Type, ev.Schema, entry.Schema)
 	}
 	v, err := t.StreamVersion(ctx, ev.Stream)
 	if err != nil {
@@ -122,51 +113,30 @@ func (t *Tx) checkSequence(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// checkRules checks ev's envelope, its payload (CheckPayload, unless a log
-// reader has: Decoded) and, through Options.ImportCheck, the projections
-// it names as they stand before it. It leaves the checked payload in ev
+// checkRules checks ev's envelope, its payload (events.CheckPayload, unless
+// a log reader has: events.Decoded) and, through Options.ImportCheck, the
+// projections it names as they stand before it. It leaves the checked payload in ev
 // for the projections to reuse.
-func (t *Tx) checkRules(ctx context.Context, ev *Event) error {
+func (t *Tx) checkRules(ctx context.Context, ev *events.Event) error {
 	if _, err := ulid.ParseStrict(ev.ID); err != nil {
-		return Broken(*ev, "id %q is not a ULID", ev.ID)
+		return events.Broken(*ev, "id %q is not a ULID", ev.ID)
 	}
-	if ev.Stream == "" || StreamTask(ev.Stream) == "" || StreamTask(ev.Stream) == ev.Stream {
-		return Broken(*ev, "stream %q is not <task_id><agent>", ev.Stream)
+	if ev.Stream == "" || events.StreamTask(ev.Stream) == "" || events.StreamTask(ev.Stream) == ev.Stream {
+		return events.Broken(*ev, "stream %q is not <task_id><agent>", ev.Stream)
 	}
-	if _, err := time.Parse(TimeFormat, ev.RecordedAt); err != nil {
-		return Broken(*ev, "recorded_at %q is not %s", ev.RecordedAt, TimeFormat)
+	if _, err := time.Parse(events.TimeFormat, ev.RecordedAt); err != nil {
+		return events.Broken(*ev, "recorded_at %q is not %s", ev.RecordedAt, events.TimeFormat)
 	}
 	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
-		return Broken(*ev, "its data is not a JSON object")
+		return events.Broken(*ev, "its data is not a JSON object")
 	}
-	if ev.refused != nil {
-		return ev.refused
+	checked, err := events.Check(*ev)
+	if err != nil {
+		return err
 	}
-	if ev.payload == nil {
-		payload, err := CheckPayload(*ev)
-		if err != nil {
-			return err
-		}
-		ev.payload = payload
-	}
+	*ev = checked
 	if t.s.importCheck != nil {
 		return t.s.importCheck(ctx, t.db, *ev)
 	}
 	return nil
-}
-
-// DecodeEnvelope decodes one line of an exported log: an event in the
-// envelope of the contract, checked as strictly as a request body (see
-// package strictjson; its data may nest one level deeper, being inside
-// the envelope). Its payload is checked by the import.
-func DecodeEnvelope(line []byte) (Event, error) {
-	var ev Event
-	if err := strictjson.Check(line, reflect.TypeOf(ev), strictjson.MaxDepth+1); err != nil {
-		return Event{}, fmt.Errorf("%w: %s", ErrInvalidEvent, describe(err, "the event"))
-	}
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return Event{}, fmt.Errorf("%w: not an event envelope: %s", ErrInvalidEvent, typeMismatch(err))
-	}
-	ev.Data = bytes.Clone(ev.Data)
-	return ev, nil
 }

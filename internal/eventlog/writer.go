@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/memoryd/memoryd/internal/events/eventsdb"
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
 // maxBatch bounds how many write requests one transaction commits.

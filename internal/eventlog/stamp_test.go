@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestCommitStampMovesWithEveryCommit: the stamp stays while nothing is
@@ -22,7 +24,7 @@ func TestCommitStampMovesWithEveryCommit(t *testing.T) {
 		}
 		return st
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		t.Fatal(err)
 	}
 	first := stamp("after an append")
@@ -30,7 +32,7 @@ func TestCommitStampMovesWithEveryCommit(t *testing.T) {
 	if got := stamp("after a read"); got != first {
 		t.Fatal("a read moved the stamp")
 	}
-	if _, err := appendOne(t, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "b")); err != nil {
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "b")); err != nil {
 		t.Fatal(err)
 	}
 	second := stamp("after a second append")
@@ -171,7 +173,7 @@ func TestWALIndexClosesOnlyARemovedFile(t *testing.T) {
 // each of its two stamps (an fstat and a pread).
 func BenchmarkCommitStamp(b *testing.B) {
 	s := openStore(b, nil)
-	if _, err := appendOne(b, s, "t1/root", AnyVersion, TypeNoteAppended, note("t1", "/root", "a")); err != nil {
+	if _, err := appendOne(b, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "a")); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {

@@ -1,10 +1,12 @@
-package events
+package eventlog
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestImportReportingAppliesBrokenEvents: verify's rebuild imports a log
@@ -14,13 +16,13 @@ import (
 func TestImportReportingAppliesBrokenEvents(t *testing.T) {
 	ctx := context.Background()
 	log := buildLog(append(rulesLog[:len(rulesLog):len(rulesLog)],
-		logItem{rootStream, TypeNoteAppended, noteData("/root", "../up.md", "x")},
-		logItem{rootStream, TypeNoteAppended, `{"text":"a","task_id":"01TASKA","agent":"/root","path":"a.md","text":"b","by":"/root","colour":1}`},
-		logItem{rootStream, TypeNoteAppended, noteData("/root", "a.md", "c")},
+		logItem{rootStream, events.TypeNoteAppended, noteData("/root", "../up.md", "x")},
+		logItem{rootStream, events.TypeNoteAppended, `{"text":"a","task_id":"01TASKA","agent":"/root","path":"a.md","text":"b","by":"/root","colour":1}`},
+		logItem{rootStream, events.TypeNoteAppended, noteData("/root", "a.md", "c")},
 	)...)
 	s := openStore(t, recordingApply)
-	var broken []*RuleError
-	n, err := s.ImportReporting(ctx, iterate(log), func(re *RuleError) { broken = append(broken, re) })
+	var broken []*events.RuleError
+	n, err := s.ImportReporting(ctx, iterate(log), func(re *events.RuleError) { broken = append(broken, re) })
 	if err != nil || n != int64(len(log)) || appliedCount(t, s) != n {
 		t.Fatalf("ImportReporting: %d events (%d applied), %v; want all %d", n, appliedCount(t, s), err, len(log))
 	}
@@ -31,17 +33,7 @@ func TestImportReportingAppliesBrokenEvents(t *testing.T) {
 	// A gap stops it, with nothing kept.
 	gap := append(log[:3:3], log[4:]...)
 	s = openStore(t, recordingApply)
-	if _, err := s.ImportReporting(ctx, iterate(gap), func(*RuleError) {}); !errors.Is(err, ErrInvalidEvent) || lastPosition(t, s) != 0 {
+	if _, err := s.ImportReporting(ctx, iterate(gap), func(*events.RuleError) {}); !errors.Is(err, events.ErrInvalidEvent) || lastPosition(t, s) != 0 {
 		t.Errorf("ImportReporting of a log with a gap: %v, %d events kept", err, lastPosition(t, s))
-	}
-}
-
-// TestCatalogEntriesHaveRules: every payload of the catalog says whose
-// stream it belongs in and what its fields must be (CheckPayload).
-func TestCatalogEntriesHaveRules(t *testing.T) {
-	for _, e := range Catalog {
-		if _, ok := e.New().(ruled); !ok {
-			t.Errorf("%s: its payload has no owner and rules methods", e.Type)
-		}
 	}
 }

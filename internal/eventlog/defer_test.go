@@ -1,4 +1,4 @@
-package events
+package eventlog
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestImportDefersProjectionsOnlyWithFlush: an import lets the applier
@@ -18,7 +20,7 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 	ctx := context.Background()
 	log := exportLog(t)
 	var seen []string // "apply deferring", "apply eager", "flush"
-	apply := func(_ context.Context, db DBTX, _ Event) error {
+	apply := func(_ context.Context, db DBTX, _ events.Event) error {
 		if TxDeferring(db) {
 			seen = append(seen, "apply deferring")
 		} else {
@@ -58,19 +60,19 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("import", "apply deferring", len(log), true)
-	if _, err := appendOne(t, s, log[0].Stream, AnyVersion, TypeNoteAppended, note("01TASKA", "/root", "live")); err != nil {
+	if _, err := appendOne(t, s, log[0].Stream, AnyVersion, events.TypeNoteAppended, note("01TASKA", "/root", "live")); err != nil {
 		t.Fatal(err)
 	}
 	want("append after the import", "apply eager", 1, false)
 	err := s.Update(ctx, "", func(tx *Tx) error {
 		tx.DeferProjections()
-		if _, err := tx.Append(ctx, log[0].Stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "deferred")}); err != nil {
+		if _, err := tx.Append(ctx, log[0].Stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "deferred")}); err != nil {
 			return err
 		}
 		if err := tx.FlushProjections(ctx); err != nil {
 			return err
 		}
-		_, err := tx.Append(ctx, log[0].Stream, AnyVersion, Pending{Type: TypeNoteAppended, Data: note("01TASKA", "/root", "after the flush")})
+		_, err := tx.Append(ctx, log[0].Stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "after the flush")})
 		return err
 	})
 	if err != nil {
@@ -81,10 +83,10 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 	}
 	seen = nil
 
-	bad := append([]Event(nil), log...)
+	bad := append([]events.Event(nil), log...)
 	bad[len(bad)-1].ID = "not-a-ulid"
 	s = open(flush)
-	if _, err := s.Import(ctx, iterate(bad)); !errors.Is(err, ErrInvalidEvent) {
+	if _, err := s.Import(ctx, iterate(bad)); !errors.Is(err, events.ErrInvalidEvent) {
 		t.Fatalf("import of a bad log: %v, want ErrInvalidEvent", err)
 	}
 	want("failed import", "apply deferring", len(log)-1, false)
