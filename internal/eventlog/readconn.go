@@ -16,9 +16,8 @@ import (
 // database/sql's BeginTx costs more than a short read: the driver parses
 // BEGIN and ROLLBACK anew for every transaction, database/sql starts a
 // goroutine to watch the context and rebinds every statement to the
-// transaction's connection under the pool's lock. A note read spent 19 µs
-// of its ~200 µs of CPU there (a profile of the server under the bench's
-// read8 row).
+// transaction's connection under the pool's lock (docs/performance.md
+// has the profile).
 type readConns struct {
 	db    *sql.DB
 	idle  chan *keptConn // capacity max: put never waits

@@ -73,8 +73,7 @@ type Options struct {
 	// 4×GOMAXPROCS, min 8; readConns, and two more for the reader pool's
 	// own queries): a read holds its connection for the whole tool call, Go work
 	// included, so concurrent calls outnumber the cores; fewer made 8
-	// concurrent reads wait for a connection (11% fewer reads/s with 4 on
-	// 2 cores, docs/performance.md).
+	// concurrent reads wait for a connection (docs/performance.md).
 	Readers int
 	// WriterPragmas are extra pragmas for the writer connection, e.g.
 	// "max_page_count(100)" to bound the database size.

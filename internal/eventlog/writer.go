@@ -77,9 +77,8 @@ func (s *Store) writeLoop() {
 // pool with its statements prepared on it once (BEGIN IMMEDIATE, COMMIT,
 // ROLLBACK and the savepoints among them), and begins a transaction on
 // it. database/sql's BeginTx parsed BEGIN anew for every batch, and each
-// of the pool's statements was bound to the transaction again: a batch
-// of one append took 216 µs of the writer's CPU, 185 µs on the kept
-// connection (profiles of BenchmarkNoteAppend/off). A connection that
+// of the pool's statements was bound to the transaction again, which cost
+// the writer CPU on every batch (docs/performance.md). A connection that
 // cannot begin because it is broken is replaced once.
 func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 	var err error
