@@ -82,6 +82,19 @@ func Lookup(typ string) (CatalogEntry, bool) {
 	return CatalogEntry{}, false
 }
 
+// entryOf returns the catalog entry of ev's type, if this build knows the
+// type and ev's schema.
+func entryOf(ev Event) (CatalogEntry, error) {
+	e, ok := Lookup(ev.Type)
+	if !ok {
+		return CatalogEntry{}, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
+	}
+	if ev.Schema > e.Schema || ev.Schema < 1 {
+		return CatalogEntry{}, fmt.Errorf("%w: event type %q has schema %d, this build knows schema %d", ErrUnknownEvent, ev.Type, ev.Schema, e.Schema)
+	}
+	return e, nil
+}
+
 // Decoded returns ev with its payload checked (CheckPayload) and kept, so
 // that Decode returns it rather than decoding it again: a log reader
 // checks ahead of the writer, which then only checks what needs the
@@ -99,12 +112,9 @@ func Decode(ev Event) (any, error) {
 	if ev.payload != nil {
 		return ev.payload, nil
 	}
-	e, ok := Lookup(ev.Type)
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
-	}
-	if ev.Schema > e.Schema || ev.Schema < 1 {
-		return nil, fmt.Errorf("%w: event type %q has schema %d, this build knows schema %d", ErrUnknownEvent, ev.Type, ev.Schema, e.Schema)
+	e, err := entryOf(ev)
+	if err != nil {
+		return nil, err
 	}
 	v := e.New()
 	if err := json.Unmarshal(ev.Data, v); err != nil {

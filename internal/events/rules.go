@@ -29,12 +29,9 @@ const maxEntryIDBytes = 256
 // Import and Continue check every event with it; what the commands record
 // always passes.
 func CheckPayload(ev Event) (any, error) {
-	e, ok := Lookup(ev.Type)
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown event type %q", ErrUnknownEvent, ev.Type)
-	}
-	if ev.Schema > e.Schema || ev.Schema < 1 {
-		return nil, fmt.Errorf("%w: event type %q has schema %d, this build knows schema %d", ErrUnknownEvent, ev.Type, ev.Schema, e.Schema)
+	e, err := entryOf(ev)
+	if err != nil {
+		return nil, err
 	}
 	v := e.New()
 	if err := strictjson.Check(ev.Data, reflect.TypeOf(v), strictjson.MaxDepth); err != nil {

@@ -350,70 +350,66 @@ func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syn
 // if an entry the check saw unstored is stored now.
 func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
 	var res SyncResult
-	err := func() error {
-		r := projections.NewReader(tx.DB())
-		c, err := identify(ctx, r, req.Context)
-		if err != nil {
-			return err
-		}
-		task, agent := c.taskID, c.agent.Agent
-		revision, current, err := r.Branch(ctx, task, agent)
-		if err != nil {
-			return err
-		}
-		if err := checkRevision(req.ExpectedRevision, revision); err != nil {
-			return err
-		}
-		stored, err := r.StoredEntries(ctx, task, agent, p.ids)
-		if err != nil {
-			return err
-		}
-		var pending []events.Pending
-		for _, e := range p.entries {
-			switch {
-			case stored[e.id] && p.stored[e.id]:
-				res.Unchanged++
-			case stored[e.id]:
-				return errStoredMeanwhile
-			default:
-				if rendered, ok := p.rendered[e.id]; ok {
-					r.WillRecordEntry(task, agent, e.id, rendered)
-				}
-				pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
-					Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
-				res.Stored++
-			}
-		}
-		res.Revision = revision
-		if p.branch != nil {
-			// checkStored found every id of the branch stored or sent now,
-			// and entries stay stored: only the shared prefix may have
-			// changed since (another sync of this agent).
-			keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
-			if err != nil {
-				return err
-			}
-			if int64(keep) != current || keep != len(p.branch) {
-				res.Revision = revision + 1
-				pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
-					TaskID: task, Agent: agent, Revision: res.Revision, Keep: int64(keep),
-					Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}})
-			}
-		}
-		if len(pending) > 0 {
-			stream := events.Stream(task, agent)
-			version, err := tx.StreamVersion(ctx, stream)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Append(ctx, stream, version, pending...); err != nil {
-				return err
-			}
-		}
-		res.WindowID, err = r.LastWindow(ctx, task, agent)
-		return err
-	}()
+	r := projections.NewReader(tx.DB())
+	c, err := identify(ctx, r, req.Context)
 	if err != nil {
+		return SyncResult{}, err
+	}
+	task, agent := c.taskID, c.agent.Agent
+	revision, current, err := r.Branch(ctx, task, agent)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if err := checkRevision(req.ExpectedRevision, revision); err != nil {
+		return SyncResult{}, err
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, p.ids)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	var pending []events.Pending
+	for _, e := range p.entries {
+		switch {
+		case stored[e.id] && p.stored[e.id]:
+			res.Unchanged++
+		case stored[e.id]:
+			return SyncResult{}, errStoredMeanwhile
+		default:
+			if rendered, ok := p.rendered[e.id]; ok {
+				r.WillRecordEntry(task, agent, e.id, rendered)
+			}
+			pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
+				Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
+			res.Stored++
+		}
+	}
+	res.Revision = revision
+	if p.branch != nil {
+		// checkStored found every id of the branch stored or sent now,
+		// and entries stay stored: only the shared prefix may have
+		// changed since (another sync of this agent).
+		keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if int64(keep) != current || keep != len(p.branch) {
+			res.Revision = revision + 1
+			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+				TaskID: task, Agent: agent, Revision: res.Revision, Keep: int64(keep),
+				Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}})
+		}
+	}
+	if len(pending) > 0 {
+		stream := events.Stream(task, agent)
+		version, err := tx.StreamVersion(ctx, stream)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if _, err := tx.Append(ctx, stream, version, pending...); err != nil {
+			return SyncResult{}, err
+		}
+	}
+	if res.WindowID, err = r.LastWindow(ctx, task, agent); err != nil {
 		return SyncResult{}, err
 	}
 	return res, nil
