@@ -13,8 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 // defaultDBPath returns $XDG_DATA_HOME/memoryd/memory.db, else
@@ -50,29 +49,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openStore opens (creating with a 0700 folder, the file 0600) the
-// database at path. A rebuild of the projections that a migration asks
-// for, and a database that other users can read, are reported on stderr.
-func openStore(ctx context.Context, path, synchronous string, stderr io.Writer) (*eventlog.Store, error) {
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	warnf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) }
-	return openStoreLogging(ctx, path, synchronous, logf, warnf)
+// openService opens (creating with a 0700 folder, the file 0600) the
+// database at path (memory.Open: the Service owns it, Close closes it). A
+// rebuild of the projections that a migration asks for, and a database
+// that other users can read, are reported on stderr.
+func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
+	return memory.Open(ctx, path, memory.OpenOptions{
+		Synchronous: synchronous,
+		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
+		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
+	})
 }
 
-// openStoreLogging is openStore reporting through logf and warnf.
-func openStoreLogging(ctx context.Context, path, synchronous string, logf, warnf func(string, ...any)) (*eventlog.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create the database folder: %w", err)
-	}
-	return projections.Open(ctx, path, eventlog.Options{Synchronous: synchronous, Warnf: warnf}, logf)
-}
-
-// openExisting opens a database that must already exist.
-func openExisting(ctx context.Context, path string, stderr io.Writer) (*eventlog.Store, error) {
+// openExistingService opens a database that must already exist.
+func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	return openStore(ctx, path, "", stderr)
+	return openService(ctx, path, "", stderr)
 }
 
 // loadToken returns MEMORYD_TOKEN, else the token file beside the database,

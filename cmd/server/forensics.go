@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/api"
-	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -114,7 +113,6 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeLog()
-	var store *eventlog.Store
 	if *out != "" {
 		fresh := newDatabase(*out)
 		defer func() {
@@ -122,18 +120,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				fresh.remove() // after the store's Close, deferred below
 			}
 		}()
-		logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-		if store, err = forensics.OpenLogging(ctx, *out, logf); err != nil {
-			return err
-		}
-		defer store.Close()
-	} else {
-		var cleanup func()
-		if store, cleanup, err = forensics.Scratch(ctx); err != nil {
-			return err
-		}
-		defer cleanup()
 	}
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
+	store, closeStore, err := forensics.Target(ctx, *out, logf)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	report, done := progress(stderr, "replay", -1)
 	check, err := forensics.Replay(ctx, store, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
 	done()
@@ -175,7 +168,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 	if *db == "" || fs.NArg() > 0 {
 		return &usageError{"usage: server verify --db F"}
 	}
-	live, err := openExisting(ctx, *db, stderr)
+	live, err := openExistingService(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
@@ -185,7 +178,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cleanup()
-	diffs, violations, err := forensics.Verify(ctx, live, scratch, 5)
+	diffs, violations, err := forensics.Verify(ctx, live.Store(), scratch, 5)
 	if err != nil {
 		return err
 	}
@@ -239,13 +232,13 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer cleanup()
 	if *db != "" {
-		src, err := openExisting(ctx, *db, stderr)
+		src, err := openExistingService(ctx, *db, stderr)
 		if err != nil {
 			return err
 		}
 		// A database's log is read as verify reads it: an event an import
 		// would refuse is applied as the database applied it, and named.
-		_, err = scratch.ImportReporting(ctx, forensics.StoreEvents(ctx, src, *until), func(re *events.RuleError) {
+		_, err = scratch.ImportReporting(ctx, forensics.StoreEvents(ctx, src.Store(), *until), func(re *events.RuleError) {
 			fmt.Fprintf(stderr, "memoryd: warning: %v\n", re)
 		})
 		src.Close()
@@ -306,18 +299,18 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 			fresh.remove() // after the store's Close, deferred below
 		}
 	}()
-	store, err := openStore(ctx, *db, "", stderr)
+	svc, err := openService(ctx, *db, "", stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer svc.Close()
 	report, done := progress(stderr, "import-session", int64(len(sess.Entries)))
-	res, err := forensics.ImportSession(ctx, memory.New(store), path, sess, report)
+	res, err := forensics.ImportSession(ctx, svc, path, sess, report)
 	done()
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := store.Close(); err != nil {
+	if err := svc.Close(); err != nil {
 		return err
 	}
 	return writeJSON(stdout, res)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
@@ -24,20 +22,14 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if *db == "" || fs.NArg() > 0 {
 		return &usageError{"usage: server export --db F [--task T] [--until P]"}
 	}
-	store, err := openExisting(ctx, *db, stderr)
+	svc, err := openExistingService(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer svc.Close()
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	report, done := progress(stderr, "export", -1)
-	var n int64
-	err = store.Each(ctx, eventlog.Filter{TaskID: *task, Until: *until, Limit: 1000}, func(ev events.Event) error {
-		if n++; report != nil && n%1024 == 0 {
-			report(n)
-		}
-		return events.WriteJSONLines(w, []events.Event{ev})
-	})
+	err = forensics.Export(ctx, svc, *task, *until, w, report)
 	done()
 	if err != nil {
 		return err
@@ -68,13 +60,13 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 			fresh.remove() // after the store's Close, deferred below
 		}
 	}()
-	store, err := openStore(ctx, *db, "", stderr)
+	svc, err := openService(ctx, *db, "", stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer svc.Close()
 	report, done := progress(stderr, "import", -1)
-	n, err := store.Import(ctx, forensics.Counted(lr.Next, report))
+	n, err := forensics.Import(ctx, svc, forensics.Counted(lr.Next, report))
 	done()
 	if err != nil {
 		if lr.Line() == 0 { // refused before any line was read: a non-empty database
@@ -83,5 +75,5 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return lr.AtLine(err)
 	}
 	fmt.Fprintf(stdout, "imported %d events\n", n)
-	return store.Close()
+	return svc.Close()
 }

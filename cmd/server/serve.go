@@ -73,16 +73,22 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	defer ln.Close()
-	store, err := openStoreLogging(ctx, dbPath, *syncMode,
-		func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
-		func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) })
+	svc, err := memory.Open(ctx, dbPath, memory.OpenOptions{
+		Synchronous: *syncMode,
+		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
+		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		AuditCalls:  *audit,
+		Logger:      log,
+	})
 	if err != nil {
 		return err
 	}
 	leaveStoreOpen := false // set when a handler outlived the shutdown and may still use the store
 	defer func() {
-		if !leaveStoreOpen {
-			store.Close()
+		if leaveStoreOpen {
+			svc.StopAudit()
+		} else {
+			svc.Close()
 		}
 	}()
 	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
@@ -91,8 +97,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if !loopback {
 		log.Warn("listening on a non-loopback address: the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
 	}
-	svc := memory.NewWithOptions(store, memory.Options{AuditCalls: *audit, Logger: log})
-	defer svc.Close()
 	srv := &http.Server{
 		Handler: api.NewServer(api.Config{
 			Service: svc, Logger: log, Token: token, MaxBody: *maxBody, CheckHost: loopback,
@@ -129,8 +133,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
-	svc.Close() // flushes the read audit of the calls answered
-	return store.Close()
+	return svc.Close() // flushes the read audit of the calls answered, then closes the store
 }
 
 // Garbage collection while serving, unless GOGC or GOMEMLIMIT say

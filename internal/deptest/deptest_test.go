@@ -95,14 +95,7 @@ var rules = []rule{
 // exceptions are the imports that break a rule today, each as
 // "package imports path" (module-relative). The list is exact: the test
 // fails for an exception the code no longer needs, so that it is removed.
-var exceptions = map[string]string{
-	// TODO(issue 18): cmd/server opens stores itself (openStore,
-	// openExisting, the forensics verbs) and reads the log (export) with
-	// eventlog.Filter; it needs a memory- or forensics-level open and read.
-	"cmd/server imports internal/eventlog": "the verbs open and read the store directly",
-	// TODO(issue 18): cmd/server opens with projections.Open and rebuilds.
-	"cmd/server imports internal/projections": "the verbs open through projections.Open (the applier) and rebuild",
-}
+var exceptions = map[string]string{}
 
 // pkg is what go list says of one of the module's packages.
 type pkg struct {

@@ -283,6 +283,39 @@ func Scratch(ctx context.Context) (store *eventlog.Store, cleanup func(), err er
 	return store, func() { store.Close(); os.RemoveAll(dir) }, nil
 }
 
+// Target opens the database a replay writes: path (OpenLogging, logf its
+// report) or, when path is "", a scratch one (Scratch). done closes it and
+// removes a scratch one.
+func Target(ctx context.Context, path string, logf func(format string, args ...any)) (store *eventlog.Store, done func(), err error) {
+	if path == "" {
+		return Scratch(ctx)
+	}
+	if store, err = OpenLogging(ctx, path, logf); err != nil {
+		return nil, nil, err
+	}
+	return store, func() { store.Close() }, nil
+}
+
+// Import appends the log that next yields into svc's store, which must
+// hold no events, ids and positions kept, all or nothing. It returns the
+// number of events imported.
+func Import(ctx context.Context, svc *memory.Service, next Next) (int64, error) {
+	return svc.Store().Import(ctx, next)
+}
+
+// Export writes the events of svc's store (of one task's streams, taskID,
+// or of all; up to until, 0 for all) to w as JSON lines. progress (if not
+// nil) is called with the count of events written every 1024 events.
+func Export(ctx context.Context, svc *memory.Service, taskID string, until int64, w io.Writer, progress func(int64)) error {
+	var n int64
+	return svc.Store().Each(ctx, eventlog.Filter{TaskID: taskID, Until: until, Limit: 1000}, func(ev events.Event) error {
+		if n++; progress != nil && n%1024 == 0 {
+			progress(n)
+		}
+		return events.WriteJSONLines(w, []events.Event{ev})
+	})
+}
+
 // Summary describes a replayed log and fingerprints its projections.
 type Summary struct {
 	Events       int64                     `json:"events"`

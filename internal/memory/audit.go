@@ -41,8 +41,21 @@ func NewWithOptions(store *eventlog.Store, opts Options) *Service {
 	return s
 }
 
-// Close flushes and stops the read audit. The store stays open.
-func (s *Service) Close() {
+// Close flushes and stops the read audit, then closes the store when the
+// Service opened it (Open); a store given to New or NewWithOptions stays
+// open. It returns the store's Close error.
+func (s *Service) Close() error {
+	s.StopAudit()
+	if s.owned {
+		return s.store.Close()
+	}
+	return nil
+}
+
+// StopAudit flushes and stops the read audit and leaves the store open:
+// for a shutdown that must not close the store under a handler still
+// running.
+func (s *Service) StopAudit() {
 	if s.audit != nil {
 		s.audit.close()
 	}

@@ -19,7 +19,7 @@ func mustOpenAuditedService(tb testing.TB) (s *Service, flush func()) {
 	tb.Helper()
 	s = mustOpenService(tb)
 	s = NewWithOptions(s.store, Options{AuditCalls: true})
-	tb.Cleanup(s.Close)
+	tb.Cleanup(func() { s.Close() })
 	return s, func() {
 		s.audit.close()
 		s.audit = newAuditor(s.store, s.audit.log)

@@ -25,6 +25,7 @@ import (
 // Service runs memoryd's commands and tools over an event store.
 type Service struct {
 	store *eventlog.Store
+	owned bool     // Close closes store (Open opened it)
 	audit *auditor // nil: the read audit is off
 	// filters finds the history chunks a search must read (its
 	// candidates), from memory.
@@ -49,7 +50,8 @@ func (s *Service) NoteCacheStats() (hits, misses uint64) {
 	return s.notes.Stats()
 }
 
-// Store returns the service's event store.
+// Store returns the service's event store (a Service from Open still
+// owns it: Close closes it).
 func (s *Service) Store() *eventlog.Store { return s.store }
 
 // LastPosition returns the position of the newest event of the log (0
