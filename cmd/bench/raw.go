@@ -20,8 +20,8 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
-// The raw ceilings: the same work done by SQLite alone, as in the
-// perf-limits write benchmark (§2): one table with three indexes, WAL, one
+// The raw ceilings: the same work done by SQLite alone, the plainest
+// durable event insert: one table with three indexes, WAL, one
 // connection, one prepared INSERT reused through tx.Stmt.
 
 const rawSchema = `
@@ -78,7 +78,7 @@ func removeDB(path string) {
 	}
 }
 
-// rawEventGen makes perf-limits events: 1,000 streams, 10 types, a
+// rawEventGen makes the raw ceilings' events: 1,000 streams, 10 types, a
 // time-ordered ULID and a ~1,000-byte lowercase JSON body.
 type rawEventGen struct {
 	rng      *rand.Rand

@@ -71,7 +71,7 @@ func (b *bench) append16Notes() string {
 	return "memoryd: 16 goroutines, each POSTing `notes_append_to_file` back to back for " + dur + " with a new call_id per request " +
 		"(`{\"path\":\"bench/<client>-<n/1000>.md\",\"text\":\"- appended line <n> of the benchmark\\n\"}`, a new file per 1,000 appends per client), " +
 		"keep-alive connections, every response checked for 200; figure = 200s / wall time. " +
-		"Ceiling: raw SQLite in this process (modernc), the perf-limits §2 loop: table events with UNIQUE(stream_id, stream_seq), INDEX(type), UNIQUE(ulid), " +
+		"Ceiling: raw SQLite in this process (modernc), the raw insert loop: table events with UNIQUE(stream_id, stream_seq), INDEX(type), UNIQUE(ulid), " +
 		"WAL, synchronous=FULL, one connection, busy_timeout=5000, one prepared INSERT through tx.Stmt, ~1,000-byte lowercase JSON bodies, " +
 		"1,000 inserts per transaction for " + dur + " on a fresh file in the scratch folder; rows/s. Ratio = figure / ceiling. " +
 		"Bound (no target, after each pair): the same 16-client loop with the same requests against a bare net/http server in its own process " +

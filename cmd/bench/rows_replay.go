@@ -46,7 +46,7 @@ func (b *bench) replayNotes() string {
 	return fmt.Sprintf("memoryd: wall time of the subprocess `memoryd replay events.jsonl --db replayed-<rep>.db` (exec to exit, its summary and digests included) "+
 		"on a synthetic exported log of %s events (%s; `forensics.WriteSyntheticLog`: one task, 4 agents, note.appended events spread over up to 2,000 notes per agent); "+
 		"its summary must count every event. Ceiling: in this process, read the same file, decode each line with encoding/json into a small struct and "+
-		"insert it into the raw perf-limits table (stream_id=stream, stream_seq=stream_version, type, ulid=id, ts=position, body=data), "+
+		"insert it into the raw events table (stream_id=stream, stream_seq=stream_version, type, ulid=id, ts=position, body=data), "+
 		"1,000 per transaction with synchronous=OFF (as memoryd replays: a replayed database is rebuilt, not acknowledged), timed from opening "+
 		"the fresh database to closing it. The file systems are synced between the two halves, untimed. events/s; ratio = figure / ceiling. "+
 		"After the row the file systems are synced (outside the timing), so that the writeback of the gigabytes it wrote does not take CPU from the next row.",
