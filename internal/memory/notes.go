@@ -415,13 +415,13 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if err := checkCapacity(notesCap(owner.Budget), np, size, a.Text, appendMode); err != nil {
 			return err
 		}
-		typ, data := events.TypeNoteWritten, any(events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
-			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key})
+		note := events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
+			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
+		ev := events.Pending{Type: events.TypeNoteWritten, Data: note}
 		if appendMode {
-			typ, data = events.TypeNoteAppended, events.NoteAppended{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
-				Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
+			ev = events.Pending{Type: events.TypeNoteAppended, Data: events.NoteAppended(note)}
 		}
-		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, events.Pending{Type: typ, Data: data}); err != nil {
+		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, ev); err != nil {
 			return err
 		}
 		if verdict == fence.Admitted {
