@@ -24,19 +24,9 @@ func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 
 // handleSessionAttach handles "POST /v1/sessions/attach".
 func handleSessionAttach(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req memory.AttachRequest
-		if err := decode(r, &req); err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		res, err := svc.Attach(r.Context(), req, requestID(r.Context()))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, res)
-	}
+	return jsonHandler(log, func(r *http.Request, req memory.AttachRequest, id string) (memory.AttachResult, error) {
+		return svc.Attach(r.Context(), req, id)
+	})
 }
 
 // handleToolsList handles "GET /v1/tools".
