@@ -53,7 +53,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 		}
 		var req toolCallRequest
 		if err := decode(r, &req); err != nil {
-			m.toolCalls.WithLabelValues(name, "invalid_argument").Inc()
+			m.toolCalls.WithLabelValues(name, memory.CodeInvalidArgument).Inc()
 			writeError(w, r, log, err)
 			return
 		}
@@ -66,7 +66,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 		}
 		body, err := res.JSON() // already encoded when the read audit fingerprinted it
 		if err != nil {
-			m.toolCalls.WithLabelValues(name, "internal").Inc()
+			m.toolCalls.WithLabelValues(name, memory.CodeInternal).Inc()
 			writeError(w, r, log, err)
 			return
 		}

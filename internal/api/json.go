@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
@@ -25,7 +26,7 @@ func encode(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"error":{"code":"internal","message":"internal error","details":{}}}`+"\n")
+		_, _ = io.WriteString(w, `{"error":{"code":"`+memory.CodeInternal+`","message":"internal error","details":{}}}`+"\n")
 		return
 	}
 	writeJSON(w, status, buf.Bytes())

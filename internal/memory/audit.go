@@ -132,20 +132,21 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	return outcome, hex.EncodeToString(h.Sum(nil))
 }
 
-// ErrorKind names the kind of err in the vocabulary of errors.go.
+// ErrorKind returns the code of err's kind (errors.go): the code the API
+// answers it with and the outcome the audit records.
 func ErrorKind(err error) string {
 	for _, k := range []struct {
 		kind error
 		name string
 	}{
-		{ErrInvalidArgument, "invalid_argument"}, {ErrNotFound, "not_found"}, {ErrForbidden, "forbidden"},
-		{ErrConflict, "conflict"}, {ErrTooLarge, "too_large"}, {ErrFenced, "fenced"}, {ErrUnavailable, "unavailable"},
+		{ErrInvalidArgument, CodeInvalidArgument}, {ErrNotFound, CodeNotFound}, {ErrForbidden, CodeForbidden},
+		{ErrConflict, CodeConflict}, {ErrTooLarge, CodeTooLarge}, {ErrFenced, CodeFenced}, {ErrUnavailable, CodeUnavailable},
 	} {
 		if errors.Is(err, k.kind) {
 			return k.name
 		}
 	}
-	return "internal"
+	return CodeInternal
 }
 
 func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
@@ -153,7 +154,7 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 		return // no agent stream to record it on
 	}
 	outcome, digest := ResultDigest(res, err)
-	if outcome == "internal" || outcome == "unavailable" {
+	if outcome == CodeInternal || outcome == CodeUnavailable {
 		return // not a result of the log's state
 	}
 	rec := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
