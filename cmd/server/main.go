@@ -30,17 +30,20 @@ func exitCode(err error) int {
 	return 1
 }
 
-const usage = `usage: server [serve] [flags]
-       server export --db F [--task T] [--until P]
-       server import --db F FILE
-       server replay FILE [--until P] [--db OUT] [--check-reads]
-       server verify --db F
-       server call (--db F | --log FILE) [--until P] --task T --agent A TOOL 'ARGS-JSON'
-       server import-session --db F SESSION.jsonl
-Run "server VERB -h" for the flags of a verb.`
+// usage is the program's usage text: each verb's line (from its file), then
+// where to find a verb's flags.
+const usage = "usage: " + serveUsage +
+	"\n       " + exportUsage +
+	"\n       " + importUsage +
+	"\n       " + replayUsage +
+	"\n       " + verifyUsage +
+	"\n       " + callUsage +
+	"\n       " + importSessionUsage +
+	"\nRun \"server VERB -h\" for the flags of a verb."
 
 // run is the whole program: it parses args, reads configuration through
-// getenv and writes only to stdout and stderr.
+// getenv and writes only to stdout and stderr. Each verb is in a file of its
+// own (verb_NAME.go) with its flags, its usage line and its run function.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	verb := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {

@@ -26,32 +26,44 @@ type apiError struct {
 	Details map[string]any `json:"details"`
 }
 
+// codeUnauthenticated is the code of a request without the right token, the
+// one code of the HTTP layer's own; every other code is memory's.
+const codeUnauthenticated = "unauthenticated"
+
 // status maps an error to its code and HTTP status: the one place where
-// memoryd's error vocabulary meets HTTP.
+// memoryd's error vocabulary meets HTTP. The HTTP layer's own errors come
+// first; any other error has its memory.ErrorKind code.
 func status(err error) (string, int) {
 	switch {
-	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, errBadRequest):
-		return "invalid_argument", http.StatusBadRequest
+	case errors.Is(err, errBadRequest):
+		return memory.CodeInvalidArgument, http.StatusBadRequest
 	case errors.Is(err, errUnauthenticated):
-		return "unauthenticated", http.StatusUnauthorized
-	case errors.Is(err, memory.ErrForbidden), errors.Is(err, errOriginRefused):
-		return "forbidden", http.StatusForbidden
-	case errors.Is(err, memory.ErrNotFound), errors.Is(err, errNoRoute):
-		return "not_found", http.StatusNotFound
+		return codeUnauthenticated, http.StatusUnauthorized
+	case errors.Is(err, errOriginRefused):
+		return memory.CodeForbidden, http.StatusForbidden
+	case errors.Is(err, errNoRoute):
+		return memory.CodeNotFound, http.StatusNotFound
 	case errors.Is(err, errMethod):
-		return "invalid_argument", http.StatusMethodNotAllowed
-	case errors.Is(err, memory.ErrConflict):
-		return "conflict", http.StatusConflict
-	case errors.Is(err, memory.ErrFenced):
-		return "fenced", http.StatusLocked
-	case errors.Is(err, memory.ErrTooLarge), errors.Is(err, errBodyTooLarge):
-		return "too_large", http.StatusRequestEntityTooLarge
+		return memory.CodeInvalidArgument, http.StatusMethodNotAllowed
+	case errors.Is(err, errBodyTooLarge):
+		return memory.CodeTooLarge, http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
-		return "invalid_argument", http.StatusUnsupportedMediaType
-	case errors.Is(err, memory.ErrUnavailable):
-		return "unavailable", http.StatusServiceUnavailable
+		return memory.CodeInvalidArgument, http.StatusUnsupportedMediaType
 	}
-	return "internal", http.StatusInternalServerError
+	code := memory.ErrorKind(err)
+	return code, statusOfCode[code]
+}
+
+// statusOfCode is the HTTP status of each of memory's codes.
+var statusOfCode = map[string]int{
+	memory.CodeInvalidArgument: http.StatusBadRequest,
+	memory.CodeForbidden:       http.StatusForbidden,
+	memory.CodeNotFound:        http.StatusNotFound,
+	memory.CodeConflict:        http.StatusConflict,
+	memory.CodeFenced:          http.StatusLocked,
+	memory.CodeTooLarge:        http.StatusRequestEntityTooLarge,
+	memory.CodeUnavailable:     http.StatusServiceUnavailable,
+	memory.CodeInternal:        http.StatusInternalServerError,
 }
 
 // codeCanceled is the code logged and counted, never sent, for a request
@@ -76,15 +88,15 @@ func failure(r *http.Request, err error) (code string, answer error) {
 // fixedMessages are the messages of errors that carry no safe message of
 // their own.
 var fixedMessages = map[string]string{
-	"invalid_argument": "the request is invalid",
-	"unauthenticated":  "missing or wrong bearer token",
-	"forbidden":        "forbidden",
-	"not_found":        "not found",
-	"conflict":         "the request conflicts with the current state; reload and retry",
-	"fenced":           "the checkpoint fence blocks this call",
-	"too_large":        "the request is too large",
-	"unavailable":      "storage is unavailable (busy, full or shutting down); nothing was written, retry later",
-	"internal":         "internal error",
+	memory.CodeInvalidArgument: "the request is invalid",
+	codeUnauthenticated:        "missing or wrong bearer token",
+	memory.CodeForbidden:       "forbidden",
+	memory.CodeNotFound:        "not found",
+	memory.CodeConflict:        "the request conflicts with the current state; reload and retry",
+	memory.CodeFenced:          "the checkpoint fence blocks this call",
+	memory.CodeTooLarge:        "the request is too large",
+	memory.CodeUnavailable:     "storage is unavailable (busy, full or shutting down); nothing was written, retry later",
+	memory.CodeInternal:        "internal error",
 }
 
 // writeError writes err as the error envelope and notes its code for the
@@ -126,7 +138,7 @@ func ErrorEnvelope(err error) (int, any) {
 	var me *memory.Error
 	var he *httpError
 	switch {
-	case code == "internal":
+	case code == memory.CodeInternal:
 	case errors.As(err, &me):
 		body.Message = me.Message
 		for k, v := range me.Details {

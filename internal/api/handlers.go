@@ -24,19 +24,9 @@ func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 
 // handleSessionAttach handles "POST /v1/sessions/attach".
 func handleSessionAttach(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req memory.AttachRequest
-		if err := decode(r, &req); err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		res, err := svc.Attach(r.Context(), req, requestID(r.Context()))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, res)
-	}
+	return jsonHandler(log, func(r *http.Request, req memory.AttachRequest, id string) (memory.AttachResult, error) {
+		return svc.Attach(r.Context(), req, id)
+	})
 }
 
 // handleToolsList handles "GET /v1/tools".
@@ -63,7 +53,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 		}
 		var req toolCallRequest
 		if err := decode(r, &req); err != nil {
-			m.toolCalls.WithLabelValues(name, "invalid_argument").Inc()
+			m.toolCalls.WithLabelValues(name, memory.CodeInvalidArgument).Inc()
 			writeError(w, r, log, err)
 			return
 		}
@@ -76,7 +66,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 		}
 		body, err := res.JSON() // already encoded when the read audit fingerprinted it
 		if err != nil {
-			m.toolCalls.WithLabelValues(name, "internal").Inc()
+			m.toolCalls.WithLabelValues(name, memory.CodeInternal).Inc()
 			writeError(w, r, log, err)
 			return
 		}

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
@@ -24,7 +26,7 @@ func encode(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"error":{"code":"internal","message":"internal error","details":{}}}`+"\n")
+		_, _ = io.WriteString(w, `{"error":{"code":"`+memory.CodeInternal+`","message":"internal error","details":{}}}`+"\n")
 		return
 	}
 	writeJSON(w, status, buf.Bytes())
@@ -38,6 +40,25 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// jsonHandler is the shape of a command's handler: it decodes the request
+// body (T) strictly, calls the command with memoryd's request id, and
+// answers with its result (R) or its error.
+func jsonHandler[T any, R any](log *slog.Logger, call func(r *http.Request, req T, reqID string) (R, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req T
+		if err := decode(r, &req); err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := call(r, req, requestID(r.Context()))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, res)
+	}
 }
 
 // maxJSONDepth bounds the nesting of request bodies.

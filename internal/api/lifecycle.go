@@ -8,24 +8,6 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// lifecycleHandler decodes a lifecycle request body of type T and answers
-// with what call returns.
-func lifecycleHandler[T any, R any](log *slog.Logger, call func(r *http.Request, req T, reqID string) (R, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req T
-		if err := decode(r, &req); err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		res, err := call(r, req, requestID(r.Context()))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, res)
-	}
-}
-
 type usageRequest struct {
 	Context       memory.CallContext `json:"context"`
 	TokensUsed    *int64             `json:"tokens_used"`
@@ -81,70 +63,70 @@ type manualRequest struct {
 
 // handleLifecycleUsage handles "POST /v1/lifecycle/usage".
 func handleLifecycleUsage(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q usageRequest, id string) (memory.UsageResult, error) {
+	return jsonHandler(log, func(r *http.Request, q usageRequest, id string) (memory.UsageResult, error) {
 		return svc.ReportUsage(r.Context(), q.Context, q.TokensUsed, q.ContextWindow, id)
 	})
 }
 
 // handleLifecycleDelivered handles "POST /v1/lifecycle/delivered".
 func handleLifecycleDelivered(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q controlRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q controlRequest, id string) (memory.LifecycleResult, error) {
 		return svc.Delivered(r.Context(), q.Context, q.Kind, q.WindowID, q.RequestID, id)
 	})
 }
 
 // handleLifecycleArm handles "POST /v1/lifecycle/arm".
 func handleLifecycleArm(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q controlRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q controlRequest, id string) (memory.LifecycleResult, error) {
 		return svc.Arm(r.Context(), q.Context, q.Kind, q.WindowID, q.RequestID, id)
 	})
 }
 
 // handleLifecycleAdmit handles "POST /v1/lifecycle/admit".
 func handleLifecycleAdmit(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q admitRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q admitRequest, id string) (memory.LifecycleResult, error) {
 		return svc.Admit(r.Context(), q.Context, q.CallID, q.ToolName, q.Arguments, id)
 	})
 }
 
 // handleLifecycleToolResult handles "POST /v1/lifecycle/tool-result".
 func handleLifecycleToolResult(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q toolResultRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q toolResultRequest, id string) (memory.LifecycleResult, error) {
 		return svc.ToolResult(r.Context(), q.Context, q.CallID, q.IsError, id)
 	})
 }
 
 // handleLifecycleUserInput handles "POST /v1/lifecycle/user-input".
 func handleLifecycleUserInput(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q contextOnlyRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q contextOnlyRequest, id string) (memory.LifecycleResult, error) {
 		return svc.UserInput(r.Context(), q.Context, id)
 	})
 }
 
 // handleLifecycleRolloverPrepare handles "POST /v1/lifecycle/rollover/prepare".
 func handleLifecycleRolloverPrepare(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q prepareRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q prepareRequest, id string) (memory.LifecycleResult, error) {
 		return svc.PrepareRollover(r.Context(), q.Context, q.Reason, id)
 	})
 }
 
 // handleLifecycleRolloverCommit handles "POST /v1/lifecycle/rollover/commit".
 func handleLifecycleRolloverCommit(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q commitRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q commitRequest, id string) (memory.LifecycleResult, error) {
 		return svc.CommitRollover(r.Context(), q.Context, q.WindowID, q.CompactionEntryID, id)
 	})
 }
 
 // handleLifecycleRolloverFail handles "POST /v1/lifecycle/rollover/fail".
 func handleLifecycleRolloverFail(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q failRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q failRequest, id string) (memory.LifecycleResult, error) {
 		return svc.FailRollover(r.Context(), q.Context, q.Aborted, q.Error, id)
 	})
 }
 
 // handleLifecycleManual handles "POST /v1/lifecycle/manual".
 func handleLifecycleManual(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
-	return lifecycleHandler(log, func(r *http.Request, q manualRequest, id string) (memory.LifecycleResult, error) {
+	return jsonHandler(log, func(r *http.Request, q manualRequest, id string) (memory.LifecycleResult, error) {
 		return svc.Manual(r.Context(), q.Context, q.Action, q.RequestID, id)
 	})
 }

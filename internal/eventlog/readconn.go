@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"fmt"
 	"sync"
 )
 
@@ -47,9 +46,6 @@ func newReadConns(db *sql.DB, max int) *readConns {
 	return &readConns{db: db, idle: make(chan *keptConn, max), freed: make(chan struct{}, max), gone: make(chan struct{}), max: max}
 }
 
-// errReadersClosed is get's error once the store is closed.
-var errReadersClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
-
 // get returns an idle connection, opens one while fewer than max are
 // open, or waits for one to be put back (or discarded: then it may open
 // one).
@@ -71,7 +67,7 @@ func (p *readConns) tryGet(ctx context.Context) (c *keptConn, retry bool, err er
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, false, errReadersClosed
+		return nil, false, errClosed
 	}
 	if p.opened < p.max {
 		p.opened++

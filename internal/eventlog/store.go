@@ -40,6 +40,10 @@ var (
 	ErrNotEmpty = errors.New("database is not empty")
 )
 
+// errClosed is the error of a write (Update) or a read once the store is
+// closed: its writer and its reader connections refuse alike.
+var errClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
+
 // AnyVersion as an expected version skips the stream version check.
 const AnyVersion int64 = -1
 

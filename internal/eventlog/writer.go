@@ -12,9 +12,6 @@ import (
 // maxBatch bounds how many write requests one transaction commits.
 const maxBatch = 256
 
-// errClosed is returned by Update after Close.
-var errClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
-
 // writeRequest is one Update waiting for the writer.
 type writeRequest struct {
 	ctx       context.Context

@@ -176,16 +176,8 @@ type NoteWritten struct {
 }
 
 // NoteAppended records text appended to a note, creating it if missing.
-// Fields as in NoteWritten.
-type NoteAppended struct {
-	TaskID     string `json:"task_id"`
-	Agent      string `json:"agent"`
-	Path       string `json:"path"`
-	Text       string `json:"text"`
-	By         string `json:"by"`
-	CallID     string `json:"call_id,omitempty"`
-	RequestKey string `json:"request_key,omitempty"`
-}
+// Its fields are NoteWritten's, so one converts to the other.
+type NoteAppended NoteWritten
 
 // HistoryEntryRecorded records one raw Pi session entry, verbatim and
 // immutable, in an agent's history journal. Stream: the agent's.

@@ -18,49 +18,6 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Options configure a Service.
-type Options struct {
-	// AuditCalls records every tool call as an audit.tool_called event,
-	// in batches after the call returns (the read audit).
-	AuditCalls bool
-	// Logger receives audit failures (default: discard).
-	Logger *slog.Logger
-}
-
-// NewWithOptions returns a Service over store with opts. Close it to
-// flush the audit.
-func NewWithOptions(store *eventlog.Store, opts Options) *Service {
-	s := New(store)
-	if opts.AuditCalls {
-		log := opts.Logger
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		s.audit = newAuditor(store, log)
-	}
-	return s
-}
-
-// Close flushes and stops the read audit, then closes the store when the
-// Service opened it (Open); a store given to New or NewWithOptions stays
-// open. It returns the store's Close error.
-func (s *Service) Close() error {
-	s.StopAudit()
-	if s.owned {
-		return s.store.Close()
-	}
-	return nil
-}
-
-// StopAudit flushes and stops the read audit and leaves the store open:
-// for a shutdown that must not close the store under a handler still
-// running.
-func (s *Service) StopAudit() {
-	if s.audit != nil {
-		s.audit.close()
-	}
-}
-
 // Audit batching: a batch commits when it holds auditBatch records or
 // when auditDelay has passed since its first record. At most auditQueue
 // records wait.
@@ -132,20 +89,21 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	return outcome, hex.EncodeToString(h.Sum(nil))
 }
 
-// ErrorKind names the kind of err in the vocabulary of errors.go.
+// ErrorKind returns the code of err's kind (errors.go): the code the API
+// answers it with and the outcome the audit records.
 func ErrorKind(err error) string {
 	for _, k := range []struct {
 		kind error
 		name string
 	}{
-		{ErrInvalidArgument, "invalid_argument"}, {ErrNotFound, "not_found"}, {ErrForbidden, "forbidden"},
-		{ErrConflict, "conflict"}, {ErrTooLarge, "too_large"}, {ErrFenced, "fenced"}, {ErrUnavailable, "unavailable"},
+		{ErrInvalidArgument, CodeInvalidArgument}, {ErrNotFound, CodeNotFound}, {ErrForbidden, CodeForbidden},
+		{ErrConflict, CodeConflict}, {ErrTooLarge, CodeTooLarge}, {ErrFenced, CodeFenced}, {ErrUnavailable, CodeUnavailable},
 	} {
 		if errors.Is(err, k.kind) {
 			return k.name
 		}
 	}
-	return "internal"
+	return CodeInternal
 }
 
 func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
@@ -153,7 +111,7 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 		return // no agent stream to record it on
 	}
 	outcome, digest := ResultDigest(res, err)
-	if outcome == "internal" || outcome == "unavailable" {
+	if outcome == CodeInternal || outcome == CodeUnavailable {
 		return // not a result of the log's state
 	}
 	rec := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,

@@ -143,13 +143,12 @@ func renderBootstrap(in bootstrapInput) string {
 	default:
 		notes := slices.Clone(in.notes)
 		slices.SortStableFunc(notes, func(x, y projections.NoteInfo) int { return int(y.UpdatedPosition - x.UpdatedPosition) })
-		omitted := max(0, len(notes)-bootstrapNotesFiles)
-		notes = notes[:min(len(notes), bootstrapNotesFiles)]
-		lines := make([]string, len(notes))
+		notes, omitted := limitList(notes, bootstrapNotesFiles)
+		lines := make([]notesLine, len(notes))
 		for i, n := range notes {
-			lines[i] = compactJSON(notesLine{Path: address.Full(in.agent, n.Path), Bytes: n.Bytes, UpdatedAt: n.UpdatedAt})
+			lines[i] = notesLine{Path: address.Full(in.agent, n.Path), Bytes: n.Bytes, UpdatedAt: n.UpdatedAt}
 		}
-		_, text := fitLines(lines, bootstrapNotesChars, omitted, "use notes_list_files_by_prefix to see every note file")
+		text, _, _ := fitList(lines, bootstrapNotesChars, omitted, "use notes_list_files_by_prefix to see every note file")
 		b.WriteString(text + "\n")
 	}
 	return b.String()

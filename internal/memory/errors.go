@@ -20,6 +20,19 @@ var (
 	ErrUnavailable     = eventlog.ErrUnavailable
 )
 
+// The codes of the error kinds above, as the API's error envelope and the
+// audit's outcome spell them (ErrorKind); CodeInternal is any other error.
+const (
+	CodeInvalidArgument = "invalid_argument"
+	CodeNotFound        = "not_found"
+	CodeForbidden       = "forbidden"
+	CodeConflict        = "conflict"
+	CodeTooLarge        = "too_large"
+	CodeFenced          = "fenced"
+	CodeUnavailable     = "unavailable"
+	CodeInternal        = "internal"
+)
+
 // Error is a command failure with a message safe to show to a client (and
 // to a model), and optional structured details.
 type Error struct {

@@ -480,15 +480,9 @@ func listWindows(ctx context.Context, r *projections.Reader, c caller, a listWin
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no history windows yet"}),
 			listWindowsDetails{Windows: recs}), nil
 	}
-	limit := limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit)
-	omitted := max(0, len(recs)-limit)
-	recs = recs[:min(len(recs), limit)]
-	lines := make([]string, len(recs))
-	for i := range recs {
-		lines[i] = compactJSON(recs[i])
-	}
-	kept, text := fitLines(lines, listBudget(c.agent.Budget), omitted, "lower limit or use recent_first")
-	return textResult(text, listWindowsDetails{Windows: recs[:kept], NReturned: kept, Omitted: omitted + len(recs) - kept}), nil
+	recs, omitted := limitList(recs, limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit))
+	text, shown, omitted := fitList(recs, listBudget(c.agent.Budget), omitted, "lower limit or use recent_first")
+	return textResult(text, listWindowsDetails{Windows: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 // itemFilter is the common filter of history_list_items and
@@ -642,12 +636,12 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 		}
 		recs, lines = append(recs, rec), append(lines, line)
 		if used += chars(line) + 1; used > budget {
-			break // the rest cannot fit: fitLines counts them as omitted
+			break // the rest cannot fit: they count as omitted
 		}
 	}
 	omitted += len(items) - len(recs)
-	kept, text := fitLines(lines, budget, omitted, historyHint)
-	return textResult(text, listItemsDetails{Results: recs[:kept], NReturned: kept, Omitted: omitted + len(recs) - kept}), nil
+	text, shown, omitted := fitRendered(recs, lines, budget, omitted, historyHint)
+	return textResult(text, listItemsDetails{Results: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 type readItemArgs struct {
@@ -792,11 +786,8 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		}
 		return textResult(note, searchDetails{Results: []searchRecord{}}), nil
 	}
-	limit := limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit)
-	omitted := max(0, len(hits)-limit)
-	hits = hits[:min(len(hits), limit)]
+	hits, omitted := limitList(hits, limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit))
 	recs := make([]searchRecord, len(hits))
-	lines := make([]string, len(hits))
 	for i, it := range hits {
 		text, breaks, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
 		if err != nil {
@@ -805,10 +796,9 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		recs[i] = searchRecord{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName), NChars: it.NChars,
 			Regions: findRegions(text, breaks, a.Query, preview)}
-		lines[i] = compactJSON(recs[i])
 	}
-	kept, text := fitLines(lines, listBudget(c.agent.Budget), omitted, historyHint)
-	return textResult(text, searchDetails{Results: recs[:kept], NReturned: kept, Omitted: omitted + len(recs) - kept}), nil
+	text, shown, omitted := fitList(recs, listBudget(c.agent.Budget), omitted, historyHint)
+	return textResult(text, searchDetails{Results: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 // findRegions returns up to three regions of text around the matches of

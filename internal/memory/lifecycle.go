@@ -154,32 +154,32 @@ func checkKind(kind string, allowed ...string) error {
 // Delivered records a control message queued for the model
 // (POST /v1/lifecycle/delivered).
 func (s *Service) Delivered(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
-	if err := checkKind(kind, fence.KindReminder, fence.KindFallback, fence.KindManualCheckpoint); err != nil {
-		return LifecycleResult{}, err
-	}
-	if windowID == "" {
-		return LifecycleResult{}, invalidf("window_id is required")
-	}
-	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
-		return fence.Deliver(ref(c), st, kind, windowID, requestID)
-	})
-	if err != nil {
-		return LifecycleResult{}, err
-	}
-	return LifecycleResult{State: &sv, Stale: ptr(out.Stale)}, nil
+	return s.controlMessage(ctx, cc, reqID, fence.Deliver, kind, windowID, requestID,
+		fence.KindReminder, fence.KindFallback, fence.KindManualCheckpoint)
 }
 
 // Arm records a fallback or manual checkpoint request entering the
 // branch: the fence is active (POST /v1/lifecycle/arm).
 func (s *Service) Arm(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
-	if err := checkKind(kind, fence.KindFallback, fence.KindManualCheckpoint); err != nil {
+	return s.controlMessage(ctx, cc, reqID, fence.Arm, kind, windowID, requestID,
+		fence.KindFallback, fence.KindManualCheckpoint)
+}
+
+// controlMessage is a step of a control message's life (Delivered, Arm):
+// its kind (one of kinds) and window are checked, then decide (fence.Deliver
+// or fence.Arm) gives the events, and the answer says whether the step was
+// stale.
+func (s *Service) controlMessage(ctx context.Context, cc CallContext, reqID string,
+	decide func(ref events.AgentRef, st fence.State, kind, windowID, requestID string) (fence.Decision, error),
+	kind, windowID, requestID string, kinds ...string) (LifecycleResult, error) {
+	if err := checkKind(kind, kinds...); err != nil {
 		return LifecycleResult{}, err
 	}
 	if windowID == "" {
 		return LifecycleResult{}, invalidf("window_id is required")
 	}
 	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
-		return fence.Arm(ref(c), st, kind, windowID, requestID)
+		return decide(ref(c), st, kind, windowID, requestID)
 	})
 	if err != nil {
 		return LifecycleResult{}, err

@@ -115,22 +115,17 @@ func listNotes(ctx context.Context, r *projections.Reader, c caller, a listNotes
 	if order == "descending" {
 		slices.Reverse(infos)
 	}
-	limit := limitOr(a.MaxResults, defaultNotesListMax, maxNotesListMax)
-	omitted := max(0, len(infos)-limit)
-	infos = infos[:min(len(infos), limit)]
+	infos, omitted := limitList(infos, limitOr(a.MaxResults, defaultNotesListMax, maxNotesListMax))
 	files := make([]noteFile, len(infos))
-	lines := make([]string, len(infos))
 	for i, n := range infos {
 		files[i] = noteFile{Path: address.Full(np.Agent, n.Path), Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt}
-		lines[i] = compactJSON(files[i])
 	}
 	if len(files) == 0 && omitted == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no note files match"}),
 			listNotesDetails{Files: files}), nil
 	}
-	kept, text := fitLines(lines, listBudget(c.agent.Budget), omitted, notesHint)
-	d := listNotesDetails{Files: files[:kept], NReturned: kept, Omitted: omitted + len(files) - kept}
-	return textResult(text, d), nil
+	text, shown, omitted := fitList(files, listBudget(c.agent.Budget), omitted, notesHint)
+	return textResult(text, listNotesDetails{Files: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 type readNoteArgs struct {
@@ -335,27 +330,23 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 			searchNotesDetails{Files: []noteSearchFile{}}), nil
 	}
 	budget := listBudget(c.agent.Budget)
-	lines := make([]string, len(files))
-	for i := range files {
-		lines[i] = compactJSON(files[i])
-	}
-	kept, text := fitLines(lines, budget, omitted, notesSearchHint)
-	if kept < len(files) {
+	lines := jsonLines(files)
+	text, shown, omittedAll := fitRendered(files, lines, budget, omitted, notesSearchHint)
+	if kept := len(shown); kept < len(files) {
 		// The first file left out may still fit with fewer matches.
 		f := files[kept]
 		for len(f.Matches) > 1 {
 			f.OmittedMatches++
 			f.Matches = f.Matches[:len(f.Matches)-1]
-			trial := append(slices.Clone(lines[:kept]), compactJSON(f))
-			if k, t := fitLines(trial, budget, omitted+len(files)-kept-1, notesSearchHint); k == kept+1 {
-				files[kept] = f
-				kept, text = k, t
+			trial := append(slices.Clone(shown), f)
+			trialLines := append(slices.Clone(lines[:kept]), compactJSON(f))
+			if t, s, o := fitRendered(trial, trialLines, budget, omitted+len(files)-kept-1, notesSearchHint); len(s) == kept+1 {
+				text, shown, omittedAll = t, s, o
 				break
 			}
 		}
 	}
-	d := searchNotesDetails{Files: files[:kept], NReturned: kept, Omitted: omitted + len(files) - kept}
-	return textResult(text, d), nil
+	return textResult(text, searchNotesDetails{Files: shown, NReturned: len(shown), Omitted: omittedAll}), nil
 }
 
 type writeNoteArgs struct {
@@ -424,13 +415,13 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		if err := checkCapacity(notesCap(owner.Budget), np, size, a.Text, appendMode); err != nil {
 			return err
 		}
-		typ, data := events.TypeNoteWritten, any(events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
-			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key})
+		note := events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
+			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
+		ev := events.Pending{Type: events.TypeNoteWritten, Data: note}
 		if appendMode {
-			typ, data = events.TypeNoteAppended, events.NoteAppended{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
-				Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
+			ev = events.Pending{Type: events.TypeNoteAppended, Data: events.NoteAppended(note)}
 		}
-		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, events.Pending{Type: typ, Data: data}); err != nil {
+		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, ev); err != nil {
 			return err
 		}
 		if verdict == fence.Admitted {

@@ -43,3 +43,46 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	s.owned = true
 	return s, nil
 }
+
+// Options configure a Service.
+type Options struct {
+	// AuditCalls records every tool call as an audit.tool_called event,
+	// in batches after the call returns (the read audit).
+	AuditCalls bool
+	// Logger receives audit failures (default: discard).
+	Logger *slog.Logger
+}
+
+// NewWithOptions returns a Service over store with opts. Close it to
+// flush the audit.
+func NewWithOptions(store *eventlog.Store, opts Options) *Service {
+	s := New(store)
+	if opts.AuditCalls {
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		s.audit = newAuditor(store, log)
+	}
+	return s
+}
+
+// Close flushes and stops the read audit, then closes the store when the
+// Service opened it (Open); a store given to New or NewWithOptions stays
+// open. It returns the store's Close error.
+func (s *Service) Close() error {
+	s.StopAudit()
+	if s.owned {
+		return s.store.Close()
+	}
+	return nil
+}
+
+// StopAudit flushes and stops the read audit and leaves the store open:
+// for a shutdown that must not close the store under a handler still
+// running.
+func (s *Service) StopAudit() {
+	if s.audit != nil {
+		s.audit.close()
+	}
+}

@@ -190,6 +190,36 @@ func fitLines(lines []string, budget, omittedBefore int, hint string) (int, stri
 	return kept, b.String()
 }
 
+// limitList cuts recs to the tool's limit and returns how many it left out.
+func limitList[T any](recs []T, limit int) ([]T, int) {
+	return recs[:min(len(recs), limit)], max(0, len(recs)-limit)
+}
+
+// fitList is the tail the list and search tools share: recs, already cut
+// to the tool's limit (omitted counts the records the limit left out), one
+// line of compact JSON each, fitted to budget by fitLines. It returns the
+// text, the records shown and how many were left out in all.
+func fitList[T any](recs []T, budget, omitted int, hint string) (string, []T, int) {
+	return fitRendered(recs, jsonLines(recs), budget, omitted, hint)
+}
+
+// jsonLines renders each of recs as one line of compact JSON.
+func jsonLines[T any](recs []T) []string {
+	lines := make([]string, len(recs))
+	for i := range recs {
+		lines[i] = compactJSON(recs[i])
+	}
+	return lines
+}
+
+// fitRendered is fitList for records whose lines the caller rendered
+// (lines[i] is recs[i]): a tool that shapes a record to fit its line, or
+// tries a record in several shapes.
+func fitRendered[T any](recs []T, lines []string, budget, omitted int, hint string) (string, []T, int) {
+	kept, text := fitLines(lines, budget, omitted, hint)
+	return text, recs[:kept], omitted + len(recs) - kept
+}
+
 // count is a JSON integer argument. Values beyond int64 saturate, so a
 // huge limit is clamped like any other limit above its maximum.
 type count int64

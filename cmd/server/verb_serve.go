@@ -12,13 +12,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/memoryd/memoryd/internal/api"
 	"github.com/memoryd/memoryd/internal/memory"
 )
+
+// serveUsage is the serve verb's line of the usage text.
+const serveUsage = "server [serve] [flags]"
 
 // runServe is the serve verb: it listens first (so a busy port fails at
 // once), serves until ctx ends or SIGINT/SIGTERM, then drains in-flight
@@ -155,26 +157,6 @@ func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serveMemoryLimit)
 	}
-}
-
-// startCPUProfile starts a CPU profile into path (nothing when path is
-// empty) and returns what stops it.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 func envOr(getenv func(string) string, key, def string) string {

@@ -1,73 +1,16 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/memoryd/memoryd/internal/memory"
 )
-
-// defaultDBPath returns $XDG_DATA_HOME/memoryd/memory.db, else
-// ~/.local/share/memoryd/memory.db.
-func defaultDBPath(getenv func(string) string) (string, error) {
-	if p := getenv("MEMORYD_DB"); p != "" {
-		return p, nil
-	}
-	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "memoryd", "memory.db"), nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		return "", errors.New("cannot find a home folder for the default database: set --db, MEMORYD_DB or HOME")
-	}
-	return filepath.Join(home, ".local", "share", "memoryd", "memory.db"), nil
-}
-
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return &usageError{"help requested"}
-		}
-		return &usageError{err.Error()}
-	}
-	return nil
-}
-
-// openService opens (creating with a 0700 folder, the file 0600) the
-// database at path (memory.Open: the Service owns it, Close closes it). A
-// rebuild of the projections that a migration asks for, and a database
-// that other users can read, are reported on stderr.
-func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
-	return memory.Open(ctx, path, memory.OpenOptions{
-		Synchronous: synchronous,
-		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
-		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
-	})
-}
-
-// openExistingService opens a database that must already exist.
-func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
-	}
-	return openService(ctx, path, "", stderr)
-}
 
 // loadToken returns MEMORYD_TOKEN, else the token file beside the database,
 // created with 32 random bytes in hex and mode 0600 on first start. A token

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,33 +8,8 @@ import (
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// runExport is the export verb: the log (or one task's events, or those up
-// to a position) as JSON lines on stdout.
-func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", stderr)
-	db := fs.String("db", getenv("MEMORYD_DB"), "database file")
-	task := fs.String("task", "", "only this task's events")
-	until := fs.Int64("until", 0, "only events up to this position")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *db == "" || fs.NArg() > 0 {
-		return &usageError{"usage: server export --db F [--task T] [--until P]"}
-	}
-	svc, err := openExistingService(ctx, *db, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	report, done := progress(stderr, "export", -1)
-	err = forensics.Export(ctx, svc, *task, *until, w, report)
-	done()
-	if err != nil {
-		return err
-	}
-	return w.Flush()
-}
+// importUsage is the import verb's line of the usage text.
+const importUsage = "server import --db F FILE"
 
 // runImport is the import verb: an exported log appended into an empty
 // database, ids and positions kept, all or nothing: a database it created
@@ -47,7 +21,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if *db == "" || fs.NArg() != 1 {
-		return &usageError{"usage: server import --db F FILE (FILE - reads stdin)"}
+		return &usageError{"usage: " + importUsage + " (FILE - reads stdin)"}
 	}
 	lr, closeLog, err := openLog(fs.Arg(0), stdin)
 	if err != nil {

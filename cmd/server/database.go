@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// defaultDBPath returns $XDG_DATA_HOME/memoryd/memory.db, else
+// ~/.local/share/memoryd/memory.db.
+func defaultDBPath(getenv func(string) string) (string, error) {
+	if p := getenv("MEMORYD_DB"); p != "" {
+		return p, nil
+	}
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "memoryd", "memory.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("cannot find a home folder for the default database: set --db, MEMORYD_DB or HOME")
+	}
+	return filepath.Join(home, ".local", "share", "memoryd", "memory.db"), nil
+}
+
+// openService opens (creating with a 0700 folder, the file 0600) the
+// database at path (memory.Open: the Service owns it, Close closes it). A
+// rebuild of the projections that a migration asks for, and a database
+// that other users can read, are reported on stderr.
+func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
+	return memory.Open(ctx, path, memory.OpenOptions{
+		Synchronous: synchronous,
+		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
+		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
+	})
+}
+
+// openExistingService opens a database that must already exist.
+func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return openService(ctx, path, "", stderr)
+}
+
+// freshDatabase is a database that a verb is about to create: its file
+// and the folders above it that do not exist yet. A verb that is all or
+// nothing (import, import-session, replay --db) removes what it created
+// when it fails, so that a refusal leaves no file behind.
+type freshDatabase struct {
+	files   []string // the database and the files SQLite keeps beside it
+	folders []string // deepest first
+}
+
+// newDatabase returns what creating the database at path creates, or nil
+// when it exists already: then its files are SQLite's to keep or remove
+// (another process may have it open), and a failure leaves them.
+func newDatabase(path string) *freshDatabase {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	d := &freshDatabase{files: []string{path, path + "-wal", path + "-shm", path + "-journal"}}
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			break
+		}
+		d.folders = append(d.folders, dir)
+	}
+	return d
+}
+
+// remove removes the database's files and the folders created for it (a
+// folder only if it is empty). The database must be closed.
+func (d *freshDatabase) remove() {
+	if d == nil {
+		return
+	}
+	for _, f := range d.files {
+		os.Remove(f)
+	}
+	for _, dir := range d.folders {
+		os.Remove(dir)
+	}
+}
