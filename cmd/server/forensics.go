@@ -122,13 +122,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	store, closeStore, err := forensics.Target(ctx, *out, logf)
+	dst, closeDst, err := forensics.Target(ctx, *out, logf)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeDst()
 	report, done := progress(stderr, "replay", -1)
-	check, err := forensics.Replay(ctx, store, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
+	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
 	done()
 	if err != nil {
 		if lr.Line() == 0 { // refused before any line was read: a non-empty database
@@ -136,7 +136,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return lr.AtLine(err)
 	}
-	sum, err := forensics.Summarize(ctx, store)
+	sum, err := forensics.Summarize(ctx, dst)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cleanup()
-	diffs, violations, err := forensics.Verify(ctx, live.Store(), scratch, 5)
+	diffs, violations, err := forensics.Verify(ctx, live, scratch, 5)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		// A database's log is read as verify reads it: an event an import
 		// would refuse is applied as the database applied it, and named.
-		_, err = scratch.ImportReporting(ctx, forensics.StoreEvents(ctx, src.Store(), *until), func(re *events.RuleError) {
+		_, err = forensics.CopyLog(ctx, scratch, src, *until, func(re *events.RuleError) {
 			fmt.Fprintf(stderr, "memoryd: warning: %v\n", re)
 		})
 		src.Close()
@@ -250,14 +250,13 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		_, err = scratch.Import(ctx, forensics.Until(lr.Next, *until))
+		_, err = forensics.Import(ctx, scratch, forensics.Until(lr.Next, *until))
 		closeLog()
 		if err != nil {
 			return lr.AtLine(err)
 		}
 	}
-	svc := memory.New(scratch)
-	res, err := svc.CallTool(ctx, tool, memory.CallContext{TaskID: *task, Agent: *agent, CallID: *callID}, json.RawMessage(rawArgs), "")
+	res, err := scratch.CallTool(ctx, tool, memory.CallContext{TaskID: *task, Agent: *agent, CallID: *callID}, json.RawMessage(rawArgs), "")
 	if err != nil {
 		status, body := api.ErrorEnvelope(err)
 		if werr := writeJSON(stdout, body); werr != nil {
