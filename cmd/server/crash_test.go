@@ -24,6 +24,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memorytest"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -48,29 +49,11 @@ const (
 
 var crashListening = regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[0-9]+)$`)
 
-// crashBuffer collects a child's stderr.
-type crashBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *crashBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *crashBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // crashChild is one server process.
 type crashChild struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *crashBuffer
+	stderr *memorytest.Buffer // the child's stderr
 }
 
 // startCrashChild starts the test binary as "server serve" on db and waits
@@ -79,7 +62,7 @@ func startCrashChild(t *testing.T, db, syncMode string) *crashChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn", "--sync", syncMode)
 	cmd.Env = append(os.Environ(), childEnv+"=serve", "MEMORYD_TOKEN="+crashToken)
-	c := &crashChild{cmd: cmd, stderr: &crashBuffer{}}
+	c := &crashChild{cmd: cmd, stderr: &memorytest.Buffer{}}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -607,13 +590,13 @@ func crashAttach(t *testing.T, c *crashClient, key string, task *map[string]stri
 func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []crashWorker, rebuild bool) int {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openExisting(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, db, io.Discard)
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}
-	defer store.Close()
+	defer svc.Close()
 	var log []events.Event
-	if err := store.Each(ctx, eventlog.Filter{Limit: 2000}, func(ev events.Event) error {
+	if err := svc.Store().Each(ctx, eventlog.Filter{Limit: 2000}, func(ev events.Event) error {
 		if ev.Position != int64(len(log)+1) {
 			return fmt.Errorf("position %d at index %d: the log has a gap", ev.Position, len(log))
 		}
@@ -622,7 +605,7 @@ func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []cras
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r := projections.NewReader(store.Reader())
+	r := projections.NewReader(svc.Store().Reader())
 	for _, file := range notes {
 		checkNoteFile(ctx, t, r, log, file...)
 	}
@@ -637,7 +620,7 @@ func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []cras
 		t.Fatal(err)
 	}
 	defer cleanup()
-	diffs, violations, err := forensics.Verify(ctx, store, scratch, 3)
+	diffs, violations, err := forensics.Verify(ctx, svc, scratch, 3)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}

@@ -558,12 +558,11 @@ func TestImportSession(t *testing.T) {
 	exported := fxExport(t, "--db", db)
 
 	// The reference: the same session synced as the extension would.
-	ref, err := openStore(ctx, filepath.Join(dir, "ref", "memory.db"), "", io.Discard)
+	svc, err := openService(ctx, filepath.Join(dir, "ref", "memory.db"), "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ref.Close()
-	svc := memory.New(ref)
+	defer svc.Close()
 	att, err := svc.Attach(ctx, memory.AttachRequest{SessionKey: file, SessionID: "5e551011-aaaa-4bbb-8ccc-0123456789ab", SessionFile: file}, "")
 	if err != nil {
 		t.Fatal(err)

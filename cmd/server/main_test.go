@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,27 +22,10 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/memorytest"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
@@ -52,7 +34,7 @@ func env(vars map[string]string) func(string) string {
 // server is a running "server serve".
 type server struct {
 	url    string
-	stderr *syncBuffer
+	stderr *memorytest.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -72,7 +54,7 @@ func startRun(t *testing.T, args []string, getenv func(string) string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &server{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &server{stderr: &memorytest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		err := run(ctx, args, getenv, strings.NewReader(""), pw, s.stderr)
 		pw.Close()
@@ -438,12 +420,12 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Errorf("the WAL (%d bytes) is still there after a clean exit: the database was not closed", fi.Size())
 	}
 
-	store, err := openExisting(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, db, io.Discard)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	n, err := projections.NewReader(store.Reader()).Note(ctx, att.TaskID, "/root", "log.md")
-	store.Close()
+	n, err := projections.NewReader(svc.Store().Reader()).Note(ctx, att.TaskID, "/root", "log.md")
+	svc.Close()
 	if err != nil || strings.Count(n.Content, "\n") != 20 || !strings.HasSuffix(n.Content, "line 19\n") {
 		t.Errorf("after the restart the note is %q, %v", n.Content, err)
 	}
@@ -470,12 +452,11 @@ func TestServeBusyPort(t *testing.T) {
 func workload(t *testing.T, db string) []memory.CallContext {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openStore(ctx, db, "", io.Discard)
+	svc, err := openService(ctx, db, "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	svc := memory.New(store)
+	defer svc.Close()
 	attach := func(req memory.AttachRequest) memory.CallContext {
 		res, err := svc.Attach(ctx, req, "req-attach")
 		if err != nil {
@@ -513,12 +494,11 @@ func workload(t *testing.T, db string) []memory.CallContext {
 func snapshot(t *testing.T, db string, agents []memory.CallContext) []string {
 	t.Helper()
 	ctx := context.Background()
-	store, err := openExisting(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, db, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	svc := memory.New(store)
+	defer svc.Close()
 	var out []string
 	for _, cc := range agents {
 		for _, c := range []struct{ tool, args string }{
@@ -537,7 +517,7 @@ func snapshot(t *testing.T, db string, agents []memory.CallContext) []string {
 			out = append(out, fmt.Sprintf("%s %s %s: %v %s", cc.Agent, c.tool, c.args, err, b))
 		}
 	}
-	digest, err := projections.Digest(ctx, store.Reader())
+	digest, err := projections.Digest(ctx, svc.Store().Reader())
 	if err != nil {
 		t.Fatal(err)
 	}

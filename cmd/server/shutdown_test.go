@@ -19,6 +19,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/memorytest"
 )
 
 // logLine returns the first of a server's JSON log lines with msg.
@@ -214,7 +215,7 @@ func TestDrainWaitsForHandlers(t *testing.T) {
 			go http.Get("http://" + ln.Addr().String() + "/")
 			<-started
 
-			var logs syncBuffer
+			var logs memorytest.Buffer
 			err = d.stop(srv, 50*time.Millisecond, slog.New(slog.NewJSONHandler(&logs, nil)))
 			handlerReturned := returned.Load()
 			close(release)

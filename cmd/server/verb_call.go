@@ -50,7 +50,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		// A database's log is read as verify reads it: an event an import
 		// would refuse is applied as the database applied it, and named.
-		_, err = scratch.ImportReporting(ctx, forensics.StoreEvents(ctx, src.Store(), *until), func(re *events.RuleError) {
+		_, err = forensics.CopyLog(ctx, scratch, src, *until, func(re *events.RuleError) {
 			fmt.Fprintf(stderr, "memoryd: warning: %v\n", re)
 		})
 		src.Close()
@@ -62,14 +62,13 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		_, err = scratch.Import(ctx, forensics.Until(lr.Next, *until))
+		_, err = forensics.Import(ctx, scratch, forensics.Until(lr.Next, *until))
 		closeLog()
 		if err != nil {
 			return lr.AtLine(err)
 		}
 	}
-	svc := memory.New(scratch)
-	res, err := svc.CallTool(ctx, tool, memory.CallContext{TaskID: *task, Agent: *agent, CallID: *callID}, json.RawMessage(rawArgs), "")
+	res, err := scratch.CallTool(ctx, tool, memory.CallContext{TaskID: *task, Agent: *agent, CallID: *callID}, json.RawMessage(rawArgs), "")
 	if err != nil {
 		status, body := api.ErrorEnvelope(err)
 		if werr := writeJSON(stdout, body); werr != nil {

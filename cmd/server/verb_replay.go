@@ -74,13 +74,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	store, closeStore, err := forensics.Target(ctx, *out, logf)
+	dst, closeDst, err := forensics.Target(ctx, *out, logf)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeDst()
 	report, done := progress(stderr, "replay", -1)
-	check, err := forensics.Replay(ctx, store, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
+	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
 	done()
 	if err != nil {
 		if lr.Line() == 0 { // refused before any line was read: a non-empty database
@@ -88,7 +88,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return lr.AtLine(err)
 	}
-	sum, err := forensics.Summarize(ctx, store)
+	sum, err := forensics.Summarize(ctx, dst)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cleanup()
-	diffs, violations, err := forensics.Verify(ctx, live.Store(), scratch, 5)
+	diffs, violations, err := forensics.Verify(ctx, live, scratch, 5)
 	if err != nil {
 		return err
 	}

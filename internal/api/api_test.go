@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -24,65 +23,67 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
-	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/memorytest"
 )
 
 const testToken = "test-token-0123456789"
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // testServer is memoryd's HTTP interface over a real SQLite file behind an
 // httptest server.
 type testServer struct {
 	*httptest.Server
 	handler http.Handler
-	store   *eventlog.Store
+	svc     *memory.Service
+	store   *eventlog.Store // svc's, for checks of what is stored
 	dbPath  string
-	logs    *syncBuffer
+	logs    *memorytest.Buffer
 }
 
-// newTestServer starts a server with CheckHost on and the test token;
-// edit changes the config before the server is built.
-func newTestServer(tb testing.TB, edit func(*Config)) *testServer {
+// serverOptions are what the tests' servers differ in.
+type serverOptions struct {
+	dbPath string             // the database file ("": a new one in the test's folder)
+	open   memory.OpenOptions // how memory.Open opens it
+	token  string             // the bearer token ("": testToken)
+	edit   func(*Config)      // changes the config before the server is built
+}
+
+// startServer opens a Service through memory.Open, as the server does, and
+// serves it with NewServer behind an httptest server, CheckHost on, its
+// logs in ts.logs. stop closes the server, then the Service (also done at
+// cleanup); the database can then be opened again.
+func startServer(tb testing.TB, o serverOptions) (ts *testServer, stop func()) {
 	tb.Helper()
-	dbPath := filepath.Join(tb.TempDir(), "memory.db")
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
+	if o.dbPath == "" {
+		o.dbPath = filepath.Join(tb.TempDir(), "memory.db")
 	}
-	logs := &syncBuffer{}
+	if o.token == "" {
+		o.token = testToken
+	}
+	svc := memorytest.OpenAt(tb, o.dbPath, o.open)
+	logs := &memorytest.Buffer{}
 	cfg := Config{
-		Service:   memory.New(store),
+		Service:   svc,
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
-		Token:     testToken,
+		Token:     o.token,
 		CheckHost: true,
 	}
-	if edit != nil {
-		edit(&cfg)
+	if o.edit != nil {
+		o.edit(&cfg)
 	}
 	h := NewServer(cfg)
 	srv := httptest.NewServer(h)
-	tb.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
-	return &testServer{Server: srv, handler: h, store: store, dbPath: dbPath, logs: logs}
+	var once sync.Once
+	stop = func() { once.Do(func() { srv.Close(); svc.Close() }) }
+	tb.Cleanup(stop)
+	return &testServer{Server: srv, handler: h, svc: svc, store: svc.Store(), dbPath: o.dbPath, logs: logs}, stop
+}
+
+// newTestServer is startServer on a new database with the test token;
+// edit changes the config before the server is built.
+func newTestServer(tb testing.TB, edit func(*Config)) *testServer {
+	tb.Helper()
+	ts, _ := startServer(tb, serverOptions{edit: edit})
+	return ts
 }
 
 // request builds a request with the token and, when body is not empty, a

@@ -16,11 +16,7 @@ import (
 // well under 1 KB to GET /v1/events: the path, and the text as its size
 // and digest.
 func TestRefusedAppendsAuditNoBody(t *testing.T) {
-	var svc *memory.Service
-	ts := newTestServer(t, func(c *Config) {
-		svc = memory.NewWithOptions(c.Service.Store(), memory.Options{AuditCalls: true})
-		c.Service = svc
-	})
+	ts, _ := startServer(t, serverOptions{open: memory.OpenOptions{AuditCalls: true}})
 	var res attachResponse
 	ts.mustJSON(t, "POST", "/v1/sessions/attach", `{"session_key":"audit-body","budget":{"notes_max_file_bytes":10}}`, &res)
 	cc := memory.CallContext{TaskID: res.TaskID, Agent: res.Agent}
@@ -33,7 +29,7 @@ func TestRefusedAppendsAuditNoBody(t *testing.T) {
 		st, h, b := ts.send(t, ts.request(t, "POST", "/v1/tools/notes_append_to_file", toolBody(t, cc, fmt.Sprintf(`{"path":"full.md","text":%q}`, text))))
 		checkError(t, "4 MB append to a full note", st, h, b, http.StatusRequestEntityTooLarge, "too_large")
 	}
-	svc.Close() // flush the audit
+	ts.svc.StopAudit() // flush the audit
 
 	var page struct {
 		Events []events.Event `json:"events"`

@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -20,27 +18,9 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/memorytest"
 	"github.com/memoryd/memoryd/internal/projections"
 )
-
-// storageServer serves a store opened on dbPath with opts; close stops
-// the server and closes the store (also done at cleanup).
-func storageServer(tb testing.TB, dbPath string, opts eventlog.Options) (*testServer, func()) {
-	tb.Helper()
-	opts.Apply = projections.Apply
-	store, err := eventlog.Open(context.Background(), dbPath, opts)
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	logs := &syncBuffer{}
-	h := NewServer(Config{Service: memory.New(store), Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		Token: testToken, CheckHost: true})
-	srv := httptest.NewServer(h)
-	var once sync.Once
-	closeFn := func() { once.Do(func() { srv.Close(); store.Close() }) }
-	tb.Cleanup(closeFn)
-	return &testServer{Server: srv, handler: h, store: store, dbPath: dbPath, logs: logs}, closeFn
-}
 
 // storageState is what a request that fails must leave as it was.
 type storageState struct {
@@ -86,10 +66,10 @@ func pageCount(tb testing.TB, store *eventlog.Store) int64 {
 func TestDiskFull(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
 	// The size of a migrated database, plus a little room.
-	ts, closeFn := storageServer(t, dbPath, eventlog.Options{})
+	ts, closeFn := startServer(t, serverOptions{dbPath: dbPath})
 	base := pageCount(t, ts.store)
 	closeFn()
-	ts, closeFn = storageServer(t, dbPath, eventlog.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+40)}})
+	ts, closeFn = startServer(t, serverOptions{dbPath: dbPath, open: memory.OpenOptions{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+40)}}})
 	cc := ts.attach(t, "/sessions/full.jsonl")
 
 	// Concurrent writers append unique chunks until the database is full.
@@ -184,7 +164,7 @@ func TestDiskFull(t *testing.T) {
 
 	// Room again: reopen without the cap.
 	closeFn()
-	ts, _ = storageServer(t, dbPath, eventlog.Options{})
+	ts, _ = startServer(t, serverOptions{dbPath: dbPath})
 	checkChunks(ts, "after reopening", acked)
 	if after := storageStateOf(t, ts.store); !after.same(before) {
 		t.Errorf("reopening changed the database")
@@ -216,11 +196,7 @@ func TestDiskFull(t *testing.T) {
 func checkRebuild(t *testing.T, live *eventlog.Store) {
 	t.Helper()
 	ctx := context.Background()
-	scratch, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scratch.Close()
+	scratch := memorytest.OpenAt(t, filepath.Join(t.TempDir(), "rebuilt.db"), memory.OpenOptions{Synchronous: "off"}).Store()
 	var page []events.Event
 	after := int64(0)
 	if _, err := scratch.Import(ctx, func() (events.Event, bool, error) {
@@ -253,7 +229,7 @@ func checkRebuild(t *testing.T, live *eventlog.Store) {
 func TestStorageBusy(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
 	const busy = 150 * time.Millisecond
-	ts, _ := storageServer(t, dbPath, eventlog.Options{BusyTimeout: busy})
+	ts, _ := startServer(t, serverOptions{dbPath: dbPath, open: memory.OpenOptions{BusyTimeout: busy}})
 	cc := ts.attach(t, "/sessions/busy.jsonl")
 	cc.CallID = "toolu_busy"
 	write := toolBody(t, cc, `{"path":"a.md","text":"written after the lock\n"}`)
@@ -315,10 +291,10 @@ func TestStorageBusy(t *testing.T) {
 // of the log.
 func TestDiskFullHistorySync(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "memory.db")
-	ts, closeFn := storageServer(t, dbPath, eventlog.Options{})
+	ts, closeFn := startServer(t, serverOptions{dbPath: dbPath})
 	base := pageCount(t, ts.store)
 	closeFn()
-	ts, closeFn = storageServer(t, dbPath, eventlog.Options{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+120)}})
+	ts, closeFn = startServer(t, serverOptions{dbPath: dbPath, open: memory.OpenOptions{WriterPragmas: []string{fmt.Sprintf("max_page_count(%d)", base+120)}}})
 	cc := ts.attach(t, "/sessions/history-full.jsonl")
 
 	// Batches of entries of about 40 KB each, every one with a unique
@@ -391,7 +367,7 @@ func TestDiskFullHistorySync(t *testing.T) {
 	}
 
 	closeFn()
-	ts, _ = storageServer(t, dbPath, eventlog.Options{})
+	ts, _ = startServer(t, serverOptions{dbPath: dbPath})
 	if st, b := ts.do(t, "POST", "/v1/history/sync", refused); st != http.StatusOK {
 		t.Fatalf("the refused sync after space returned: %d %s", st, b)
 	}

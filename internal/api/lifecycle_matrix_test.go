@@ -1,21 +1,15 @@
 package api
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/memory"
-	"github.com/memoryd/memoryd/internal/projections"
 )
 
 // TestLifecycleCommandMatrix sends every lifecycle command, in each of its
@@ -235,28 +229,11 @@ func lcParseMatrix(tb testing.TB) map[string]map[string]string {
 	return cells
 }
 
-// lcOpenScratch is lcOpen on a database without fsync (the matrix writes
-// a few thousand events it never reads back after the test).
-func lcOpenScratch(tb testing.TB, dbPath string) *lcServer {
-	tb.Helper()
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	h := NewServer(Config{
-		Service:   memory.New(store),
-		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Token:     lcToken,
-		CheckHost: true,
-	})
-	s := &lcServer{srv: httptest.NewServer(h), store: store}
-	tb.Cleanup(s.close)
-	return s
-}
-
 func TestLifecycleCommandMatrix(t *testing.T) {
 	cells := lcParseMatrix(t)
-	s := lcOpenScratch(t, filepath.Join(t.TempDir(), "memory.db"))
+	// Without fsync: the matrix writes a few thousand events it never
+	// reads back after the test.
+	s := lcOpen(t, filepath.Join(t.TempDir(), "memory.db"), memory.OpenOptions{Synchronous: "off"})
 	for fi, f := range lcFixtures {
 		t.Run(f.col, func(t *testing.T) {
 			t.Parallel()

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,11 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/memory"
-	"github.com/memoryd/memoryd/internal/projections"
 )
 
 // The lifecycle tests walk the transition table (docs/behaviour.md §D.3)
@@ -40,34 +37,17 @@ const lcAbsent = "<absent>"
 // lcServer is the HTTP interface over a real SQLite file.
 type lcServer struct {
 	srv   *httptest.Server
-	store *eventlog.Store
+	close func() // stops the server and closes its database
 }
 
-// lcOpen serves the database at dbPath (created if needed). It is closed
-// by the test's cleanup or by close.
-func lcOpen(tb testing.TB, dbPath string) *lcServer {
+// lcOpen serves the database at dbPath (created if needed) with open's
+// options (startServer, the lifecycle token, no logs). It is closed by the
+// test's cleanup or by close.
+func lcOpen(tb testing.TB, dbPath string, open memory.OpenOptions) *lcServer {
 	tb.Helper()
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	h := NewServer(Config{
-		Service:   memory.New(store),
-		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Token:     lcToken,
-		CheckHost: true,
-	})
-	s := &lcServer{srv: httptest.NewServer(h), store: store}
-	tb.Cleanup(s.close)
-	return s
-}
-
-func (s *lcServer) close() {
-	if s.srv != nil {
-		s.srv.Close()
-		s.store.Close()
-		s.srv = nil
-	}
+	ts, stop := startServer(tb, serverOptions{dbPath: dbPath, open: open, token: lcToken,
+		edit: func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) }})
+	return &lcServer{srv: ts.Server, close: stop}
 }
 
 // send sends a request with the token; body is marshalled unless nil.
@@ -822,7 +802,7 @@ var lcRows = []lcRow{
 }
 
 func TestLifecycleTransitions(t *testing.T) {
-	s := lcOpen(t, filepath.Join(t.TempDir(), "memory.db"))
+	s := lcOpen(t, filepath.Join(t.TempDir(), "memory.db"), memory.OpenOptions{})
 	for i, row := range lcRows {
 		t.Run(row.name, func(t *testing.T) {
 			a := s.attach(t, fmt.Sprintf("/sessions/transition-%d.jsonl", i))
@@ -875,14 +855,14 @@ func lcKeys(m map[string]any) []string {
 // the host re-deriving it from the branch at session_start records nothing.
 func TestLifecycleRow28Restart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "memory.db")
-	s := lcOpen(t, db)
+	s := lcOpen(t, db, memory.OpenOptions{})
 	a := s.attach(t, "/sessions/restart.jsonl")
 	a.mustRun(t, lcSeq(lcPending, lcClaimed)...)
 	before := a.rawState(t)
 	pos := s.position(t)
 	s.close()
 
-	s2 := lcOpen(t, db)
+	s2 := lcOpen(t, db, memory.OpenOptions{})
 	a.s = s2
 	if got := a.rawState(t); got != before {
 		t.Fatalf("state after restart:\n%s\nwant\n%s", got, before)

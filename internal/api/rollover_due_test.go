@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/fence"
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 // TestStateRolloverDue: GET /v1/state and the lifecycle responses name the
@@ -15,7 +16,7 @@ import (
 // omitted when none), and the stored state does not carry it.
 func TestStateRolloverDue(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "memory.db")
-	s := lcOpen(t, db)
+	s := lcOpen(t, db, memory.OpenOptions{})
 	for i, r := range []struct {
 		name string
 		from []lcStep

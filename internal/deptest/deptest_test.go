@@ -55,6 +55,11 @@ var rules = []rule{
 		reason: "commands are the top: what two of them share belongs in internal/, where it is tested as a package",
 	},
 	{
+		pkgs: []string{"..."}, banned: []string{"internal/memorytest"},
+		reason: "internal/memorytest is for tests only (it fails a testing.TB, opens databases in a test's folder, " +
+			"keeps a fixed clock): the binaries and the packages they build with have no use for it",
+	},
+	{
 		pkgs: []string{"internal/..."}, except: []string{"internal/api"}, banned: []string{"net/http"},
 		reason: "only internal/api (and the commands) speak HTTP: the domain's errors are its own vocabulary, " +
 			"mapped to statuses in one place (internal/api/errors.go)",

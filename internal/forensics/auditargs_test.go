@@ -60,7 +60,7 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 	h.ok(root, "", "notes_search_contents", `{"query":"child"}`)
 	h.ok(root, "", "notes_list_files_by_prefix", `{}`)
 	h.fails(root, "", "notes_read_file", `{"path":"missing.md"}`, "not_found")
-	h.svc.Close()
+	h.svc.StopAudit() // flush the read audit
 
 	var evs []events.Event
 	if err := h.store.Each(h.ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
@@ -116,7 +116,7 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 	cc := h2.attach(sessionKey("long-query"), nil, nil)
 	h2.ok(cc, "", "notes_search_contents", `{"query":"`+strings.Repeat("q", 5000)+`"}`)
 	h2.ok(cc, "", "notes_search_contents", `{"query":"q"}`)
-	h2.svc.Close()
+	h2.svc.StopAudit()
 	evs = evs[:0]
 	if err := h2.store.Each(h2.ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		evs = append(evs, ev)

@@ -226,8 +226,9 @@ func Counted(next Next, progress func(int64)) Next {
 	}
 }
 
-// StoreEvents yields every event of store (up to until, 0 for all).
-func StoreEvents(ctx context.Context, store *eventlog.Store, until int64) Next {
+// StoreEvents yields every event of svc's log (up to until, 0 for all).
+func StoreEvents(ctx context.Context, svc *memory.Service, until int64) Next {
+	store := svc.Store()
 	var page []events.Event
 	after, done := int64(0), false
 	return func() (events.Event, bool, error) {
@@ -253,47 +254,45 @@ func StoreEvents(ctx context.Context, store *eventlog.Store, until int64) Next {
 	}
 }
 
-// Open opens (creating and migrating) a database for a replay. A replay can
-// always be run again, so it skips fsync (synchronous=OFF).
-func Open(ctx context.Context, path string) (*eventlog.Store, error) {
+// Open opens (creating and migrating) a database for a replay, through
+// memory.Open as the server opens its own, without the read audit. A
+// replay can always be run again, so it skips fsync (synchronous=OFF).
+func Open(ctx context.Context, path string) (*memory.Service, error) {
 	return OpenLogging(ctx, path, nil)
 }
 
 // OpenLogging is Open reporting through logf when it rebuilds the
 // projections of a database a migration changed.
-func OpenLogging(ctx context.Context, path string, logf func(format string, args ...any)) (*eventlog.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	return projections.Open(ctx, path, eventlog.Options{Synchronous: "off"}, logf)
+func OpenLogging(ctx context.Context, path string, logf func(format string, args ...any)) (*memory.Service, error) {
+	return memory.Open(ctx, path, memory.OpenOptions{Synchronous: "off", Logf: logf})
 }
 
 // Scratch opens a fresh database in a new temporary folder; cleanup closes
 // and removes it.
-func Scratch(ctx context.Context) (store *eventlog.Store, cleanup func(), err error) {
+func Scratch(ctx context.Context) (svc *memory.Service, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "memoryd-replay-")
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err = Open(ctx, filepath.Join(dir, "replay.db"))
+	svc, err = Open(ctx, filepath.Join(dir, "replay.db"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return store, func() { store.Close(); os.RemoveAll(dir) }, nil
+	return svc, func() { svc.Close(); os.RemoveAll(dir) }, nil
 }
 
 // Target opens the database a replay writes: path (OpenLogging, logf its
 // report) or, when path is "", a scratch one (Scratch). done closes it and
 // removes a scratch one.
-func Target(ctx context.Context, path string, logf func(format string, args ...any)) (store *eventlog.Store, done func(), err error) {
+func Target(ctx context.Context, path string, logf func(format string, args ...any)) (svc *memory.Service, done func(), err error) {
 	if path == "" {
 		return Scratch(ctx)
 	}
-	if store, err = OpenLogging(ctx, path, logf); err != nil {
+	if svc, err = OpenLogging(ctx, path, logf); err != nil {
 		return nil, nil, err
 	}
-	return store, func() { store.Close() }, nil
+	return svc, func() { svc.Close() }, nil
 }
 
 // Import appends the log that next yields into svc's store, which must
@@ -328,8 +327,9 @@ type Summary struct {
 	Tables       []projections.TableDigest `json:"tables"`
 }
 
-// Summarize describes store.
-func Summarize(ctx context.Context, store *eventlog.Store) (Summary, error) {
+// Summarize describes the log and projections of svc.
+func Summarize(ctx context.Context, svc *memory.Service) (Summary, error) {
+	store := svc.Store()
 	var s Summary
 	var err error
 	if s.LastPosition, err = store.LastPosition(ctx); err != nil {
@@ -429,17 +429,19 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
 	}
 }
 
-// Replay imports the events of next into dst (which must be empty). With
-// audit (from CollectAudit over the same log), it commits at every audited
-// read position and re-executes the calls that read there.
-func Replay(ctx context.Context, dst *eventlog.Store, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
+// Replay imports the events of next into dst (which must be empty; opened
+// by Open, Scratch or Target, so without the read audit). With audit (from
+// CollectAudit over the same log), it commits at every audited read
+// position and re-executes on dst the calls that read there.
+func Replay(ctx context.Context, dst *memory.Service, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
+	svc, store := dst, dst.Store()
 	check := ReadCheck{Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
 	// The log is committed in segments (at most replaySegment events, and
 	// up to each audited read position), so the WAL is checkpointed as the
 	// replay goes instead of growing to the size of the database.
 	// Continue does not refuse a database that holds events: refuse it
 	// here, as Import does.
-	if last, err := dst.LastPosition(ctx); err != nil {
+	if last, err := store.LastPosition(ctx); err != nil {
 		return check, err
 	} else if last != 0 {
 		return check, fmt.Errorf("%w: it holds %d events", eventlog.ErrNotEmpty, last)
@@ -449,7 +451,6 @@ func Replay(ctx context.Context, dst *eventlog.Store, next Next, audit map[int64
 		stops = append(stops, p)
 	}
 	sort.Slice(stops, func(i, j int) bool { return stops[i] < stops[j] })
-	svc := memory.New(dst)
 	run := func(p int64) {
 		for _, c := range audit[p] {
 			if !c.rec.ArgumentsWhole() { // running it with the arguments that are left would check another call
@@ -506,7 +507,7 @@ func Replay(ctx context.Context, dst *eventlog.Store, next Next, audit map[int64
 		if i < len(stops) {
 			stop = stops[i]
 		}
-		n, err := dst.Continue(ctx, segment(stop))
+		n, err := store.Continue(ctx, segment(stop))
 		if err != nil {
 			return check, err
 		}
@@ -536,17 +537,29 @@ type Violation struct {
 	Rule     string `json:"rule"`
 }
 
-// Verify rebuilds the projections of live from its log into scratch and
-// returns every table that differs and every event that breaks a rule of
-// an import (the rebuild applies it all the same, as live did).
-func Verify(ctx context.Context, live, scratch *eventlog.Store, samples int) ([]projections.TableDiff, []Violation, error) {
+// Verify rebuilds the projections of live from its log into scratch (an
+// empty database) and returns every table that differs and every event
+// that breaks a rule of an import (the rebuild applies it all the same, as
+// live did).
+func Verify(ctx context.Context, live, scratch *memory.Service, samples int) ([]projections.TableDiff, []Violation, error) {
 	violations := []Violation{}
-	_, err := scratch.ImportReporting(ctx, StoreEvents(ctx, live, 0), func(re *events.RuleError) {
+	_, err := CopyLog(ctx, scratch, live, 0, func(re *events.RuleError) {
 		violations = append(violations, Violation{Position: re.Position, Type: re.Type, Rule: re.Rule})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	diffs, err := projections.Diff(ctx, live.Reader(), scratch.Reader(), samples)
+	diffs, err := projections.Diff(ctx, live.Store().Reader(), scratch.Store().Reader(), samples)
 	return diffs, violations, err
+}
+
+// CopyLog imports the log of src (up to until, 0 for all) into dst, which
+// must hold no events, all or nothing, and returns the number of events
+// copied. Each event is applied as src applied it: one that an import
+// would refuse is given to report instead (nil: not reported).
+func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
+	if report == nil {
+		report = func(*events.RuleError) {}
+	}
+	return dst.Store().ImportReporting(ctx, StoreEvents(ctx, src, until), report)
 }

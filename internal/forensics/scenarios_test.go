@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
-	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/memorytest"
 )
 
 var (
@@ -52,19 +51,6 @@ var scenarios = []scenario{
 
 // ---- the harness ----
 
-// scenarioClock is a deterministic clock: every reading advances it 1 ms.
-type scenarioClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *scenarioClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Millisecond)
-	return c.t
-}
-
 type harness struct {
 	t     *testing.T
 	ctx   context.Context
@@ -76,13 +62,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx := context.Background()
-	clock := &scenarioClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: projections.Apply, Now: clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return &harness{t: t, ctx: ctx, store: store, svc: memory.NewWithOptions(store, memory.Options{AuditCalls: true})}
+	clock := memorytest.NewClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	svc := memorytest.Open(t, memory.OpenOptions{Now: clock.Now, AuditCalls: true})
+	return &harness{t: t, ctx: ctx, store: svc.Store(), svc: svc}
 }
 
 func (h *harness) attach(key string, task *memory.TaskRef, budget *memory.BudgetInput) memory.CallContext {
@@ -735,7 +717,7 @@ func ptr[T any](v T) *T { return &v }
 func generate(t *testing.T, sc scenario) {
 	h := newHarness(t)
 	sc.run(h)
-	h.svc.Close() // flush the read audit
+	h.svc.StopAudit() // flush the read audit
 	if h.reads == 0 {
 		t.Fatal("the scenario made no reads")
 	}
@@ -750,7 +732,7 @@ func generate(t *testing.T, sc scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := forensics.Summarize(h.ctx, h.store)
+	sum, err := forensics.Summarize(h.ctx, h.svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -872,7 +854,7 @@ func TestScenarioLogsRoundTrip(t *testing.T) {
 			}
 			defer live.Close()
 			lr := forensics.NewLogReader(bytes.NewReader(orig))
-			n, err := live.Import(ctx, lr.Next)
+			n, err := forensics.Import(ctx, live, lr.Next)
 			if err != nil {
 				t.Fatal(lr.AtLine(err))
 			}
@@ -895,9 +877,7 @@ func TestScenarioLogsRoundTrip(t *testing.T) {
 				t.Errorf("verify: event %d breaks a rule: %+v", v.Position, v)
 			}
 			var out bytes.Buffer
-			if err := live.Each(ctx, eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
-				return events.WriteJSONLines(&out, []events.Event{ev})
-			}); err != nil {
+			if err := forensics.Export(ctx, live, "", 0, &out, nil); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(out.Bytes(), orig) {

@@ -35,12 +35,11 @@ func sessionFile(n int, last string) string {
 // already synced with other content refuses a resumed import whole.
 func TestImportSessionIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	store, err := forensics.Open(ctx, filepath.Join(t.TempDir(), "memory.db"))
+	svc, err := forensics.Open(ctx, filepath.Join(t.TempDir(), "memory.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	svc := memory.New(store)
+	defer svc.Close()
 	read := func(text string) history.Session {
 		t.Helper()
 		sess, err := history.ReadSession(strings.NewReader(text))
@@ -51,7 +50,7 @@ func TestImportSessionIsAllOrNothing(t *testing.T) {
 	}
 	events := func() int64 {
 		t.Helper()
-		p, err := store.LastPosition(ctx)
+		p, err := svc.LastPosition(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,9 +18,9 @@ import (
 // flush records what waits (the service stays usable).
 func mustOpenAuditedService(tb testing.TB) (s *Service, flush func()) {
 	tb.Helper()
-	s = mustOpenService(tb)
-	s = NewWithOptions(s.store, Options{AuditCalls: true})
-	tb.Cleanup(func() { s.Close() })
+	opts := testOptions()
+	opts.AuditCalls = true
+	s = mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), opts)
 	return s, func() {
 		s.audit.close()
 		s.audit = newAuditor(s.store, s.audit.log)

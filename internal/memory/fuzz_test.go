@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/projections"
 )
 
 // FuzzPageText pages arbitrary text by code points: the pages concatenate
@@ -97,13 +94,7 @@ func FuzzReadNoteLines(f *testing.F) {
 	f.Add("x\ny", int64(1), int64(2), int64(0), int64(0), uint8(0x0b))
 
 	ctx := context.Background()
-	store, err := eventlog.Open(ctx, filepath.Join(f.TempDir(), "memory.db"),
-		eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { store.Close() })
-	s := New(store)
+	s := mustOpenAt(f, filepath.Join(f.TempDir(), "memory.db"), OpenOptions{Synchronous: "off"})
 	budgets := []int64{DefaultMaxToolOutputChars, 200, 1}
 	readers := make([]CallContext, len(budgets))
 	written := make([]*string, len(budgets))

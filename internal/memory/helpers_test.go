@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/projections"
 )
 
 // testClock is a deterministic clock: every reading advances it by 1 ms.
@@ -19,18 +16,31 @@ func (c *testClock) now() time.Time {
 	return c.t
 }
 
-// mustOpenService opens a migrated database file in t.TempDir() and
-// returns a Service over it.
+// mustOpenService opens a new database in t.TempDir() the way the server
+// does (Open), with a deterministic clock, and returns its Service.
 func mustOpenService(tb testing.TB) *Service {
 	tb.Helper()
+	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), testOptions())
+}
+
+// testOptions are the OpenOptions of mustOpenService: a new deterministic
+// clock.
+func testOptions() OpenOptions {
 	clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	store, err := eventlog.Open(context.Background(), filepath.Join(tb.TempDir(), "memory.db"),
-		eventlog.Options{Apply: projections.Apply, Now: clock.now})
+	return OpenOptions{Now: clock.now}
+}
+
+// mustOpenAt opens the database at path through Open with opts; the
+// Service is closed when the test ends. (memory's own tests cannot import
+// internal/memorytest, which imports memory.)
+func mustOpenAt(tb testing.TB, path string, opts OpenOptions) *Service {
+	tb.Helper()
+	s, err := Open(context.Background(), path, opts)
 	if err != nil {
-		tb.Fatalf("open store: %v", err)
+		tb.Fatalf("open %s: %v", filepath.Base(path), err)
 	}
-	tb.Cleanup(func() { store.Close() })
-	return New(store)
+	tb.Cleanup(func() { s.Close() })
+	return s
 }
 
 // mustAttach attaches a new root session and returns its call context.

@@ -1171,13 +1171,9 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := mustOpenAt(t, filepath.Join(t.TempDir(), "imported.db"), OpenOptions{})
 	i := 0
-	n, err := fresh.Import(ctx, func() (events.Event, bool, error) {
+	n, err := fresh.store.Import(ctx, func() (events.Event, bool, error) {
 		if i == len(log) {
 			return events.Event{}, false, nil
 		}
@@ -1187,12 +1183,12 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 	if err != nil || n != int64(len(log)) {
 		t.Fatalf("import: %d of %d events, %v", n, len(log), err)
 	}
-	if imported := historyDigest(t, fresh); !reflect.DeepEqual(before, imported) {
+	if imported := historyDigest(t, fresh.store); !reflect.DeepEqual(before, imported) {
 		t.Fatalf("imported projections differ:\nlive     %v\nimported %v", before, imported)
 	}
 	for _, args := range []string{`{"agent_name":"/root/reviewer"}`, `{}`} {
 		a := mustCall(t, s, root, "history_list_items", args)
-		b := mustCall(t, New(fresh), root, "history_list_items", args)
+		b := mustCall(t, fresh, root, "history_list_items", args)
 		if a.Content[0].Text != b.Content[0].Text {
 			t.Fatalf("list %s differs after import", args)
 		}

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-
-	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/projections"
 )
 
 // BenchmarkNoteAppend: one client's notes_append_to_file (the append1
@@ -19,14 +16,7 @@ import (
 func BenchmarkNoteAppend(b *testing.B) {
 	for _, sync := range []string{"off", "full"} {
 		b.Run(sync, func(b *testing.B) {
-			store, err := eventlog.Open(context.Background(), filepath.Join(b.TempDir(), "memory.db"),
-				eventlog.Options{Apply: projections.Apply, Synchronous: sync})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			s := New(store)
-			defer s.Close()
+			s := mustOpenAt(b, filepath.Join(b.TempDir(), "memory.db"), OpenOptions{Synchronous: sync})
 			cc := mustAttach(b, s, "/bench/noteappend.jsonl")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/fence"
-	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
@@ -58,13 +56,10 @@ func TestNoteCacheAnswersUntilACommit(t *testing.T) {
 	})
 
 	t.Run("another process's write", func(t *testing.T) {
-		other, err := eventlog.Open(context.Background(), fcDBPath(t, s), eventlog.Options{Apply: projections.Apply})
-		if err != nil {
-			t.Fatal(err)
-		}
+		other := mustOpenAt(t, fcDBPath(t, s), OpenOptions{})
 		defer other.Close()
 		noteText(t, s, cc, "a.md") // cached again
-		if _, err := New(other).CallTool(context.Background(), tools.NotesWriteFile, cc,
+		if _, err := other.CallTool(context.Background(), tools.NotesWriteFile, cc,
 			[]byte(`{"path":"a.md","text":"from elsewhere"}`), ""); err != nil {
 			t.Fatal(err)
 		}

@@ -1088,13 +1088,7 @@ func runConcurrentAppends(t *testing.T, e *notesEnv) {
 func runTwoStoreAppends(t *testing.T, _ *notesEnv) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	open := func() *Service {
-		clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		st, err := eventlog.Open(context.Background(), path, eventlog.Options{Apply: projections.Apply, Now: clock.now})
-		if err != nil {
-			t.Fatalf("open store: %v", err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return New(st)
+		return mustOpenAt(t, path, testOptions())
 	}
 	a, b := open(), open()
 	cc := mustAttach(t, a, "two-stores")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
@@ -13,8 +14,9 @@ import (
 
 // OpenOptions configure Open.
 type OpenOptions struct {
-	// Synchronous is SQLite's synchronous setting ("" for the default;
-	// see eventlog.Options).
+	// Synchronous is SQLite's synchronous setting: "" (the default, full),
+	// "normal", or "off" for a database that can be rebuilt (replays,
+	// tests); see eventlog.Options.
 	Synchronous string
 	// Logf receives a rebuild of the projections that a migration asks for
 	// (nil: not reported).
@@ -25,6 +27,19 @@ type OpenOptions struct {
 	// AuditCalls and Logger are those of Options.
 	AuditCalls bool
 	Logger     *slog.Logger
+
+	// The options below exist for tests, so that they open storage the
+	// way the server does; the server leaves them unset.
+
+	// Now is the clock for recorded_at and event ids (default time.Now):
+	// a fixed clock makes a test's events reproducible.
+	Now func() time.Time
+	// BusyTimeout bounds how long a statement waits for another process's
+	// lock (default 5s).
+	BusyTimeout time.Duration
+	// WriterPragmas are extra pragmas for the writer connection, e.g.
+	// "max_page_count(100)" to make a test's database full.
+	WriterPragmas []string
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
@@ -35,7 +50,10 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the database folder: %w", err)
 	}
-	store, err := projections.Open(ctx, path, eventlog.Options{Synchronous: opts.Synchronous, Warnf: opts.Warnf}, opts.Logf)
+	store, err := projections.Open(ctx, path, eventlog.Options{
+		Synchronous: opts.Synchronous, Warnf: opts.Warnf,
+		Now: opts.Now, BusyTimeout: opts.BusyTimeout, WriterPragmas: opts.WriterPragmas,
+	}, opts.Logf)
 	if err != nil {
 		return nil, err
 	}

@@ -210,13 +210,9 @@ func TestRebuildEqualsLive(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	imported := mustOpenAt(t, filepath.Join(t.TempDir(), "imported.db"), OpenOptions{})
 	i := 0
-	n, err := fresh.Import(ctx, func() (events.Event, bool, error) {
+	n, err := imported.store.Import(ctx, func() (events.Event, bool, error) {
 		if i == len(log) {
 			return events.Event{}, false, nil
 		}
@@ -226,7 +222,6 @@ func TestRebuildEqualsLive(t *testing.T) {
 	if err != nil || n != int64(len(log)) {
 		t.Fatalf("import: %d %v", n, err)
 	}
-	imported := New(fresh)
 	if got := rbDigest(t, imported); !reflect.DeepEqual(got, live) {
 		t.Fatalf("imported digest\n %+v\nwant live\n %+v", got, live)
 	}

@@ -50,8 +50,11 @@ func (s *Service) NoteCacheStats() (hits, misses uint64) {
 	return s.notes.Stats()
 }
 
-// Store returns the service's event store (a Service from Open still
-// owns it: Close closes it).
+// Store returns the service's event store, for the offline work on the
+// log and its projections (internal/forensics: replay, verify, import,
+// export) and for tests that check what is stored; the API and the server
+// command go through the Service's methods. A Service from Open still
+// owns the store: Close closes it.
 func (s *Service) Store() *eventlog.Store { return s.store }
 
 // LastPosition returns the position of the newest event of the log (0

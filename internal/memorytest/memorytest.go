@@ -1,0 +1,76 @@
+// Package memorytest opens memoryd's storage for tests the way the server
+// does (memory.Open: the projections as the log's applier, with their
+// flush and import check), so that a test runs the production wiring. It
+// also holds the small fixtures the tests of several packages share: a
+// deterministic clock and a buffer for the logs of a server under test.
+// Only tests import it.
+package memorytest
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// Open opens a new database in tb.TempDir() through memory.Open with
+// opts and returns its Service, closed when the test ends.
+func Open(tb testing.TB, opts memory.OpenOptions) *memory.Service {
+	tb.Helper()
+	return OpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), opts)
+}
+
+// OpenAt is Open on the database at path (created if needed). Closing
+// the Service before the test ends is allowed.
+func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service {
+	tb.Helper()
+	svc, err := memory.Open(context.Background(), path, opts)
+	if err != nil {
+		tb.Fatalf("open %s: %v", filepath.Base(path), err)
+	}
+	tb.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+// Clock is a deterministic clock for memory.OpenOptions.Now: every
+// reading advances it by 1 ms. It is safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock whose first reading is 1 ms after start.
+func NewClock(start time.Time) *Clock { return &Clock{t: start} }
+
+// Now advances the clock and returns its time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writers: the logs of a
+// server, or the output of a process, that a test reads while it runs.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
