@@ -62,7 +62,7 @@ type testServer struct {
 func newTestServer(tb testing.TB, edit func(*Config)) *testServer {
 	tb.Helper()
 	dbPath := filepath.Join(tb.TempDir(), "memory.db")
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Projector: projections.Projector{}})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

@@ -27,7 +27,7 @@ import (
 // the server and closes the store (also done at cleanup).
 func storageServer(tb testing.TB, dbPath string, opts eventlog.Options) (*testServer, func()) {
 	tb.Helper()
-	opts.Apply = projections.Apply
+	opts.Projector = projections.Projector{}
 	store, err := eventlog.Open(context.Background(), dbPath, opts)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
@@ -216,7 +216,7 @@ func TestDiskFull(t *testing.T) {
 func checkRebuild(t *testing.T, live *eventlog.Store) {
 	t.Helper()
 	ctx := context.Background()
-	scratch, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
+	scratch, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "rebuilt.db"), eventlog.Options{Projector: projections.Projector{}, Synchronous: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,7 +239,7 @@ func lcParseMatrix(tb testing.TB) map[string]map[string]string {
 // a few thousand events it never reads back after the test).
 func lcOpenScratch(tb testing.TB, dbPath string) *lcServer {
 	tb.Helper()
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Projector: projections.Projector{}, Synchronous: "off"})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

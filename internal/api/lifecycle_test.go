@@ -47,7 +47,7 @@ type lcServer struct {
 // by the test's cleanup or by close.
 func lcOpen(tb testing.TB, dbPath string) *lcServer {
 	tb.Helper()
-	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Apply: projections.Apply})
+	store, err := eventlog.Open(context.Background(), dbPath, eventlog.Options{Projector: projections.Projector{}})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

@@ -77,7 +77,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx := context.Background()
 	clock := &scenarioClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: projections.Apply, Now: clock.now})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Projector: projections.Projector{}, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}

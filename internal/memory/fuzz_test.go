@@ -98,7 +98,7 @@ func FuzzReadNoteLines(f *testing.F) {
 
 	ctx := context.Background()
 	store, err := eventlog.Open(ctx, filepath.Join(f.TempDir(), "memory.db"),
-		eventlog.Options{Apply: projections.Apply, Synchronous: "off"})
+		eventlog.Options{Projector: projections.Projector{}, Synchronous: "off"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func mustOpenService(tb testing.TB) *Service {
 	tb.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	store, err := eventlog.Open(context.Background(), filepath.Join(tb.TempDir(), "memory.db"),
-		eventlog.Options{Apply: projections.Apply, Now: clock.now})
+		eventlog.Options{Projector: projections.Projector{}, Now: clock.now})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

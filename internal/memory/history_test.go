@@ -1171,7 +1171,7 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
+	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Projector: projections.Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}

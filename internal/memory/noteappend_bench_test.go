@@ -20,7 +20,7 @@ func BenchmarkNoteAppend(b *testing.B) {
 	for _, sync := range []string{"off", "full"} {
 		b.Run(sync, func(b *testing.B) {
 			store, err := eventlog.Open(context.Background(), filepath.Join(b.TempDir(), "memory.db"),
-				eventlog.Options{Apply: projections.Apply, Synchronous: sync})
+				eventlog.Options{Projector: projections.Projector{}, Synchronous: sync})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -58,7 +58,7 @@ func TestNoteCacheAnswersUntilACommit(t *testing.T) {
 	})
 
 	t.Run("another process's write", func(t *testing.T) {
-		other, err := eventlog.Open(context.Background(), fcDBPath(t, s), eventlog.Options{Apply: projections.Apply})
+		other, err := eventlog.Open(context.Background(), fcDBPath(t, s), eventlog.Options{Projector: projections.Projector{}})
 		if err != nil {
 			t.Fatal(err)
 		}

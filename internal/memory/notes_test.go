@@ -1089,7 +1089,7 @@ func runTwoStoreAppends(t *testing.T, _ *notesEnv) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	open := func() *Service {
 		clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		st, err := eventlog.Open(context.Background(), path, eventlog.Options{Apply: projections.Apply, Now: clock.now})
+		st, err := eventlog.Open(context.Background(), path, eventlog.Options{Projector: projections.Projector{}, Now: clock.now})
 		if err != nil {
 			t.Fatalf("open store: %v", err)
 		}

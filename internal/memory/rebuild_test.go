@@ -210,7 +210,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Apply: projections.Apply})
+	fresh, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "imported.db"), eventlog.Options{Projector: projections.Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}
