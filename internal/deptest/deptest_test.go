@@ -67,7 +67,7 @@ var rules = []rule{
 	{
 		pkgs:   []string{"internal/eventlog/..."},
 		banned: []string{"internal/projections/...", "internal/memory/...", "internal/forensics/...", "internal/api/..."},
-		reason: "the log is below what is built from it: projections register as Options.Apply, so the log " +
+		reason: "the log is below what is built from it: the projections are its Options.Projector, so the log " +
 			"can be tested, imported and replayed without them, and a read model cannot shape what is stored",
 	},
 	{

@@ -34,7 +34,7 @@ func concOpen(tb testing.TB) *Store {
 			ev.Position, ev.Stream, ev.StreamVersion)
 		return err
 	}
-	s, err := Open(context.Background(), path, Options{Apply: apply})
+	s, err := Open(context.Background(), path, Options{Projector: testProjector{apply: apply}})
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}

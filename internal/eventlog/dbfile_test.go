@@ -13,10 +13,10 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// openFile opens the store at path with an applier that does nothing.
+// openFile opens the store at path with a projector that does nothing.
 func openFile(tb testing.TB, path string, opts Options) *Store {
 	tb.Helper()
-	opts.Apply = func(context.Context, DBTX, events.Event) error { return nil }
+	opts.Projector = testProjector{}
 	s, err := Open(context.Background(), path, opts)
 	if err != nil {
 		tb.Fatalf("open %q: %v", path, err)

@@ -11,32 +11,17 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// TestImportDefersProjectionsOnlyWithFlush: an import lets the applier
-// defer its writes (TxDeferring) and calls Options.Flush once, after its
-// last event and before it commits; appends never defer; the flush ends
-// the deferral; a store without Flush never defers; a failed import
-// flushes nothing.
-func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
+// TestImportDefersProjections: an import tells the projector to defer its
+// writes and flushes it once, after its last event and before it commits;
+// appends never defer; the flush ends the deferral; a failed import
+// flushes nothing; a request that defers and returns without flushing is
+// flushed by the writer before it commits.
+func TestImportDefersProjections(t *testing.T) {
 	ctx := context.Background()
 	log := exportLog(t)
 	var seen []string // "apply deferring", "apply eager", "flush"
-	apply := func(_ context.Context, db DBTX, _ events.Event) error {
-		if TxDeferring(db) {
-			seen = append(seen, "apply deferring")
-		} else {
-			seen = append(seen, "apply eager")
-		}
-		return nil
-	}
-	flush := func(_ context.Context, db DBTX) error {
-		if !TxDeferring(db) {
-			t.Error("Flush called outside a deferring request")
-		}
-		seen = append(seen, "flush")
-		return nil
-	}
-	open := func(flush func(context.Context, DBTX) error) *Store {
-		s, err := Open(ctx, filepath.Join(t.TempDir(), "memory.db"), Options{Apply: apply, Flush: flush})
+	open := func() *Store {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "memory.db"), Options{Projector: testProjector{calls: &seen}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +40,7 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 		seen = nil
 	}
 
-	s := open(flush)
+	s := open()
 	if _, err := s.Import(ctx, iterate(log)); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +57,9 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 		if err := tx.FlushProjections(ctx); err != nil {
 			return err
 		}
+		if err := tx.FlushProjections(ctx); err != nil { // not deferring: nothing to flush
+			return err
+		}
 		_, err := tx.Append(ctx, log[0].Stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "after the flush")})
 		return err
 	})
@@ -82,20 +70,23 @@ func TestImportDefersProjectionsOnlyWithFlush(t *testing.T) {
 		t.Fatalf("a request that defers, flushes and appends again: %s", runs(seen))
 	}
 	seen = nil
+	err = s.Update(ctx, "", func(tx *Tx) error {
+		tx.DeferProjections()
+		_, err := tx.Append(ctx, log[0].Stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("01TASKA", "/root", "never flushed")})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("a request that defers and does not flush", "apply deferring", 1, true)
 
 	bad := append([]events.Event(nil), log...)
 	bad[len(bad)-1].ID = "not-a-ulid"
-	s = open(flush)
+	s = open()
 	if _, err := s.Import(ctx, iterate(bad)); !errors.Is(err, events.ErrInvalidEvent) {
 		t.Fatalf("import of a bad log: %v, want ErrInvalidEvent", err)
 	}
 	want("failed import", "apply deferring", len(log)-1, false)
-
-	s = open(nil)
-	if _, err := s.Import(ctx, iterate(log)); err != nil {
-		t.Fatal(err)
-	}
-	want("import without Flush", "apply eager", len(log), false)
 }
 
 // runs writes calls as runs of equal calls: "5×apply deferring, 1×flush".

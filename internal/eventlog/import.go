@@ -114,9 +114,9 @@ func (t *Tx) checkSequence(ctx context.Context, ev events.Event) error {
 }
 
 // checkRules checks ev's envelope, its payload (events.CheckPayload, unless
-// a log reader has: events.Decoded) and, through Options.ImportCheck, the
-// projections it names as they stand before it. It leaves the checked payload in ev
-// for the projections to reuse.
+// a log reader has: events.Decoded) and, through the projector's
+// CheckImport, the projections it names as they stand before it. It leaves
+// the checked payload in ev for the projections to reuse.
 func (t *Tx) checkRules(ctx context.Context, ev *events.Event) error {
 	if _, err := ulid.ParseStrict(ev.ID); err != nil {
 		return events.Broken(*ev, "id %q is not a ULID", ev.ID)
@@ -135,8 +135,5 @@ func (t *Tx) checkRules(ctx context.Context, ev *events.Event) error {
 		return err
 	}
 	*ev = checked
-	if t.s.importCheck != nil {
-		return t.s.importCheck(ctx, t.db, *ev)
-	}
-	return nil
+	return t.proj.CheckImport(ctx, t.db, *ev)
 }

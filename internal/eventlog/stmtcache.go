@@ -91,37 +91,6 @@ func (c *stmtCache) close() {
 	c.m = map[string]*sql.Stmt{}
 }
 
-// writeTx is the writer's transaction as its requests see it: queries
-// run through the statements prepared on the kept writer connection
-// (Store.writerConn), with what projections keep with the transaction.
-type writeTx struct {
-	DBTX
-	memo map[any]any // see TxMemo
-	// deferring: the request may defer projection writes (Tx.DeferProjections)
-	deferring bool
-}
-
-// TxMemo returns the memo of the write transaction db, or nil when db is
-// not one: memory that projections keep with a transaction, to remember
-// rows of their own tables they have read or written in it. The writer
-// empties it whenever some of the transaction's writes are rolled back (a
-// failed request of a batch); whoever changes those tables other than
-// through the code that keeps the memo (a projection rebuild's deletes)
-// must empty it too. Keys must be of a type of the caller's own.
-func TxMemo(db DBTX) map[any]any {
-	if t, ok := db.(writeTx); ok {
-		return t.memo
-	}
-	return nil
-}
-
-// TxDeferring reports whether the applier may defer its projection writes
-// in db until Options.Flush (see Tx.DeferProjections).
-func TxDeferring(db DBTX) bool {
-	t, ok := db.(writeTx)
-	return ok && t.deferring
-}
-
 // preparedDB runs each query through the statement stmt returns for it,
 // or on direct when stmt returns none (not prepared yet, or its
 // preparation failed: running it unprepared then reports the error).

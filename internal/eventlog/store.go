@@ -1,8 +1,9 @@
 // Package eventlog is memoryd's append-only event log in SQLite: a Store
 // with one writer connection and a reader pool, holding events of the
 // catalog (package events). Appends check an expected stream version and
-// run the registered projection applier in the same transaction, so an
-// event and the projection rows it implies commit together or not at all.
+// apply each event through the store's Projector in the same transaction,
+// so an event and the projection rows it implies commit together or not
+// at all.
 package eventlog
 
 import (
@@ -47,25 +48,11 @@ var errClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
 // AnyVersion as an expected version skips the stream version check.
 const AnyVersion int64 = -1
 
-// Applier updates projections for one event inside the append transaction.
-// It must be deterministic: it may read the event and the projection tables
-// through tx, and nothing else (no clock, no randomness).
-type Applier func(ctx context.Context, db DBTX, ev events.Event) error
-
 // Options configure a Store.
 type Options struct {
-	// Apply is called for every appended or imported event. Required.
-	Apply Applier
-	// Flush writes out the projection changes Apply deferred in a request
-	// that allowed it (Tx.DeferProjections: imports and rebuilds). Nil
-	// when Apply never defers.
-	Flush func(ctx context.Context, db DBTX) error
-	// ImportCheck checks an imported event against the projections as
-	// they stand before it is applied (the agents and tasks it names
-	// exist, a note stays within its cap), once its payload has passed
-	// events.CheckPayload; nil: no such check. Import and Continue call
-	// it, not Append: the commands that append check the same first.
-	ImportCheck Applier
+	// Projector applies every appended or imported event, and checks
+	// every imported one, in the transaction that stores it. Required.
+	Projector Projector
 	// Now is the clock for recorded_at and event ids (default time.Now).
 	Now func() time.Time
 	// Synchronous is "full" (default) or "normal" (see docs/durability.md),
@@ -89,13 +76,10 @@ type Options struct {
 
 // Store is the event log. It is safe for concurrent use.
 type Store struct {
-	writer *sql.DB
-	reader *sql.DB
-	apply  Applier
-	flush  func(ctx context.Context, db DBTX) error
-	now    func() time.Time
-
-	importCheck Applier // Options.ImportCheck
+	writer    *sql.DB
+	reader    *sql.DB
+	projector Projector
+	now       func() time.Time
 
 	entropy io.Reader // used by the writer goroutine only
 
@@ -169,8 +153,8 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 // Open opens (creating if needed, mode 0600) the SQLite database at path,
 // applies the migrations and returns the store.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if opts.Apply == nil {
-		return nil, errors.New("events: Options.Apply is required")
+	if opts.Projector == nil {
+		return nil, errors.New("events: Options.Projector is required")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -240,15 +224,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	reader.SetMaxOpenConns(opts.Readers + 2)
 	reader.SetMaxIdleConns(2)
 	s := &Store{
-		writer:  writer,
-		reader:  reader,
-		apply:   opts.Apply,
-		flush:   opts.Flush,
-		now:     opts.Now,
-		entropy: ulid.Monotonic(rand.Reader, 0),
-		writes:  make(chan *writeRequest),
-
-		importCheck: opts.ImportCheck,
+		writer:    writer,
+		reader:    reader,
+		projector: opts.Projector,
+		now:       opts.Now,
+		entropy:   ulid.Monotonic(rand.Reader, 0),
+		writes:    make(chan *writeRequest),
 
 		readConns: newReadConns(reader, opts.Readers),
 		readStmts: newStmtCache(reader),
@@ -290,6 +271,10 @@ type Tx struct {
 	q         *eventsdb.Queries
 	requestID string
 	last      int64 // last position, -1 until read
+	// proj is the projector's state of the transaction, shared by the
+	// batch's requests; deferring: this request told it to defer.
+	proj      TxProjection
+	deferring bool
 	// versions are the stream versions this request has written, batch
 	// those the batch's earlier (successful) requests wrote; both stand
 	// over s.tip, the committed log, until the batch commits.
@@ -386,7 +371,7 @@ func (t *Tx) insert(ctx context.Context, ev events.Event) error {
 	if err != nil {
 		return classify(err)
 	}
-	if err := t.s.apply(ctx, t.db, ev); err != nil {
+	if err := t.proj.Apply(ctx, t.db, ev); err != nil {
 		return fmt.Errorf("apply %s at %d: %w", ev.Type, ev.Position, err)
 	}
 	t.last = ev.Position
@@ -510,36 +495,35 @@ func (t *Tx) Read(ctx context.Context, f Filter) ([]events.Event, error) {
 	return readEvents(ctx, t.db, f)
 }
 
-// DeferProjections lets the applier defer its projection writes (it asks
-// TxDeferring) until FlushProjections. It is for requests in which nothing
-// but the applier reads the projections, imports and rebuilds: a bulk
-// request may then write a projection row once instead of once per event.
-// Without Options.Flush it does nothing.
+// DeferProjections lets the projector defer its projection writes until
+// FlushProjections. It is for requests in which nothing but the projector
+// reads the projections, imports and rebuilds: a bulk request may then
+// write a projection row once instead of once per event. A request that
+// returns while it defers is flushed by the writer as part of it.
 func (t *Tx) DeferProjections() {
-	if c, ok := t.db.(writeTx); ok && t.s.flush != nil {
-		c.deferring = true
-		t.db = c
-	}
+	t.deferring = true
+	t.proj.Defer()
 }
 
-// FlushProjections writes out what the applier has deferred and ends the
-// deferral: the request's later events are applied as they come. A
-// request that defers must call it before it returns.
+// FlushProjections writes out what the projector has deferred and ends the
+// deferral: the request's later events are applied as they come.
 func (t *Tx) FlushProjections(ctx context.Context) error {
-	c, ok := t.db.(writeTx)
-	if !ok || !c.deferring {
+	if !t.deferring {
 		return nil
 	}
-	c.deferring = false
-	err := t.s.flush(ctx, t.db) // t.db still defers: Flush runs as part of the deferring request
-	t.db = c
-	return err
+	t.deferring = false
+	return t.proj.Flush(ctx, t.db)
 }
 
-// Reapply runs the store's applier for ev again, inside this transaction,
+// Projection returns the projector's state of this transaction (what
+// Options.Projector began), for the projector's package to reach the state
+// it keeps there, typed as its own.
+func (t *Tx) Projection() TxProjection { return t.proj }
+
+// Reapply applies ev through the projector again, inside this transaction,
 // without appending it: the building block of a projection rebuild.
 func (t *Tx) Reapply(ctx context.Context, ev events.Event) error {
-	return t.s.apply(ctx, t.db, ev)
+	return t.proj.Apply(ctx, t.db, ev)
 }
 
 // Position returns the position of the newest event this transaction sees,

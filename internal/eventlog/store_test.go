@@ -18,7 +18,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// recordingApply is an Applier that writes one row per event into a
+// recordingApply is an applyFunc that writes one row per event into a
 // table of its own (made by openStore), so tests can see that projection
 // writes commit and roll back with their events.
 func recordingApply(ctx context.Context, db DBTX, ev events.Event) error {
@@ -39,11 +39,8 @@ func (c *testClock) now() time.Time {
 	return c.t
 }
 
-func openStore(tb testing.TB, apply Applier) *Store {
+func openStore(tb testing.TB, apply applyFunc) *Store {
 	tb.Helper()
-	if apply == nil {
-		apply = func(context.Context, DBTX, events.Event) error { return nil }
-	}
 	path := filepath.Join(tb.TempDir(), "memory.db")
 	raw, err := sql.Open("sqlite", FileURI(path, nil))
 	if err != nil {
@@ -55,7 +52,7 @@ func openStore(tb testing.TB, apply Applier) *Store {
 		tb.Fatal(err)
 	}
 	clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	s, err := Open(context.Background(), path, Options{Apply: apply, Now: clock.now})
+	s, err := Open(context.Background(), path, Options{Projector: testProjector{apply: apply}, Now: clock.now})
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -713,15 +710,14 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 func TestOpenOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	noop := func(context.Context, DBTX, events.Event) error { return nil }
 	if _, err := Open(ctx, filepath.Join(dir, "a.db"), Options{}); err == nil {
-		t.Error("Open without an applier succeeded")
+		t.Error("Open without a projector succeeded")
 	}
-	if _, err := Open(ctx, filepath.Join(dir, "b.db"), Options{Apply: noop, Synchronous: "extra"}); err == nil {
+	if _, err := Open(ctx, filepath.Join(dir, "b.db"), Options{Projector: testProjector{}, Synchronous: "extra"}); err == nil {
 		t.Error("Open with synchronous extra succeeded")
 	}
 	for _, mode := range []string{"", "full", "NORMAL"} {
-		s, err := Open(ctx, filepath.Join(dir, "c.db"), Options{Apply: noop, Synchronous: mode})
+		s, err := Open(ctx, filepath.Join(dir, "c.db"), Options{Projector: testProjector{}, Synchronous: mode})
 		if err != nil {
 			t.Fatalf("synchronous %q: %v", mode, err)
 		}
@@ -731,7 +727,7 @@ func TestOpenOptions(t *testing.T) {
 		}
 		s.Close()
 	}
-	if _, err := Open(ctx, filepath.Join(dir, "missing", "d.db"), Options{Apply: noop}); !errors.Is(err, ErrUnavailable) {
+	if _, err := Open(ctx, filepath.Join(dir, "missing", "d.db"), Options{Projector: testProjector{}}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open in a missing folder: %v, want ErrUnavailable", err)
 	}
 }

@@ -97,13 +97,15 @@ func TestTipAfterAnotherProcess(t *testing.T) {
 	checkLog(t, evs)
 }
 
-// TestTxMemoForgetsRolledBackRequests: what a request of a batch put in the
-// transaction's memo is gone when that request fails and is rolled back,
-// so that a later request of the same batch cannot see it.
-func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
+// TestTxProjectionForgetsRolledBackRequests: what a request of a batch
+// kept in the transaction's projection state is gone when that request
+// fails and is rolled back (the writer calls Rollback), deferral included,
+// so that a later request of the same batch cannot see it. (A read
+// transaction has no projection state: ReadTx has none to give.)
+func TestTxProjectionForgetsRolledBackRequests(t *testing.T) {
 	s := openStore(t, nil)
 	ctx := context.Background()
-	type key struct{}
+	state := func(tx *Tx) *testTx { return tx.Projection().(*testTx) }
 	release := make(chan struct{})
 	held := make(chan struct{})
 	go func() { // holds the writer while the others queue up into one batch
@@ -116,38 +118,42 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 	<-held
 	results := make(chan error, 4)
 	seen := make(chan any, 2)
+	deferring := make(chan bool, 1)
 	put := func(v string, fail bool) {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
 			if _, err := tx.Append(ctx, "t1/root", AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t1", "/root", v)}); err != nil {
 				return err
 			}
-			TxMemo(tx.DB())[key{}] = v
+			state(tx).kept = v
 			if fail {
+				tx.DeferProjections()
 				return errors.New("boom")
 			}
 			return nil
 		})
 	}
-	// a, b (fails), then a reader that remembers "c" and reports what
-	// the memo held before: nothing (b's rollback emptied the memo, a's
-	// entry with it), never "b". Then a last request sees "c": the
-	// reader and it shared a batch and a memo, so the test did test one.
+	// a, b (defers, fails), then a reader that keeps "c" and reports
+	// what the state held before: nothing (b's rollback emptied it, a's
+	// value with it), never "b", and no deferral. Then a last request
+	// sees "c": the reader and it shared a batch and a state, so the
+	// test did test one.
 	go put("a", false)
 	time.Sleep(20 * time.Millisecond)
 	go put("b", true)
 	time.Sleep(20 * time.Millisecond)
 	go func() {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
-			memo := TxMemo(tx.DB())
-			seen <- memo[key{}]
-			memo[key{}] = "c"
+			st := state(tx)
+			seen <- st.kept
+			deferring <- st.deferring
+			st.kept = "c"
 			return nil
 		})
 	}()
 	time.Sleep(20 * time.Millisecond)
 	go func() {
 		results <- s.Update(ctx, "", func(tx *Tx) error {
-			seen <- TxMemo(tx.DB())[key{}]
+			seen <- state(tx).kept
 			return nil
 		})
 	}()
@@ -157,17 +163,12 @@ func TestTxMemoForgetsRolledBackRequests(t *testing.T) {
 		<-results
 	}
 	if v := <-seen; v == "b" {
-		t.Fatal("a request saw what a rolled-back request of its batch remembered")
+		t.Fatal("a request saw what a rolled-back request of its batch kept")
+	}
+	if <-deferring {
+		t.Fatal("a request of the batch deferred because a rolled-back request had")
 	}
 	if v := <-seen; v != "c" {
 		t.Fatalf("the last request saw %v, not the previous request's c: the requests did not share a batch", v)
-	}
-	rtx, err := s.BeginRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rtx.Close()
-	if TxMemo(rtx.DB()) != nil {
-		t.Fatal("a read transaction has a memo")
 	}
 }

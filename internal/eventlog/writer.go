@@ -147,7 +147,8 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		finish()
 		return
 	}
-	db := writeTx{DBTX: conn.db, memo: map[any]any{}}
+	db := conn.db
+	proj := s.projector.Begin()
 	if err := s.tip.check(ctx, db); err != nil {
 		s.failBatch(ctx, results, classify(err))
 		finish()
@@ -171,13 +172,17 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				continue
 			}
 		}
-		t := &Tx{s: s, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last, batch: batchVersions}
-		if err := req.fn(t); err != nil {
+		t := &Tx{s: s, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last, batch: batchVersions, proj: proj}
+		err := req.fn(t)
+		if err == nil {
+			err = t.FlushProjections(ctx) // what it deferred is part of it (nothing, if it flushed)
+		}
+		if err != nil {
 			results[i] = classify(err)
 			if single {
 				break // rolled back below: nothing of it is kept
 			}
-			clear(db.memo) // it may remember rows the rollback undoes
+			proj.Rollback() // it may remember rows the rollback undoes
 			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
 				// The transaction is unusable: SQLite rolls it back by
 				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,

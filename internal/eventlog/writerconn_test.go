@@ -79,7 +79,7 @@ func TestWriterSurvivesInterruptedRequests(t *testing.T) {
 func TestWriterKeepsItsConnectionWhileAnotherWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	s, err := Open(ctx, path, Options{Apply: func(context.Context, DBTX, events.Event) error { return nil }, BusyTimeout: 50 * time.Millisecond})
+	s, err := Open(ctx, path, Options{Projector: testProjector{}, BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func openOther(t *testing.T, s *Store) *Store {
 	if err := s.Reader().QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(context.Background(), path, Options{Apply: func(context.Context, DBTX, events.Event) error { return nil },
+	other, err := Open(context.Background(), path, Options{Projector: testProjector{},
 		Now: func() time.Time { return time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ const maxEntryIDBytes = 256
 // the commands that record it follow: the stream is the one the payload
 // belongs to, addresses and note paths are valid, a note's text fits
 // MaxNoteBytes. It is pure: whether the agents and tasks it names exist
-// is for the projections to say (eventlog.Options.ImportCheck). The log's
+// is for the projections to say (the log's projector checks it). The log's
 // Import and Continue check every event with it; what the commands record
 // always passes.
 func CheckPayload(ev Event) (any, error) {
@@ -55,8 +55,8 @@ func CheckPayload(ev Event) (any, error) {
 }
 
 // RuleError is an imported event breaking a rule of its envelope, of its
-// payload (CheckPayload) or of the projections (eventlog.Options.ImportCheck). It
-// is an ErrInvalidEvent.
+// payload (CheckPayload) or of the projections (the log's projector checks
+// those). It is an ErrInvalidEvent.
 type RuleError struct {
 	Position int64
 	Type     string

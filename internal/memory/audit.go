@@ -222,7 +222,7 @@ func (a *auditor) run() {
 		err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
 			found = found[:0]
 			ctx := context.Background()
-			r := projections.NewReader(tx.DB())
+			r := projections.TxReader(tx)
 			// Consecutive records of one stream are appended together (one
 			// version lookup), in the order they came.
 			var run []events.Pending

@@ -340,7 +340,7 @@ func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syn
 	if err != nil {
 		return SyncResult{}, err
 	}
-	if err := p.checkStored(ctx, projections.NewReader(tx.DB()), req.Context, req.ExpectedRevision); err != nil {
+	if err := p.checkStored(ctx, projections.TxReader(tx), req.Context, req.ExpectedRevision); err != nil {
 		return SyncResult{}, err
 	}
 	return syncTx(ctx, tx, p, req)
@@ -350,7 +350,7 @@ func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syn
 // if an entry the check saw unstored is stored now.
 func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
 	var res SyncResult
-	r := projections.NewReader(tx.DB())
+	r := projections.TxReader(tx)
 	c, err := identify(ctx, r, req.Context)
 	if err != nil {
 		return SyncResult{}, err
@@ -376,7 +376,7 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 			return SyncResult{}, errStoredMeanwhile
 		default:
 			if rendered, ok := p.rendered[e.id]; ok {
-				r.WillRecordEntry(task, agent, e.id, rendered)
+				projections.WillRecordEntry(tx, task, agent, e.id, rendered)
 			}
 			pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
 				Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})

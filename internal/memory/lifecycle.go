@@ -53,7 +53,7 @@ func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID strin
 	var out fence.Outcome
 	var sv StateView
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
-		r := projections.NewReader(tx.DB())
+		r := projections.TxReader(tx)
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err
@@ -355,7 +355,7 @@ func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID s
 				*pos, _ = tx.Position(ctx)
 			}
 		}()
-		r := projections.NewReader(tx.DB())
+		r := projections.TxReader(tx)
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err

@@ -369,7 +369,7 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 				*pos, _ = tx.Position(ctx)
 			}
 		}()
-		r := projections.NewReader(tx.DB())
+		r := projections.TxReader(tx)
 		// The caller's row, the note's size and the call_id's first
 		// result in one query (a path that does not parse is refused below).
 		if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil && cc.TaskID != "" {

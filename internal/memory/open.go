@@ -43,7 +43,7 @@ type OpenOptions struct {
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
-// database at path with the projections as its applier, and returns a
+// database at path with the projections as its projector, and returns a
 // Service over it that owns it: Close flushes the audit and closes the
 // database. It is the one way memoryd opens its storage.
 func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) {

@@ -35,7 +35,8 @@ type Service struct {
 	notes *projections.NoteCache
 }
 
-// New returns a Service over store, whose applier must be projections.Apply.
+// New returns a Service over store, which must apply events through
+// projections.Projector.
 func New(store *eventlog.Store) *Service {
 	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit),
 		notes: projections.NewNoteCache(projections.DefaultNoteCacheBytes)}

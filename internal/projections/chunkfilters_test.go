@@ -23,7 +23,7 @@ type chunkHistory struct {
 }
 
 func newChunkHistory(t *testing.T) *chunkHistory {
-	store, err := eventlog.Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
+	store, err := eventlog.Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Projector: Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}

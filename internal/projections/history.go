@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"strconv"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
@@ -32,8 +33,7 @@ type RenderedEntry struct {
 
 // RenderEntry renders a raw entry for its projection rows. A sync renders
 // its new entries before it takes the writer and hands them to the write
-// transaction (Reader.WillRecordEntry), so that the writer does not
-// render them.
+// transaction (WillRecordEntry), so that the writer does not render them.
 func RenderEntry(raw []byte) (RenderedEntry, error) {
 	r := history.Render(raw)
 	calls, err := json.Marshal(r.Calls)
@@ -50,25 +50,30 @@ func RenderEntry(raw []byte) (RenderedEntry, error) {
 	return RenderedEntry{raw: raw, r: r, calls: string(calls), breaks: string(breaks)}, nil
 }
 
-// renderedKey names an entry rendered ahead in a transaction's memo
-// (eventlog.TxMemo).
+// renderedKey names an entry rendered ahead (txState.rendered).
 type renderedKey struct{ taskID, agent, entryID string }
 
-// WillRecordEntry tells a reader of a write transaction that the
-// transaction will record the entry (taskID, agent, entryID) as e's raw
-// entry: its projection then takes e rather than rendering it again. An
-// entry recorded with other bytes is rendered as usual.
-func (r *Reader) WillRecordEntry(taskID, agent, entryID string, e RenderedEntry) {
-	if r.memo != nil {
-		r.memo[renderedKey{taskID, agent, entryID}] = e
+// WillRecordEntry tells the write transaction tx that it will record the
+// entry (taskID, agent, entryID) as e's raw entry: its projection then
+// takes e rather than rendering it again. An entry recorded with other
+// bytes is rendered as usual. Nothing is kept when tx's store applies
+// through another projector.
+func WillRecordEntry(tx *eventlog.Tx, taskID, agent, entryID string, e RenderedEntry) {
+	st := stateOf(tx)
+	if st == nil {
+		return
 	}
+	if st.rendered == nil {
+		st.rendered = map[renderedKey]RenderedEntry{}
+	}
+	st.rendered[renderedKey{taskID, agent, entryID}] = e
 }
 
-func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, ev events.Event, p *events.HistoryEntryRecorded) error {
+func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, st *txState, ev events.Event, p *events.HistoryEntryRecorded) error {
 	key := renderedKey{p.TaskID, p.Agent, p.EntryID}
-	e, ok := memo[key].(RenderedEntry)
+	e, ok := st.rendered[key]
 	if ok {
-		delete(memo, key)
+		delete(st.rendered, key)
 	}
 	if !ok || !bytes.Equal(e.raw, p.Entry) {
 		var err error

@@ -12,7 +12,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// CheckImported is the eventlog.Options.ImportCheck of the store: an
+// checkImported is the projector's import check (txState.CheckImport): an
 // imported event may name only what the projections hold before it, as
 // the commands that record it require:
 //   - task.created: a task that does not exist yet;
@@ -25,12 +25,12 @@ import (
 //     position, and never more than events.MaxNoteBytes.
 //
 // It returns an *events.RuleError when ev breaks one of these.
-func CheckImported(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
+func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
 		return err
 	}
-	c := importChecker{ctx: ctx, q: projectionsdb.New(db), memo: eventlog.TxMemo(db), ev: ev}
+	c := importChecker{ctx: ctx, q: projectionsdb.New(db), st: st, ev: ev}
 	switch p := payload.(type) {
 	case *events.TaskCreated:
 		exists, err := c.taskExists(p.TaskID)
@@ -86,27 +86,26 @@ func CheckImported(ctx context.Context, db eventlog.DBTX, ev events.Event) error
 
 // importChecker checks one imported event.
 type importChecker struct {
-	ctx  context.Context
-	q    *projectionsdb.Queries
-	memo map[any]any // the transaction's (eventlog.TxMemo), or nil
-	ev   events.Event
+	ctx context.Context
+	q   *projectionsdb.Queries
+	st  *txState // the transaction's
+	ev  events.Event
 }
 
 func (c importChecker) invalid(format string, args ...any) error {
 	return events.Broken(c.ev, format, args...)
 }
 
-// noteCapKey names, in a transaction's memo, the note cap of a registered
-// agent, as an import's checks found it.
+// noteCapKey names a registered agent in txState.caps.
 type noteCapKey struct{ taskID, agent string }
 
 // noteCap returns the note cap of a registered agent, min(its budget's
 // notes_max_file_bytes, events.MaxNoteBytes), and whether it is
-// registered. Agents are never unregistered, so the memo keeps the cap of
-// one that is until its budget changes (forget).
+// registered. Agents are never unregistered, so the transaction's state
+// keeps the cap of one that is until its budget changes (forget).
 func (c importChecker) noteCap(taskID, agent string) (int64, bool, error) {
 	k := noteCapKey{taskID, agent}
-	if n, ok := c.memo[k].(int64); ok {
+	if n, ok := c.st.caps[k]; ok {
 		return n, true, nil
 	}
 	row, err := c.q.GetAgent(c.ctx, projectionsdb.GetAgentParams{TaskID: taskID, Agent: agent})
@@ -121,13 +120,14 @@ func (c importChecker) noteCap(taskID, agent string) (int64, bool, error) {
 		return 0, false, err
 	}
 	n := min(a.Budget.NotesMaxFileBytes, events.MaxNoteBytes)
-	if c.memo != nil {
-		c.memo[k] = n
+	if c.st.caps == nil {
+		c.st.caps = map[noteCapKey]int64{}
 	}
+	c.st.caps[k] = n
 	return n, true, nil
 }
 
-func (c importChecker) forget(taskID, agent string) { delete(c.memo, noteCapKey{taskID, agent}) }
+func (c importChecker) forget(taskID, agent string) { delete(c.st.caps, noteCapKey{taskID, agent}) }
 
 // registered returns the note cap of an agent that must be registered.
 func (c importChecker) registered(taskID, agent string) (int64, error) {
@@ -168,7 +168,7 @@ func (c importChecker) note(taskID, agent, path, text, by string, appendMode boo
 	}
 	size := int64(len(text))
 	if appendMode {
-		before, err := noteSizeNow(c.ctx, c.q, c.memo, noteKey{taskID, agent, path})
+		before, err := noteSizeNow(c.ctx, c.q, c.st, noteKey{taskID, agent, path})
 		if err != nil {
 			return err
 		}
@@ -182,19 +182,17 @@ func (c importChecker) note(taskID, agent, path, text, by string, appendMode boo
 
 // noteSizeNow returns the size of a note as the transaction sees it, its
 // deferred changes included (0: no such note). A size read from the
-// table is kept in the memo, where the applier looks first.
-func noteSizeNow(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, mk noteKey) (int64, error) {
-	if pn, _ := memo[pendingKey{}].(*pendingNotes); pn != nil {
+// table is kept in the transaction's state, where the applier looks first.
+func noteSizeNow(ctx context.Context, q *projectionsdb.Queries, st *txState, mk noteKey) (int64, error) {
+	if pn := st.pending; pn != nil {
 		if p := pn.notes[mk]; p != nil {
 			return p.now.row.Bytes, nil
 		}
 	}
-	n, err := noteBefore(ctx, q, memo, mk)
+	n, err := noteBefore(ctx, q, st, mk)
 	if err != nil {
 		return 0, err
 	}
-	if memo != nil {
-		memo[mk] = n
-	}
+	st.rememberNote(mk, n)
 	return n.row.Bytes, nil
 }

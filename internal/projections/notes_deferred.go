@@ -9,16 +9,13 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// In a request that defers its projection writes (eventlog.TxDeferring: an
-// import, a replay segment, a rebuild), a note's changes are gathered in
-// the transaction's memo and written by Flush, once per note: one notes
+// In a request that defers its projection writes (eventlog.Tx.DeferProjections:
+// an import, a replay segment, a rebuild), a note's changes are gathered in
+// the transaction's state (txState.pending) and written by Flush, once per note: one notes
 // row and one part for all the appends in between, instead of a row
 // update and a part per append. The note's text is the same either way;
 // how it is cut into parts is not (Digest and Diff compare the text, not
 // the parts). Nothing but the applier reads the notes before Flush.
-
-// pendingKey names a transaction's pendingNotes in its memo.
-type pendingKey struct{}
 
 // pendingNotes are the note changes of a transaction not written yet, in
 // the order the notes were first changed.
@@ -54,15 +51,15 @@ type pendingNote struct {
 
 // deferNote records c in the transaction's pending notes; it writes only
 // the call's result (note_calls), which does not depend on the parts.
-func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, memo map[any]any, mk noteKey, ev events.Event, c noteChange) error {
-	pn, _ := memo[pendingKey{}].(*pendingNotes)
+func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, st *txState, mk noteKey, ev events.Event, c noteChange) error {
+	pn := st.pending
 	if pn == nil {
 		pn = &pendingNotes{notes: map[noteKey]*pendingNote{}}
-		memo[pendingKey{}] = pn
+		st.pending = pn
 	}
 	p := pn.notes[mk]
 	if p == nil {
-		disk, err := noteBefore(ctx, q, memo, mk)
+		disk, err := noteBefore(ctx, q, st, mk)
 		if err != nil {
 			return err
 		}
@@ -76,20 +73,19 @@ func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, 
 		return err
 	}
 	if pn.held > maxPendingNoteBytes || len(pn.order) > maxPendingNotes {
-		return Flush(ctx, db)
+		return st.flushNotes(ctx, db)
 	}
 	return nil
 }
 
-// Flush writes out the note changes deferred in db's transaction. It is
-// the eventlog.Options.Flush of the store.
-func Flush(ctx context.Context, db eventlog.DBTX) error {
-	memo := eventlog.TxMemo(db)
-	pn, _ := memo[pendingKey{}].(*pendingNotes)
+// flushNotes writes out the note changes deferred in the transaction
+// (still deferring the later ones: Flush ends the deferral).
+func (st *txState) flushNotes(ctx context.Context, db eventlog.DBTX) error {
+	pn := st.pending
 	if pn == nil {
 		return nil
 	}
-	delete(memo, pendingKey{})
+	st.pending = nil
 	q := projectionsdb.New(db)
 	for _, mk := range pn.order {
 		p := pn.notes[mk]
@@ -97,7 +93,7 @@ func Flush(ctx context.Context, db eventlog.DBTX) error {
 		if err != nil {
 			return err
 		}
-		memo[mk] = p.written(parts)
+		st.rememberNote(mk, p.written(parts))
 	}
 	return nil
 }
@@ -122,7 +118,7 @@ func (p *pendingNote) change(ev events.Event, c noteChange) projectionsdb.NoteSi
 }
 
 // written is the note's row once writePending has written p, leaving
-// parts parts: what the transaction's memo keeps.
+// parts parts: what the transaction's state keeps.
 func (p *pendingNote) written(parts int64) noteRow {
 	return noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: p.now.row.Bytes, Revision: p.now.row.Revision, Parts: parts}}
 }

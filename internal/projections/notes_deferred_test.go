@@ -40,7 +40,7 @@ func appendNoteOps(t *testing.T, store *eventlog.Store, ops []noteOp) {
 }
 
 // registerNoteAgents registers the task and the agents of randomNoteOps,
-// so that an import of their log passes CheckImported.
+// so that an import of their log passes the import check (checkImported).
 func registerNoteAgents(t *testing.T, store *eventlog.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -160,7 +160,7 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	model := map[string]string{}
 	ops := randomNoteOps(r, 900, model)
-	live, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "live.db"), eventlog.Options{Apply: Apply})
+	live, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "live.db"), eventlog.Options{Projector: Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (c *countingDB) QueryRowContext(ctx context.Context, q string, args ...any)
 // NoteWriteState for anything else than what was announced queries.
 func TestNoteWriteStateFetchedAhead(t *testing.T) {
 	ctx := context.Background()
-	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Projector: Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 // Package projections maintains memoryd's read models (tasks, agents and
 // their fence state, note files, idempotent call results, history entries,
-// branches, windows and their search filters) from the event log. Apply runs inside
-// the transaction that appends each event; Rebuild replays the whole log
-// from position 1; Digest fingerprints every projection so two databases
-// can be compared. Appliers read only the event and the projection tables:
-// no clock, no randomness.
+// branches, windows and their search filters) from the event log.
+// Projector is the log's projector: it applies each event inside the
+// transaction that appends it and keeps what it learns there in a state of
+// that transaction's own. Rebuild replays the whole log from position 1;
+// Digest fingerprints every projection so two databases can be compared.
+// Appliers read only the event and the projection tables: no clock, no
+// randomness.
 package projections
 
 import (
@@ -21,9 +23,9 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// Apply updates the projections for ev. It is the eventlog.Applier of the
-// store.
-func Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
+// apply updates the projections for ev in the write transaction whose
+// state is st (txState.Apply).
+func apply(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) error {
 	if ev.Type == events.TypeToolCalled {
 		return nil // the read audit changes no projection: no need to decode it
 	}
@@ -58,11 +60,11 @@ func Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
 			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), TaskID: p.TaskID, Agent: p.Agent,
 		})
 	case *events.NoteWritten:
-		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
+		return applyNote(ctx, db, st, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
 	case *events.NoteAppended:
-		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+		return applyNote(ctx, db, st, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
 	case *events.HistoryEntryRecorded:
-		return applyEntryRecorded(ctx, q, eventlog.TxMemo(db), ev, p)
+		return applyEntryRecorded(ctx, q, st, ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
 	}
@@ -102,20 +104,20 @@ func WriteResult(fullPath string, size, revision int64, text string, appendMode 
 // append merges them into one (see migrations/00005_note_parts.sql).
 const maxNoteParts = 16
 
-// noteKey names a note in a transaction's memo (eventlog.TxMemo).
+// noteKey names a note (in txState.notes and pendingNotes).
 type noteKey struct{ taskID, agent, path string }
 
-// noteRow is what a transaction's memo holds of a note: its notes row
+// noteRow is what a transaction's state holds of a note: its notes row
 // (size, revision, parts), or that it has none.
 type noteRow struct {
 	exists bool
 	row    projectionsdb.NoteSizeRow
 }
 
-// noteBefore returns the note's row as the transaction sees it: from the
-// memo when the transaction has read or written it, else from its table.
-func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any, mk noteKey) (noteRow, error) {
-	if m, ok := memo[mk].(noteRow); ok {
+// noteBefore returns the note's row as the transaction sees it: from its
+// state when the transaction has read or written it, else from its table.
+func noteBefore(ctx context.Context, q *projectionsdb.Queries, st *txState, mk noteKey) (noteRow, error) {
+	if m, ok := st.note(mk); ok {
 		return m, nil
 	}
 	row, err := q.NoteSize(ctx, projectionsdb.NoteSizeParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path})
@@ -128,14 +130,13 @@ func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any,
 // applyNote applies one note write or append: at once (its part and row
 // written now, by the rule writePending keeps), or, in a request that
 // defers, gathered with the transaction's other changes of the note.
-func applyNote(ctx context.Context, db eventlog.DBTX, ev events.Event, c noteChange) error {
+func applyNote(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event, c noteChange) error {
 	q := projectionsdb.New(db)
-	memo := eventlog.TxMemo(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
-	if eventlog.TxDeferring(db) {
-		return deferNote(ctx, db, q, memo, mk, ev, c)
+	if st.deferring {
+		return deferNote(ctx, db, q, st, mk, ev, c)
 	}
-	before, err := noteBefore(ctx, q, memo, mk)
+	before, err := noteBefore(ctx, q, st, mk)
 	if err != nil {
 		return err
 	}
@@ -145,9 +146,7 @@ func applyNote(ctx context.Context, db eventlog.DBTX, ev events.Event, c noteCha
 	if err != nil {
 		return err
 	}
-	if memo != nil {
-		memo[mk] = p.written(parts)
-	}
+	st.rememberNote(mk, p.written(parts))
 	return insertNoteCall(ctx, q, ev, c, old)
 }
 

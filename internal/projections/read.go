@@ -19,8 +19,8 @@ var ErrNotFound = errors.New("not found")
 // Reader answers queries over the projections, through the reader pool or
 // inside a write transaction.
 type Reader struct {
-	q    *projectionsdb.Queries
-	memo map[any]any // the write transaction's (eventlog.TxMemo), or nil
+	q  *projectionsdb.Queries
+	tx *txState // the write transaction's state (TxReader), or nil
 	// readPosition is the log position this reader's snapshot reads at,
 	// learnt by AgentWithState (-1 until then).
 	readPosition int64
@@ -83,7 +83,7 @@ func (r *Reader) WillWriteNote(taskID, noteAgent, path, callID string) {
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
 func NewReader(db projectionsdb.DBTX) *Reader {
-	return &Reader{q: projectionsdb.New(db), memo: eventlog.TxMemo(db), readPosition: -1}
+	return &Reader{q: projectionsdb.New(db), readPosition: -1}
 }
 
 // UseChunkFilters makes SearchTexts find its candidate chunks through f,
@@ -292,9 +292,9 @@ func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, ca
 			return NoteWriteState{}, notFound(err)
 		}
 	}
-	if r.memo != nil { // the note write about to be applied need not read it again
-		r.memo[key.note] = noteRow{exists: row.NoteRevision > 0,
-			row: projectionsdb.NoteSizeRow{Bytes: row.NoteBytes, Revision: row.NoteRevision, Parts: row.NoteParts}}
+	if r.tx != nil { // the note write about to be applied need not read it again
+		r.tx.rememberNote(key.note, noteRow{exists: row.NoteRevision > 0,
+			row: projectionsdb.NoteSizeRow{Bytes: row.NoteBytes, Revision: row.NoteRevision, Parts: row.NoteParts}})
 	}
 	st := NoteWriteState{Size: row.NoteBytes, Revision: row.NoteRevision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
 	if st.Called {

@@ -52,14 +52,14 @@ func Rebuild(ctx context.Context, store *eventlog.Store) error {
 	return store.Update(ctx, "", func(tx *eventlog.Tx) error { return rebuild(ctx, tx) })
 }
 
-// Open opens the event log at path with the projections as its applier
-// and its imports' checker (opts.Apply, Flush and ImportCheck are set).
+// Open opens the event log at path with the projections as its projector
+// (opts.Projector is set).
 // When a migration changed a projection's shape and marked the
 // projections for a rebuild, it rebuilds them from the log before
 // returning, in one transaction, and logs why through logf (and the
 // open's warnings, unless opts.Warnf is set).
 func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
-	opts.Apply, opts.Flush, opts.ImportCheck = Apply, Flush, CheckImported
+	opts.Projector = Projector{}
 	if opts.Warnf == nil {
 		opts.Warnf = logf
 	}
@@ -117,8 +117,10 @@ func rebuild(ctx context.Context, tx *eventlog.Tx) error {
 			return err
 		}
 	}
-	clear(eventlog.TxMemo(tx.DB())) // it remembers rows the deletes just removed
-	tx.DeferProjections()           // nothing reads the projections before the rebuild ends
+	if st := stateOf(tx); st != nil {
+		st.forget() // it remembers rows the deletes just removed
+	}
+	tx.DeferProjections() // nothing reads the projections before the rebuild ends
 	f := eventlog.Filter{Limit: 1000}
 	for {
 		page, err := tx.Read(ctx, f)

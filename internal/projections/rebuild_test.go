@@ -15,7 +15,7 @@ import (
 // a row its deletes removed.
 func TestRebuildInATransactionThatWroteANote(t *testing.T) {
 	ctx := context.Background()
-	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Apply: Apply})
+	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Projector: Projector{}})
 	if err != nil {
 		t.Fatal(err)
 	}

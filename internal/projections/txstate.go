@@ -1,0 +1,95 @@
+package projections
+
+import (
+	"context"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
+)
+
+// Projector is the projections' eventlog.Projector: a store opened with it
+// applies and checks every event through the projections, and gives each
+// write transaction a txState of its own.
+type Projector struct{}
+
+// Begin returns the state of a write transaction that begins.
+func (Projector) Begin() eventlog.TxProjection { return &txState{} }
+
+// txState is what the projections keep with one write transaction, so
+// that the transaction need not ask SQLite again for what it has read or
+// written, nor render again what a sync rendered before it took the
+// writer. The writer calls Rollback when some of the transaction's writes
+// are rolled back; a rebuild, which deletes the rows, calls forget.
+type txState struct {
+	// notes are the notes rows the transaction has read or written
+	// (noteBefore), by note.
+	notes map[noteKey]noteRow
+	// pending are the note changes deferred and not written yet
+	// (notes_deferred.go); nil when there are none.
+	pending *pendingNotes
+	// deferring: note changes are gathered in pending until Flush.
+	deferring bool
+	// rendered are history entries rendered ahead of the writer
+	// (WillRecordEntry), taken by the entry's projection.
+	rendered map[renderedKey]RenderedEntry
+	// caps are the note caps of registered agents as an import's checks
+	// found them (importcheck.go).
+	caps map[noteCapKey]int64
+}
+
+// Apply updates the projections for ev.
+func (s *txState) Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
+	return apply(ctx, db, s, ev)
+}
+
+// CheckImport checks an imported event against the projections
+// (checkImported).
+func (s *txState) CheckImport(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
+	return checkImported(ctx, db, s, ev)
+}
+
+// Defer gathers the transaction's note changes until Flush.
+func (s *txState) Defer() { s.deferring = true }
+
+// Flush writes out the deferred note changes and ends the deferral.
+func (s *txState) Flush(ctx context.Context, db eventlog.DBTX) error {
+	s.deferring = false
+	return s.flushNotes(ctx, db)
+}
+
+// Rollback forgets everything, the deferral included.
+func (s *txState) Rollback() { *s = txState{} }
+
+// forget drops what s remembers of the projection rows, for a rebuild
+// that has just deleted them; the deferral stands.
+func (s *txState) forget() { *s = txState{deferring: s.deferring} }
+
+// note returns what the transaction remembers of a note's row.
+func (s *txState) note(mk noteKey) (noteRow, bool) {
+	n, ok := s.notes[mk]
+	return n, ok
+}
+
+// rememberNote keeps a note's row as the transaction now sees it.
+func (s *txState) rememberNote(mk noteKey, n noteRow) {
+	if s.notes == nil {
+		s.notes = map[noteKey]noteRow{}
+	}
+	s.notes[mk] = n
+}
+
+// stateOf returns the projections' state of the write transaction tx, or
+// nil when its store applies through another projector.
+func stateOf(tx *eventlog.Tx) *txState {
+	s, _ := tx.Projection().(*txState)
+	return s
+}
+
+// TxReader returns a Reader inside the write transaction tx that shares
+// the transaction's state: a note whose write state it reads
+// (NoteWriteState) is not read again when the write is applied.
+func TxReader(tx *eventlog.Tx) *Reader {
+	r := NewReader(tx.DB())
+	r.tx = stateOf(tx)
+	return r
+}
