@@ -25,12 +25,21 @@ type Options struct {
 	AuditCalls bool
 	// Logger receives audit failures (default: discard).
 	Logger *slog.Logger
+
+	// Test hooks, nil in production (and settable only by the package's
+	// own tests). afterCachedRead runs after a tool call answered from the
+	// note cache, before the check that nothing was committed meanwhile;
+	// syncToWriter runs when a sync has passed the checks made before the
+	// writer and queues for it.
+	afterCachedRead func()
+	syncToWriter    func()
 }
 
 // NewWithOptions returns a Service over store with opts. Close it to
 // flush the audit.
 func NewWithOptions(store *eventlog.Store, opts Options) *Service {
 	s := New(store)
+	s.afterCachedRead, s.syncToWriter = opts.afterCachedRead, opts.syncToWriter
 	if opts.AuditCalls {
 		log := opts.Logger
 		if log == nil {

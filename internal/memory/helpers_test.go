@@ -23,6 +23,12 @@ func (c *testClock) now() time.Time {
 // returns a Service over it.
 func mustOpenService(tb testing.TB) *Service {
 	tb.Helper()
+	return mustOpenServiceWith(tb, Options{})
+}
+
+// mustOpenServiceWith is mustOpenService with opts (test hooks included).
+func mustOpenServiceWith(tb testing.TB, opts Options) *Service {
+	tb.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	store, err := eventlog.Open(context.Background(), filepath.Join(tb.TempDir(), "memory.db"),
 		eventlog.Options{Apply: projections.Apply, Now: clock.now})
@@ -30,7 +36,7 @@ func mustOpenService(tb testing.TB) *Service {
 		tb.Fatalf("open store: %v", err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	return New(store)
+	return NewWithOptions(store, opts)
 }
 
 // mustAttach attaches a new root session and returns its call context.

@@ -33,6 +33,8 @@ type Service struct {
 	// notes answers note reads from memory while nothing was committed
 	// since (projections.NoteCache); nil: every read queries SQLite.
 	notes *projections.NoteCache
+	// Test hooks (see Options).
+	afterCachedRead, syncToWriter func()
 }
 
 // New returns a Service over store, whose applier must be projections.Apply.

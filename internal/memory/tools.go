@@ -142,10 +142,6 @@ func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn fun
 	}
 }
 
-// afterCachedRead, when set (by tests only), runs after a call served
-// from the note cache, before the check that nothing was committed.
-var afterCachedRead func()
-
 func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp eventlog.CommitStamp,
 	fn func(r *projections.Reader) error) (retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
@@ -160,8 +156,8 @@ func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stam
 	}
 	err = fn(r)
 	if r.FromNoteCache() {
-		if afterCachedRead != nil {
-			afterCachedRead()
+		if s.afterCachedRead != nil {
+			s.afterCachedRead()
 		}
 		if now, ok := s.store.CommitStamp(); !ok || now != stamp {
 			return true, nil
