@@ -24,6 +24,16 @@ import (
 // Apply updates the projections for ev. It is the eventlog.Applier of the
 // store.
 func Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
+	return apply(ctx, db, ev, noteFlush{})
+}
+
+// applier returns Apply with flush bounding the notes a deferring request
+// holds.
+func applier(flush noteFlush) eventlog.Applier {
+	return func(ctx context.Context, db eventlog.DBTX, ev events.Event) error { return apply(ctx, db, ev, flush) }
+}
+
+func apply(ctx context.Context, db eventlog.DBTX, ev events.Event, flush noteFlush) error {
 	if ev.Type == events.TypeToolCalled {
 		return nil // the read audit changes no projection: no need to decode it
 	}
@@ -58,9 +68,9 @@ func Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
 			SessionID: p.SessionID, SessionFile: p.SessionFile, Budget: string(budget), TaskID: p.TaskID, Agent: p.Agent,
 		})
 	case *events.NoteWritten:
-		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false})
+		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, false}, flush)
 	case *events.NoteAppended:
-		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true})
+		return applyNote(ctx, db, ev, noteChange{p.TaskID, p.Agent, p.Path, p.Text, p.By, p.CallID, p.RequestKey, true}, flush)
 	case *events.HistoryEntryRecorded:
 		return applyEntryRecorded(ctx, q, eventlog.TxMemo(db), ev, p)
 	case *events.HistoryBranchChanged:
@@ -128,12 +138,12 @@ func noteBefore(ctx context.Context, q *projectionsdb.Queries, memo map[any]any,
 // applyNote applies one note write or append: at once (its part and row
 // written now, by the rule writePending keeps), or, in a request that
 // defers, gathered with the transaction's other changes of the note.
-func applyNote(ctx context.Context, db eventlog.DBTX, ev events.Event, c noteChange) error {
+func applyNote(ctx context.Context, db eventlog.DBTX, ev events.Event, c noteChange, flush noteFlush) error {
 	q := projectionsdb.New(db)
 	memo := eventlog.TxMemo(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
 	if eventlog.TxDeferring(db) {
-		return deferNote(ctx, db, q, memo, mk, ev, c)
+		return deferNote(ctx, db, q, memo, mk, ev, c, flush)
 	}
 	before, err := noteBefore(ctx, q, memo, mk)
 	if err != nil {
