@@ -80,7 +80,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer closeDst()
 	report, done := progress(stderr, "replay", -1)
-	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), audit)
+	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), forensics.ReplayOptions{Audit: audit})
 	done()
 	if err != nil {
 		if lr.Line() == 0 { // refused before any line was read: a non-empty database

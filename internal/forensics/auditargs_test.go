@@ -36,7 +36,7 @@ func checkReadsOf(t *testing.T, evs []events.Event) forensics.ReadCheck {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	check, err := forensics.Replay(t.Context(), store, next(), audit)
+	check, err := forensics.Replay(t.Context(), store, next(), forensics.ReplayOptions{Audit: audit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -429,15 +429,36 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
 	}
 }
 
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Audit, from CollectAudit over the same log, makes Replay commit at
+	// every audited read position and re-execute the calls that read
+	// there (nil: no read is checked).
+	Audit map[int64][]AuditedCall
+	// Segment is the most events Replay commits in one transaction (0:
+	// DefaultReplaySegment).
+	Segment int64
+}
+
+// DefaultReplaySegment is the most events Replay commits in one
+// transaction by default. A segment writes each note it changes once
+// (projections defer note writes to its end), so longer segments write
+// less, at the cost of a larger WAL (docs/performance.md has the trade).
+const DefaultReplaySegment = 200_000
+
 // Replay imports the events of next into dst (which must be empty; opened
-// by Open, Scratch or Target, so without the read audit). With audit (from
-// CollectAudit over the same log), it commits at every audited read
-// position and re-executes on dst the calls that read there.
-func Replay(ctx context.Context, dst *memory.Service, next Next, audit map[int64][]AuditedCall) (ReadCheck, error) {
+// by Open, Scratch or Target, so without the read audit). With opts.Audit,
+// it commits at every audited read position and re-executes on dst the
+// calls that read there.
+func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOptions) (ReadCheck, error) {
 	svc, store := dst, dst.Store()
 	check := ReadCheck{Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
-	// The log is committed in segments (at most replaySegment events, and
-	// up to each audited read position), so the WAL is checkpointed as the
+	audit, maxSegment := opts.Audit, opts.Segment
+	if maxSegment <= 0 {
+		maxSegment = DefaultReplaySegment
+	}
+	// The log is committed in segments (at most maxSegment events, and up
+	// to each audited read position), so the WAL is checkpointed as the
 	// replay goes instead of growing to the size of the database.
 	// Continue does not refuse a database that holds events: refuse it
 	// here, as Import does.
@@ -481,7 +502,7 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, audit map[int64
 	segment := func(stop int64) Next {
 		n := int64(0)
 		return func() (events.Event, bool, error) {
-			if n == replaySegment {
+			if n == maxSegment {
 				return events.Event{}, false, nil
 			}
 			n++
@@ -511,7 +532,7 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, audit map[int64
 		if err != nil {
 			return check, err
 		}
-		if n == replaySegment {
+		if n == maxSegment {
 			continue // the same stop, in the next segment
 		}
 		if stop < 0 {
@@ -521,12 +542,6 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, audit map[int64
 		i++
 	}
 }
-
-// replaySegment is the most events Replay commits in one transaction. A
-// segment writes each note it changes once (projections defer note writes
-// to its end), so longer segments write less, at the cost of a larger WAL
-// (docs/performance.md has the trade).
-var replaySegment int64 = 200_000 // a variable so that a test can make segments short
 
 // Violation is an event of a live log that breaks a rule an import of
 // the log would refuse it for (a database written by an older memoryd, or

@@ -68,7 +68,7 @@ func BenchmarkReplay1M(b *testing.B) {
 		lr := forensics.NewLogReader(f)
 		b.StartTimer()
 		start := time.Now()
-		if _, err := forensics.Replay(ctx, store, lr.Next, nil); err != nil {
+		if _, err := forensics.Replay(ctx, store, lr.Next, forensics.ReplayOptions{}); err != nil {
 			b.Fatal(lr.AtLine(err))
 		}
 		total += time.Since(start)

@@ -789,7 +789,7 @@ func replayChecked(t *testing.T, name string) (forensics.Summary, forensics.Read
 	defer store.Close()
 	lr, done = openScenarioLog(t, name)
 	defer done()
-	check, err := forensics.Replay(ctx, store, lr.Next, audit)
+	check, err := forensics.Replay(ctx, store, lr.Next, forensics.ReplayOptions{Audit: audit})
 	if err != nil {
 		t.Fatal(lr.AtLine(err))
 	}
@@ -911,7 +911,7 @@ func TestReplayRefusesNonEmpty(t *testing.T) {
 	defer store.Close()
 	for i, a := range []map[int64][]forensics.AuditedCall{nil, nil, audit} {
 		lr, done := openScenarioLog(t, name)
-		_, err := forensics.Replay(ctx, store, lr.Next, a)
+		_, err := forensics.Replay(ctx, store, lr.Next, forensics.ReplayOptions{Audit: a})
 		done()
 		if i == 0 && err != nil {
 			t.Fatalf("first replay: %v", err)

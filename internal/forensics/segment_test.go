@@ -12,7 +12,6 @@ import (
 // (and shorter than the gaps between its audited reads) gives the same
 // projections and the same read checks as its committed digest says.
 func TestReplaySegments(t *testing.T) {
-	defer func(n int64) { replaySegment = n }(replaySegment)
 	const name = "long-session-images"
 	log := filepath.Join("testdata", "logs", name+".jsonl")
 	want, err := os.ReadFile(filepath.Join("testdata", "logs", name+".digest"))
@@ -21,7 +20,6 @@ func TestReplaySegments(t *testing.T) {
 	}
 	for _, segment := range []int64{1, 7, 100} {
 		for _, checkReads := range []bool{false, true} {
-			replaySegment = segment
 			ctx := context.Background()
 			var audit map[int64][]AuditedCall
 			if checkReads {
@@ -44,7 +42,7 @@ func TestReplaySegments(t *testing.T) {
 				t.Fatal(err)
 			}
 			lr := NewLogReader(f)
-			check, err := Replay(ctx, store, lr.Next, audit)
+			check, err := Replay(ctx, store, lr.Next, ReplayOptions{Audit: audit, Segment: segment})
 			f.Close()
 			if err != nil {
 				t.Fatal(lr.AtLine(err))

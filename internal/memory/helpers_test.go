@@ -23,6 +23,15 @@ func mustOpenService(tb testing.TB) *Service {
 	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), testOptions())
 }
 
+// mustOpenServiceWith is mustOpenService with opts (test hooks included).
+func mustOpenServiceWith(tb testing.TB, opts Options) *Service {
+	tb.Helper()
+	o := testOptions()
+	o.AuditCalls, o.Logger = opts.AuditCalls, opts.Logger
+	o.afterCachedRead, o.syncToWriter = opts.afterCachedRead, opts.syncToWriter
+	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), o)
+}
+
 // testOptions are the OpenOptions of mustOpenService: a new deterministic
 // clock.
 func testOptions() OpenOptions {

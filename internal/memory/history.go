@@ -284,10 +284,6 @@ func checkRevision(expected *int64, revision int64) error {
 // before the sync's turn at the writer; the sync checks it again.
 var errStoredMeanwhile = errors.New("an entry was stored since the snapshot")
 
-// syncToWriter, when set (by tests only), runs when a sync has passed the
-// checks made before the writer and queues for it.
-var syncToWriter func()
-
 // Sync stores new raw entries of the caller's session and replaces its
 // current branch, all in one transaction (API §4). Everything that can
 // be checked without the writer is checked before it (planSync,
@@ -307,8 +303,8 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 		if err := p.render(); err != nil {
 			return SyncResult{}, err
 		}
-		if syncToWriter != nil {
-			syncToWriter()
+		if s.syncToWriter != nil {
+			s.syncToWriter()
 		}
 		// Each retry follows an entry of the request stored by another sync
 		// meanwhile: there are at most as many as entries.

@@ -98,21 +98,22 @@ func TestNoteCacheAnswersUntilACommit(t *testing.T) {
 // agent's note) runs again without the cache if something was committed
 // meanwhile, so that its queries and the note are of one state.
 func TestNoteCacheRetriesAfterACommitDuringTheCall(t *testing.T) {
-	s := mustOpenService(t)
-	root := mustAttach(t, s, "/s/retry.jsonl")
+	var s *Service
+	var root CallContext
+	calls, commit := 0, false
+	s = mustOpenServiceWith(t, Options{afterCachedRead: func() {
+		calls++
+		if commit && calls == 1 { // a commit between the cached note and the end of the call
+			mustCall(t, s, root, tools.NotesWriteFile, `{"path":"plan.md","text":"v2"}`)
+		}
+	}})
+	root = mustAttach(t, s, "/s/retry.jsonl")
 	child := mustAttachChild(t, s, root.TaskID, "/s/retry-child.jsonl", "worker")
 	mustCall(t, s, root, tools.NotesWriteFile, `{"path":"plan.md","text":"v1"}`)
 	const path = "/root/notes/plan.md"
 	noteText(t, s, child, path)
 
-	calls := 0
-	afterCachedRead = func() {
-		calls++
-		if calls == 1 { // a commit between the cached note and the end of the call
-			mustCall(t, s, root, tools.NotesWriteFile, `{"path":"plan.md","text":"v2"}`)
-		}
-	}
-	defer func() { afterCachedRead = nil }()
+	calls, commit = 0, true
 	got := noteText(t, s, child, path)
 	if calls != 1 {
 		t.Fatalf("the hook ran %d times, want once (the retry reads without the cache)", calls)
@@ -121,8 +122,7 @@ func TestNoteCacheRetriesAfterACommitDuringTheCall(t *testing.T) {
 		t.Fatalf("the retried read returned %q, want the state after the commit (v2)", got)
 	}
 	// And with nothing committed meanwhile, no retry and no query.
-	calls = 0
-	afterCachedRead = func() { calls++ }
+	calls, commit = 0, false
 	noteText(t, s, child, path)
 	before := cacheHits(s)
 	if got := noteText(t, s, child, path); got != "v2" || calls != 1 || cacheHits(s) != before+1 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -46,8 +46,10 @@ func noteOwner(ctx context.Context, r *projections.Reader, c caller, agent strin
 	return err
 }
 
-func parseNotePath(tool string, c caller, p string) (address.NotePath, error) {
-	np, err := address.ParseNotePath(c.agent.Agent, p)
+// parseNotePath resolves a note path given by the agent current (the
+// caller: context.agent, which identify checks).
+func parseNotePath(tool, current, p string) (address.NotePath, error) {
+	np, err := address.ParseNotePath(current, p)
 	if err != nil {
 		return np, invalidf("%s: %s", tool, addressMessage(err))
 	}
@@ -136,14 +138,6 @@ type readNoteArgs struct {
 	LimitChars  *count `json:"limit_chars"`
 }
 
-// fetchAhead asks for the note with the caller's row (notes_read_file is
-// then one query); a path that does not parse is refused by readNote.
-func (a readNoteArgs) fetchAhead(r *projections.Reader, cc CallContext) {
-	if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil && cc.TaskID != "" {
-		r.WillReadNote(cc.TaskID, np.Agent, np.Path)
-	}
-}
-
 type readNoteDetails struct {
 	Path            string `json:"path"`
 	Text            string `json:"text"`
@@ -156,21 +150,53 @@ type readNoteDetails struct {
 	NextOffsetChars *int   `json:"next_offset_chars"`
 }
 
-// readNote is notes_read_file: lines first, then code points.
-func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs) (ToolResult, error) {
-	np, err := parseNotePath("notes_read_file", c, a.Path)
-	if err != nil {
+// readNoteTool is notes_read_file, a read tool (readTool) whose caller
+// and note come in one query (Reader.AgentWithNote), or from the note
+// cache when nothing was committed since they were read. The path is
+// parsed once, before the transaction; one that does not parse is refused
+// after the caller is identified and let through the fence, as the other
+// read tools refuse theirs.
+func readNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64) (ToolResult, error) {
+	var a readNoteArgs
+	if err := decodeArgs(name, raw, &a); err != nil {
 		return ToolResult{}, err
 	}
+	np, pathErr := parseNotePath(name, cc.Agent, a.Path)
+	var res ToolResult
+	err := s.readAt(ctx, pos, pathErr == nil, func(r *projections.Reader) error {
+		var n projections.Note
+		found := false
+		c, err := identifyWith(ctx, r, cc, func() (projections.AgentState, error) {
+			if pathErr != nil {
+				return r.AgentWithState(ctx, cc.TaskID, cc.Agent)
+			}
+			as, note, ok, err := r.AgentWithNote(ctx, cc.TaskID, cc.Agent, np)
+			n, found = note, ok
+			return as, err
+		})
+		if err != nil {
+			return err
+		}
+		if err := gateRead(c, name); err != nil {
+			return err
+		}
+		if pathErr != nil {
+			return pathErr
+		}
+		res, err = readNote(ctx, r, c, a, np, n, found)
+		return err
+	})
+	return res, err
+}
+
+// readNote answers notes_read_file from the note n at np (found: it
+// exists): lines first, then code points.
+func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs, np address.NotePath, n projections.Note, found bool) (ToolResult, error) {
 	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
 		return ToolResult{}, err
 	}
-	n, err := r.Note(ctx, c.taskID, np.Agent, np.Path)
-	if errors.Is(err, projections.ErrNotFound) {
+	if !found {
 		return ToolResult{}, notFoundf("no note file at %q", np.Full())
-	}
-	if err != nil {
-		return ToolResult{}, err
 	}
 	total := strings.Count(n.Content, "\n") + 1
 	lineArg := func(c *count, def int) int {
@@ -361,6 +387,10 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	if err := decodeArgs(name, raw, &a); err != nil {
 		return ToolResult{}, err
 	}
+	// The path is parsed once, before the transaction; one that does not
+	// parse is refused after the caller is identified and gated.
+	np, pathErr := parseNotePath(name, cc.Agent, a.Path)
+	key := requestKey(name, np.Full(), a.Text)
 	var res projections.NoteWriteResult
 	terminate := false
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
@@ -371,29 +401,26 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		}()
 		r := projections.TxReader(tx)
 		// The caller's row, the note's size and the call_id's first
-		// result in one query (a path that does not parse is refused below).
-		if np, err := address.ParseNotePath(cc.Agent, a.Path); err == nil && cc.TaskID != "" {
-			r.WillWriteNote(cc.TaskID, np.Agent, np.Path, cc.CallID)
-		}
-		c, err := identify(ctx, r, cc)
+		// result in one query.
+		var ws projections.NoteWriteState
+		c, err := identifyWith(ctx, r, cc, func() (projections.AgentState, error) {
+			if pathErr != nil {
+				return r.AgentWithState(ctx, cc.TaskID, cc.Agent)
+			}
+			as, w, err := r.AgentWithNoteWrite(ctx, cc.TaskID, cc.Agent, np, cc.CallID)
+			ws = w
+			return as, err
+		})
 		if err != nil {
 			return err
 		}
 		st := c.state
-		np, pathErr := parseNotePath(name, c, a.Path)
-		key := requestKey(name, np.Full(), a.Text)
-		var ws projections.NoteWriteState
-		if pathErr == nil {
-			if ws, err = r.NoteWriteState(ctx, c.taskID, np.Agent, np.Path, c.agent.Agent, c.callID); err != nil {
-				return err
+		if pathErr == nil && ws.Called {
+			if ws.RequestKey != key {
+				return conflictf("call_id %q was already used for a different request", c.callID)
 			}
-			if ws.Called {
-				if ws.RequestKey != key {
-					return conflictf("call_id %q was already used for a different request", c.callID)
-				}
-				res, terminate = ws.Result, st.CheckpointCallID == c.callID
-				return nil
-			}
+			res, terminate = ws.Result, st.CheckpointCallID == c.callID
+			return nil
 		}
 		// The fence admits one write to the caller's own notes; an invalid
 		// path counts as its own, so that its failure releases the claim.

@@ -40,6 +40,9 @@ type OpenOptions struct {
 	// WriterPragmas are extra pragmas for the writer connection, e.g.
 	// "max_page_count(100)" to make a test's database full.
 	WriterPragmas []string
+
+	// Test hooks, those of Options.
+	afterCachedRead, syncToWriter func()
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
@@ -57,7 +60,8 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := NewWithOptions(store, Options{AuditCalls: opts.AuditCalls, Logger: opts.Logger})
+	s := NewWithOptions(store, Options{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
+		afterCachedRead: opts.afterCachedRead, syncToWriter: opts.syncToWriter})
 	s.owned = true
 	return s, nil
 }
@@ -69,12 +73,21 @@ type Options struct {
 	AuditCalls bool
 	// Logger receives audit failures (default: discard).
 	Logger *slog.Logger
+
+	// Test hooks, nil in production (and settable only by the package's
+	// own tests). afterCachedRead runs after a tool call answered from the
+	// note cache, before the check that nothing was committed meanwhile;
+	// syncToWriter runs when a sync has passed the checks made before the
+	// writer and queues for it.
+	afterCachedRead func()
+	syncToWriter    func()
 }
 
 // NewWithOptions returns a Service over store with opts. Close it to
 // flush the audit.
 func NewWithOptions(store *eventlog.Store, opts Options) *Service {
 	s := New(store)
+	s.afterCachedRead, s.syncToWriter = opts.afterCachedRead, opts.syncToWriter
 	if opts.AuditCalls {
 		log := opts.Logger
 		if log == nil {

@@ -33,6 +33,8 @@ type Service struct {
 	// notes answers note reads from memory while nothing was committed
 	// since (projections.NoteCache); nil: every read queries SQLite.
 	notes *projections.NoteCache
+	// Test hooks (see Options).
+	afterCachedRead, syncToWriter func()
 }
 
 // New returns a Service over store, which must apply events through
@@ -365,6 +367,16 @@ func checkCallID(cc CallContext) error {
 
 // identify validates a call context against the projections.
 func identify(ctx context.Context, r *projections.Reader, cc CallContext) (caller, error) {
+	return identifyWith(ctx, r, cc, func() (projections.AgentState, error) {
+		return r.AgentWithState(ctx, cc.TaskID, cc.Agent)
+	})
+}
+
+// identifyWith is identify with load as the query of the caller's row
+// and state (cc's task and agent): AgentWithState, or one of its combined
+// forms that also reads what the call needs. load runs once the call
+// context is valid; its ErrNotFound makes identify say what is unknown.
+func identifyWith(ctx context.Context, r *projections.Reader, cc CallContext, load func() (projections.AgentState, error)) (caller, error) {
 	if err := checkCallID(cc); err != nil {
 		return caller{}, err
 	}
@@ -377,9 +389,9 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	if _, err := address.ParseAgent(cc.Agent); err != nil {
 		return caller{}, invalidf("context.agent: %s", addressMessage(err))
 	}
-	a, st, err := r.AgentWithState(ctx, cc.TaskID, cc.Agent)
+	as, err := load()
 	if err == nil { // the common case: one query
-		return caller{taskID: cc.TaskID, agent: a, callID: cc.CallID, state: st}, nil
+		return caller{taskID: cc.TaskID, agent: as.Agent, callID: cc.CallID, state: as.State}, nil
 	}
 	if !errors.Is(err, projections.ErrNotFound) {
 		return caller{}, err

@@ -19,14 +19,15 @@ import (
 // or against what is stored) are refused before they queue for the
 // writer, so that they cannot hold up the writes of other tasks. The
 // writer is held by another transaction while they run: a refusal that
-// needed it could not come, and syncToWriter, which counts the syncs that
-// go to it, must not run for them. A note append of another task waits
+// needed it could not come, and the syncToWriter hook, which counts the
+// syncs that go to it, must not run for them. A note append of another task waits
 // for the writer meanwhile and succeeds once it is let go; a valid sync
 // then goes to the writer (the hook is live) and makes the branch's
 // first change since the setup (no refused sync changed it).
 func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 	ctx := context.Background()
-	s := mustOpenService(t)
+	toWriter := make(chan struct{}, 16)
+	s := mustOpenServiceWith(t, Options{syncToWriter: func() { toWriter <- struct{}{} }})
 	victim := mustAttach(t, s, "/test/victim.jsonl")
 	appender := mustAttach(t, s, "/test/appender.jsonl")
 	gen := sessiongen.NewBuilder(7)
@@ -37,6 +38,10 @@ func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 	if res := histSync(t, s, victim, sess); res.Revision != 1 {
 		t.Fatalf("setup sync: revision %d", res.Revision)
 	}
+	if len(toWriter) != 1 {
+		t.Fatalf("the setup sync went through syncToWriter %d times, want once", len(toWriter))
+	}
+	<-toWriter
 	reversed := slices.Clone(sess.Branch)
 	slices.Reverse(reversed) // shares no prefix with the stored branch: every id is checked
 	var changed map[string]any
@@ -49,10 +54,6 @@ func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := int64(0)
-
-	toWriter := make(chan struct{}, 16)
-	syncToWriter = func() { toWriter <- struct{}{} }
-	t.Cleanup(func() { syncToWriter = nil })
 
 	held, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
@@ -72,7 +73,7 @@ func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 		}
 	}
 	var syncs sync.WaitGroup
-	t.Cleanup(func() { // before the hook is reset and the store closed (cleanups run last first)
+	t.Cleanup(func() { // before the store is closed (cleanups run last first)
 		releaseWriter()
 		syncs.Wait()
 	})
@@ -170,17 +171,17 @@ func TestSyncRechecksEntriesStoredMeanwhile(t *testing.T) {
 		{"other content", otherRaw, ErrConflict},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := mustOpenService(t)
-			cc := mustAttach(t, s, "/test/meanwhile.jsonl")
-			t.Cleanup(func() { syncToWriter = nil })
+			var s *Service
+			var cc CallContext
 			calls := 0
-			syncToWriter = func() {
+			s = mustOpenServiceWith(t, Options{syncToWriter: func() {
 				if calls++; calls == 1 { // the first sync has checked: another stores entry 1
 					if _, err := histSyncErr(s, cc, []json.RawMessage{c.meanwhile}, nil, nil); err != nil {
 						t.Errorf("the other sync: %v", err)
 					}
 				}
-			}
+			}})
+			cc = mustAttach(t, s, "/test/meanwhile.jsonl")
 			res, err := histSyncErr(s, cc, sess.Entries, sess.Branch, nil)
 			if c.want != nil {
 				histWantErr(t, err, c.want)

@@ -51,7 +51,7 @@ func (s *Service) callTool(ctx context.Context, name string, cc CallContext, arg
 	case tools.NotesListFilesByPrefix:
 		return readTool(ctx, s, name, cc, args, pos, listNotes)
 	case tools.NotesReadFile:
-		return readTool(ctx, s, name, cc, args, pos, readNote)
+		return readNoteTool(ctx, s, name, cc, args, pos)
 	case tools.NotesSearchContents:
 		return readTool(ctx, s, name, cc, args, pos, searchNotes)
 	case tools.NotesAppendToFile:
@@ -90,13 +90,6 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 	return nil
 }
 
-// fetcherAhead is implemented by the arguments of a read tool that can
-// tell the reader, before the caller is identified, what it will read, so
-// that it comes with the caller's row.
-type fetcherAhead interface {
-	fetchAhead(r *projections.Reader, cc CallContext)
-}
-
 // readTool runs a read-only tool in one read transaction, so every query
 // it makes sees the same snapshot. The checkpoint fence blocks it.
 func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64,
@@ -106,11 +99,7 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 		return ToolResult{}, err
 	}
 	var res ToolResult
-	ahead, fetches := any(args).(fetcherAhead)
-	err := s.readAt(ctx, pos, fetches, func(r *projections.Reader) error {
-		if fetches {
-			ahead.fetchAhead(r, cc)
-		}
+	err := s.readAt(ctx, pos, false, func(r *projections.Reader) error {
 		c, err := identify(ctx, r, cc)
 		if err != nil {
 			return err
@@ -130,13 +119,13 @@ func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error
 }
 
 // readAt is read that also sets *pos (if pos is not nil) to the log
-// position of the snapshot. With noteCache, the note fn announces
-// (WillReadNote) may come from the service's note cache. If something was
-// committed while such a call ran, fn runs again without the cache: any
-// query fn made after taking the note would have read a newer state than
-// the note's. (A call that made none would have been right as it was; it
-// is rerun all the same, to keep one rule, and it is rare: the window is
-// one call.)
+// position of the snapshot. With noteCache, the note fn reads with its
+// caller (projections.Reader.AgentWithNote) may come from the service's
+// note cache. If something was committed while such a call ran, fn runs
+// again without the cache: any query fn made after taking the note would
+// have read a newer state than the note's. (A call that made none would
+// have been right as it was; it is rerun all the same, to keep one rule,
+// and it is rare: the window is one call.)
 func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn func(r *projections.Reader) error) error {
 	var stamp eventlog.CommitStamp
 	if noteCache && s.notes != nil {
@@ -153,10 +142,6 @@ func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn fun
 	}
 }
 
-// afterCachedRead, when set (by tests only), runs after a call served
-// from the note cache, before the check that nothing was committed.
-var afterCachedRead func()
-
 func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp eventlog.CommitStamp,
 	fn func(r *projections.Reader) error) (retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
@@ -171,8 +156,8 @@ func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stam
 	}
 	err = fn(r)
 	if r.FromNoteCache() {
-		if afterCachedRead != nil {
-			afterCachedRead()
+		if s.afterCachedRead != nil {
+			s.afterCachedRead()
 		}
 		if now, ok := s.store.CommitStamp(); !ok || now != stamp {
 			return true, nil

@@ -102,16 +102,15 @@ func (c *NoteCache) put(k noteReadKey, stamp eventlog.CommitStamp, row projectio
 	c.bytes += size
 }
 
-// UseNoteCache makes AgentWithState answer a note read announced by
-// WillReadNote from c when it can, and keep what it queried in c. stamp
-// must have been read before the reader's transaction began (before any
-// of its queries), so that an entry is never tagged newer than its rows.
-// For read transactions only.
+// UseNoteCache makes AgentWithNote answer from c when it can, and keep
+// what it queried in c. stamp must have been read before the reader's
+// transaction began (before any of its queries), so that an entry is
+// never tagged newer than its rows. For read transactions only.
 func (r *Reader) UseNoteCache(c *NoteCache, stamp eventlog.CommitStamp) {
 	r.noteCache, r.stamp = c, stamp
 }
 
-// FromNoteCache reports whether AgentWithState answered from the note
+// FromNoteCache reports whether AgentWithNote answered from the note
 // cache: the caller's snapshot is then the stamp's, and a query it made
 // after that is of the same state only if the stamp has not moved.
 func (r *Reader) FromNoteCache() bool { return r.fromCache }

@@ -25,14 +25,31 @@ type pendingNotes struct {
 	held  int // bytes of text held, to bound the memory
 }
 
-// Flush writes the pending notes out when they hold more than this many
-// bytes of text or this many notes, so that an import of a large log in
-// one transaction does not keep its notes in memory. Variables so that a
-// test can make them small.
-var (
-	maxPendingNoteBytes = 8 << 20
-	maxPendingNotes     = 1 << 16
+// noteFlush bounds a transaction's pending notes: past more than bytes of
+// text or more than notes notes, they are written out, so that an import
+// of a large log in one transaction does not keep its notes in memory.
+// The applier is given it at construction (applier); a zero field takes
+// its default.
+type noteFlush struct {
+	bytes, notes int
+}
+
+// The default noteFlush bounds.
+const (
+	defaultFlushNoteBytes = 8 << 20
+	defaultFlushNotes     = 1 << 16
 )
+
+// withDefaults returns f with its zero fields set to their defaults.
+func (f noteFlush) withDefaults() noteFlush {
+	if f.bytes <= 0 {
+		f.bytes = defaultFlushNoteBytes
+	}
+	if f.notes <= 0 {
+		f.notes = defaultFlushNotes
+	}
+	return f
+}
 
 // pendingNote is a note's changes not written yet: one change applied at
 // once (applyNote), or all of a deferring transaction's.
@@ -72,7 +89,7 @@ func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, 
 	if err := insertNoteCall(ctx, q, ev, c, old); err != nil {
 		return err
 	}
-	if pn.held > maxPendingNoteBytes || len(pn.order) > maxPendingNotes {
+	if f := st.flush.withDefaults(); pn.held > f.bytes || len(pn.order) > f.notes {
 		return st.flushNotes(ctx, db)
 	}
 	return nil

@@ -130,7 +130,14 @@ func checkNotes(t *testing.T, what string, store *eventlog.Store, model map[stri
 
 func openDeferring(t *testing.T) *eventlog.Store {
 	t.Helper()
-	store, err := Open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Synchronous: "off"}, nil)
+	return openDeferringWith(t, noteFlush{})
+}
+
+// openDeferringWith is openDeferring with flush bounding the notes a
+// deferring request holds.
+func openDeferringWith(t *testing.T, flush noteFlush) *eventlog.Store {
+	t.Helper()
+	store, err := open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Synchronous: "off"}, nil, flush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +163,6 @@ func digestOf(t *testing.T, store *eventlog.Store) string {
 // appends applied one at a time afterwards keep working.
 func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 	ctx := context.Background()
-	defer func(b, n int) { maxPendingNoteBytes, maxPendingNotes = b, n }(maxPendingNoteBytes, maxPendingNotes)
 	r := rand.New(rand.NewPCG(3, 9))
 	model := map[string]string{}
 	ops := randomNoteOps(r, 900, model)
@@ -191,14 +197,13 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 		segment        int
 		wantOnePartMax bool
 	}{
-		{"one import", 8 << 20, 1 << 16, 0, true},
-		{"flushed every 3 notes", 8 << 20, 3, 0, false},
-		{"flushed every 20 bytes", 20, 1 << 16, 0, false},
-		{"segments of 37", 8 << 20, 1 << 16, 37, false},
+		{"one import", 0, 0, 0, true}, // the defaults
+		{"flushed every 3 notes", 0, 3, 0, false},
+		{"flushed every 20 bytes", 20, 0, 0, false},
+		{"segments of 37", 0, 0, 37, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			maxPendingNoteBytes, maxPendingNotes = c.bytes, c.notes
-			store := openDeferring(t)
+			store := openDeferringWith(t, noteFlush{bytes: c.bytes, notes: c.notes})
 			if c.segment == 0 {
 				if _, err := store.Import(ctx, feed(logEvents)); err != nil {
 					t.Fatal(err)

@@ -3,14 +3,15 @@ package projections
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
-	"github.com/memoryd/memoryd/internal/fence"
 )
 
 // countingDB counts the queries run through it.
@@ -29,11 +30,11 @@ func (c *countingDB) QueryRowContext(ctx context.Context, q string, args ...any)
 	return c.DBTX.QueryRowContext(ctx, q, args...)
 }
 
-// TestNoteWriteStateFetchedAhead: a note write announced with
-// WillWriteNote learns the caller's row and the note's write state in
-// one query, and both are what the two separate queries return; a
-// NoteWriteState for anything else than what was announced queries.
-func TestNoteWriteStateFetchedAhead(t *testing.T) {
+// TestCombinedCallerReads: AgentWithNoteWrite learns the caller's row and
+// the note's write state in one query, and AgentWithNote the caller's row
+// and the note; each is what the separate reads return (AgentWithState,
+// Note, the call's stored result). An unregistered caller is ErrNotFound.
+func TestCombinedCallerReads(t *testing.T) {
 	ctx := context.Background()
 	store, err := eventlog.Open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Projector: Projector{}})
 	if err != nil {
@@ -71,24 +72,32 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	type state struct {
-		agent Agent
-		fence fence.State
-		write NoteWriteState
-	}
-	run := func(ahead bool, announced noteWriteKey, caller, noteAgent, path, callID string) (state, int, error) {
-		db := &countingDB{DBTX: rt.DB()}
-		r := NewReader(db)
-		if ahead {
-			r.WillWriteNote(announced.note.taskID, announced.note.agent, announced.note.path, announced.callID)
+	// separately reads the caller and the note without the combined
+	// queries: what they must return.
+	separately := func(caller, noteAgent, path, callID string) (AgentState, Note, NoteWriteState, bool) {
+		r := NewReader(rt.DB())
+		as, err := r.AgentWithState(ctx, "t1", caller)
+		if err != nil {
+			t.Fatal(err)
 		}
-		var s state
-		var err error
-		if s.agent, s.fence, err = r.AgentWithState(ctx, "t1", caller); err != nil {
-			return s, db.queries, err
+		var w NoteWriteState
+		n, err := r.Note(ctx, "t1", noteAgent, path)
+		found := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
 		}
-		s.write, err = r.NoteWriteState(ctx, "t1", noteAgent, path, caller, callID)
-		return s, db.queries, err
+		w.Size, w.Revision = n.Bytes, n.Revision
+		var result string
+		err = rt.DB().QueryRowContext(ctx, "SELECT request_key, result FROM note_calls WHERE task_id = 't1' AND agent = ? AND call_id = ?",
+			caller, callID).Scan(&w.RequestKey, &result)
+		if w.Called = err == nil && callID != ""; w.Called {
+			if err := json.Unmarshal([]byte(result), &w.Result); err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return as, n, w, found
 	}
 	// The setup: /root's a.md is "one\ntwo\n" (calls c1, c2 of /root),
 	// /root/sub's b.md is "sub\n" (call c3 of /root/sub).
@@ -106,42 +115,45 @@ func TestNoteWriteStateFetchedAhead(t *testing.T) {
 		{"/root", "/root/sub", "b.md", "c3", false, 4, 1}, // c3 is the note owner's call, not the caller's
 		{"/root/sub", "/root", "a.md", "c2", false, 8, 2},
 	} {
-		want, n, err := run(false, noteWriteKey{}, c.caller, c.noteAgent, c.path, c.callID)
-		if err != nil || n != 2 {
-			t.Fatalf("%+v unannounced: %v, %d queries", c, err, n)
-		}
-		if w := want.write; w.Called != c.called || w.Size != c.size || w.Revision != c.revision || w.Called && w.Result.Path == "" {
+		wantAgent, wantNote, wantWrite, wantFound := separately(c.caller, c.noteAgent, c.path, c.callID)
+		if w := wantWrite; w.Called != c.called || w.Size != c.size || w.Revision != c.revision || w.Called && w.Result.Path == "" {
 			t.Errorf("%+v: %+v", c, w)
 		}
-		got, n, err := run(true, noteWriteKey{noteKey{"t1", c.noteAgent, c.path}, c.callID}, c.caller, c.noteAgent, c.path, c.callID)
+		note := address.NotePath{Agent: c.noteAgent, Path: c.path}
+
+		db := &countingDB{DBTX: rt.DB()}
+		as, w, err := NewReader(db).AgentWithNoteWrite(ctx, "t1", c.caller, note, c.callID)
 		if err != nil {
-			t.Fatalf("%+v announced: %v", c, err)
+			t.Fatalf("%+v AgentWithNoteWrite: %v", c, err)
 		}
-		if n != 1 {
-			t.Errorf("%+v announced: %d queries, want 1", c, n)
+		if db.queries != 1 {
+			t.Errorf("%+v AgentWithNoteWrite: %d queries, want 1", c, db.queries)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%+v announced:\n got %+v\nwant %+v", c, got, want)
+		if !reflect.DeepEqual(as, wantAgent) || !reflect.DeepEqual(w, wantWrite) {
+			t.Errorf("%+v AgentWithNoteWrite:\n got %+v %+v\nwant %+v %+v", c, as, w, wantAgent, wantWrite)
+		}
+
+		db = &countingDB{DBTX: rt.DB()}
+		as, n, found, err := NewReader(db).AgentWithNote(ctx, "t1", c.caller, note)
+		if err != nil {
+			t.Fatalf("%+v AgentWithNote: %v", c, err)
+		}
+		if db.queries != 1 {
+			t.Errorf("%+v AgentWithNote: %d queries, want 1", c, db.queries)
+		}
+		if !reflect.DeepEqual(as, wantAgent) || !reflect.DeepEqual(n, wantNote) || found != wantFound {
+			t.Errorf("%+v AgentWithNote:\n got %+v %+v %v\nwant %+v %+v %v", c, as, n, found, wantAgent, wantNote, wantFound)
 		}
 	}
 
-	// Announced one write, asked about another: each mismatch queries.
-	announced := noteWriteKey{noteKey{"t1", "/root", "a.md"}, "c2"}
-	for _, c := range []struct{ caller, noteAgent, path, callID string }{
-		{"/root", "/root", "missing.md", "c2"},
-		{"/root", "/root/sub", "a.md", "c2"},
-		{"/root", "/root", "a.md", "c1"},
-	} {
-		want, _, _ := run(false, noteWriteKey{}, c.caller, c.noteAgent, c.path, c.callID)
-		got, n, err := run(true, announced, c.caller, c.noteAgent, c.path, c.callID)
-		if err != nil || n != 2 || !reflect.DeepEqual(got, want) {
-			t.Errorf("%+v after announcing %+v: %v, %d queries, got %+v want %+v", c, announced, err, n, got.write, want.write)
-		}
+	note := address.NotePath{Agent: "/root", Path: "a.md"}
+	if _, _, err := NewReader(rt.DB()).AgentWithNoteWrite(ctx, "t1", "/root/nobody", note, "c2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AgentWithNoteWrite for an unregistered caller: %v, want ErrNotFound", err)
 	}
-	if _, _, err := run(true, announced, "/root/nobody", "/root", "a.md", "c2"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("an unregistered caller: %v, want ErrNotFound", err)
+	if _, _, _, err := NewReader(rt.DB()).AgentWithNote(ctx, "t1", "/root/nobody", note); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AgentWithNote for an unregistered caller: %v, want ErrNotFound", err)
 	}
-	if _, err := NewReader(rt.DB()).NoteWriteState(ctx, "t1", "/root", "a.md", "/root/nobody", "c2"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("NoteWriteState for an unregistered caller: %v, want ErrNotFound", err)
+	if _, err := NewReader(rt.DB()).AgentWithState(ctx, "t1", "/root/nobody"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AgentWithState for an unregistered caller: %v, want ErrNotFound", err)
 	}
 }

@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -22,63 +21,21 @@ type Reader struct {
 	q  *projectionsdb.Queries
 	tx *txState // the write transaction's state (TxReader), or nil
 	// readPosition is the log position this reader's snapshot reads at,
-	// learnt by AgentWithState (-1 until then).
+	// learnt by AgentWithState and its combined forms (-1 until then).
 	readPosition int64
-	// noteAhead is the note the caller said it will read (WillReadNote);
-	// AgentWithState fetches it with the caller's row, into fetched.
-	noteAhead *noteKey
-	fetched   *fetchedNote
-	// writeAhead is the note write the caller announced (WillWriteNote);
-	// AgentWithState learns its NoteWriteState with the caller's row,
-	// into writeState.
-	writeAhead *noteWriteKey
-	writeState *fetchedWriteState
 	// filters, when set, finds a search's candidate chunks (UseChunkFilters).
 	filters *ChunkFilters
-	// noteCache, when set, answers the note fetched ahead (UseNoteCache)
-	// for stamp; fromCache says it did.
+	// noteCache, when set, answers AgentWithNote (UseNoteCache) for
+	// stamp; fromCache says it did.
 	noteCache *NoteCache
 	stamp     eventlog.CommitStamp
 	fromCache bool
 }
 
-// fetchedNote is a note fetched ahead of Note.
+// fetchedNote is the note AgentWithNote read (found false: there is none).
 type fetchedNote struct {
-	key   noteKey
 	note  Note
 	found bool
-}
-
-// WillReadNote tells the reader that its caller will read the note
-// (taskID, agent, path) after AgentWithState: that query then fetches the
-// note too, and Note returns it without a query of its own. A note read
-// is one statement instead of two. For read transactions only: in a write
-// transaction the note could change between the two calls.
-func (r *Reader) WillReadNote(taskID, agent, path string) {
-	r.noteAhead = &noteKey{taskID, agent, path}
-}
-
-// noteWriteKey is what a note write's NoteWriteState depends on besides
-// the caller: the note and the call_id.
-type noteWriteKey struct {
-	note   noteKey
-	callID string
-}
-
-// fetchedWriteState is a NoteWriteState fetched ahead of NoteWriteState,
-// for the caller of row.
-type fetchedWriteState struct {
-	key noteWriteKey
-	row projectionsdb.GetAgentWithStateAndNoteWriteRow
-}
-
-// WillWriteNote tells the reader that its caller will ask NoteWriteState
-// for the note (taskID, noteAgent, path) and callID right after
-// AgentWithState: that query then learns it too, and NoteWriteState
-// returns it without a query of its own. The caller must write nothing
-// in between (the state is the one AgentWithState's snapshot saw).
-func (r *Reader) WillWriteNote(taskID, noteAgent, path, callID string) {
-	r.writeAhead = &noteWriteKey{noteKey{taskID, noteAgent, path}, callID}
 }
 
 // NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
@@ -93,8 +50,8 @@ func NewReader(db projectionsdb.DBTX) *Reader {
 func (r *Reader) UseChunkFilters(f *ChunkFilters) { r.filters = f }
 
 // ReadPosition returns the log position the reader's queries read at, if
-// a query already learnt it (AgentWithState does, at no extra cost). Only
-// meaningful when the reader is over one transaction.
+// a query already learnt it (AgentWithState and its combined forms do, at
+// no extra cost). Only meaningful when the reader is over one transaction.
 func (r *Reader) ReadPosition() (int64, bool) { return r.readPosition, r.readPosition >= 0 }
 
 // Agent is a registered agent.
@@ -182,13 +139,6 @@ type NoteInfo struct {
 
 // Note returns one note file, or ErrNotFound.
 func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, error) {
-	if f := r.fetched; f != nil && f.key == (noteKey{taskID, agent, path}) {
-		r.fetched = nil
-		if !f.found {
-			return Note{}, ErrNotFound
-		}
-		return f.note, nil
-	}
 	parts, err := r.q.NoteWithParts(ctx, projectionsdb.NoteWithPartsParams{TaskID: taskID, Agent: agent, Path: path})
 	if err != nil {
 		return Note{}, err
@@ -273,32 +223,4 @@ type NoteWriteState struct {
 	Called     bool
 	RequestKey string
 	Result     NoteWriteResult
-}
-
-// NoteWriteState returns, in one query (none after WillWriteNote), the
-// size and revision of a note and what the caller's earlier write with
-// callID (if any) returned; ErrNotFound when the caller is not a
-// registered agent of the task.
-func (r *Reader) NoteWriteState(ctx context.Context, taskID, noteAgent, path, caller, callID string) (NoteWriteState, error) {
-	key := noteWriteKey{noteKey{taskID, noteAgent, path}, callID}
-	var row projectionsdb.GetAgentWithStateAndNoteWriteRow
-	if f := r.writeState; f != nil && f.key == key && f.row.Agent.Agent == caller {
-		row = f.row
-		r.writeState = nil
-	} else {
-		var err error
-		if row, err = r.q.GetAgentWithStateAndNoteWrite(ctx, projectionsdb.GetAgentWithStateAndNoteWriteParams{
-			NoteAgent: noteAgent, NotePath: path, CallID: callID, TaskID: taskID, Agent: caller}); err != nil {
-			return NoteWriteState{}, notFound(err)
-		}
-	}
-	if r.tx != nil { // the note write about to be applied need not read it again
-		r.tx.rememberNote(key.note, noteRow{exists: row.NoteRevision > 0,
-			row: projectionsdb.NoteSizeRow{Bytes: row.NoteBytes, Revision: row.NoteRevision, Parts: row.NoteParts}})
-	}
-	st := NoteWriteState{Size: row.NoteBytes, Revision: row.NoteRevision, Called: row.Called != 0 && callID != "", RequestKey: row.RequestKey}
-	if st.Called {
-		return st, json.Unmarshal([]byte(row.Result), &st.Result)
-	}
-	return st, nil
 }

@@ -59,7 +59,12 @@ func Rebuild(ctx context.Context, store *eventlog.Store) error {
 // returning, in one transaction, and logs why through logf (and the
 // open's warnings, unless opts.Warnf is set).
 func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
-	opts.Projector = Projector{}
+	return open(ctx, path, opts, logf, noteFlush{})
+}
+
+// open is Open with flush bounding the notes a deferring request holds.
+func open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any), flush noteFlush) (*eventlog.Store, error) {
+	opts.Projector = Projector{flush: flush}
 	if opts.Warnf == nil {
 		opts.Warnf = logf
 	}

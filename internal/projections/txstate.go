@@ -10,10 +10,12 @@ import (
 // Projector is the projections' eventlog.Projector: a store opened with it
 // applies and checks every event through the projections, and gives each
 // write transaction a txState of its own.
-type Projector struct{}
+type Projector struct {
+	flush noteFlush // bounds a deferring transaction's notes (zero: the defaults)
+}
 
 // Begin returns the state of a write transaction that begins.
-func (Projector) Begin() eventlog.TxProjection { return &txState{} }
+func (p Projector) Begin() eventlog.TxProjection { return &txState{flush: p.flush} }
 
 // txState is what the projections keep with one write transaction, so
 // that the transaction need not ask SQLite again for what it has read or
@@ -35,6 +37,8 @@ type txState struct {
 	// caps are the note caps of registered agents as an import's checks
 	// found them (importcheck.go).
 	caps map[noteCapKey]int64
+	// flush is the projector's bound on pending notes.
+	flush noteFlush
 }
 
 // Apply updates the projections for ev.
@@ -58,11 +62,11 @@ func (s *txState) Flush(ctx context.Context, db eventlog.DBTX) error {
 }
 
 // Rollback forgets everything, the deferral included.
-func (s *txState) Rollback() { *s = txState{} }
+func (s *txState) Rollback() { *s = txState{flush: s.flush} }
 
 // forget drops what s remembers of the projection rows, for a rebuild
 // that has just deleted them; the deferral stands.
-func (s *txState) forget() { *s = txState{deferring: s.deferring} }
+func (s *txState) forget() { *s = txState{deferring: s.deferring, flush: s.flush} }
 
 // note returns what the transaction remembers of a note's row.
 func (s *txState) note(mk noteKey) (noteRow, bool) {
@@ -87,7 +91,7 @@ func stateOf(tx *eventlog.Tx) *txState {
 
 // TxReader returns a Reader inside the write transaction tx that shares
 // the transaction's state: a note whose write state it reads
-// (NoteWriteState) is not read again when the write is applied.
+// (AgentWithNoteWrite) is not read again when the write is applied.
 func TxReader(tx *eventlog.Tx) *Reader {
 	r := NewReader(tx.DB())
 	r.tx = stateOf(tx)

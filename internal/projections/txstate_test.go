@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestTxStateSharedWithTheWriteTransaction: a Reader of a write
 // transaction (TxReader) and the projector share the transaction's state:
-// the note row NoteWriteState read is remembered for the write's applier,
+// the note row AgentWithNoteWrite read is remembered for the write's applier,
 // and an entry handed ahead (WillRecordEntry) is the one its projection
 // records, without rendering it again, unless it was recorded with other
 // bytes. A Reader over the transaction's queries alone (NewReader) shares
@@ -35,11 +36,11 @@ func TestTxStateSharedWithTheWriteTransaction(t *testing.T) {
 		if NewReader(tx.DB()).tx != nil {
 			t.Error("NewReader over a write transaction's queries has its state")
 		}
-		if _, err := TxReader(tx).NoteWriteState(ctx, "t1", "/root", "a.md", "/root", "c1"); err != nil {
+		if _, _, err := TxReader(tx).AgentWithNoteWrite(ctx, "t1", "/root", address.NotePath{Agent: "/root", Path: "a.md"}, "c1"); err != nil {
 			return err
 		}
 		if n, ok := st.note(noteKey{"t1", "/root", "a.md"}); !ok || n.exists {
-			t.Errorf("after NoteWriteState the state holds %+v, %v; want a note that does not exist", n, ok)
+			t.Errorf("after AgentWithNoteWrite the state holds %+v, %v; want a note that does not exist", n, ok)
 		}
 		e, err := RenderEntry(raw)
 		if err != nil {
