@@ -89,23 +89,6 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	return outcome, hex.EncodeToString(h.Sum(nil))
 }
 
-// ErrorKind returns the code of err's kind (errors.go): the code the API
-// answers it with and the outcome the audit records.
-func ErrorKind(err error) string {
-	for _, k := range []struct {
-		kind error
-		name string
-	}{
-		{ErrInvalidArgument, CodeInvalidArgument}, {ErrNotFound, CodeNotFound}, {ErrForbidden, CodeForbidden},
-		{ErrConflict, CodeConflict}, {ErrTooLarge, CodeTooLarge}, {ErrFenced, CodeFenced}, {ErrUnavailable, CodeUnavailable},
-	} {
-		if errors.Is(err, k.kind) {
-			return k.name
-		}
-	}
-	return CodeInternal
-}
-
 func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
 	if cc.TaskID == "" || cc.Agent == "" {
 		return // no agent stream to record it on

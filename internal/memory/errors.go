@@ -56,3 +56,20 @@ func notFoundf(format string, args ...any) error {
 }
 func forbiddenf(format string, args ...any) error { return newError(ErrForbidden, format, args...) }
 func conflictf(format string, args ...any) error  { return newError(ErrConflict, format, args...) }
+
+// ErrorKind returns the code of err's kind (errors.go): the code the API
+// answers it with and the outcome the audit records.
+func ErrorKind(err error) string {
+	for _, k := range []struct {
+		kind error
+		name string
+	}{
+		{ErrInvalidArgument, CodeInvalidArgument}, {ErrNotFound, CodeNotFound}, {ErrForbidden, CodeForbidden},
+		{ErrConflict, CodeConflict}, {ErrTooLarge, CodeTooLarge}, {ErrFenced, CodeFenced}, {ErrUnavailable, CodeUnavailable},
+	} {
+		if errors.Is(err, k.kind) {
+			return k.name
+		}
+	}
+	return CodeInternal
+}

@@ -1,0 +1,74 @@
+package memory
+
+import (
+	"strings"
+)
+
+// omissionLine is the last line of a list that left records out.
+func omissionLine(omitted int, hint string) string {
+	return compactJSON(struct {
+		Omitted int    `json:"omitted"`
+		Hint    string `json:"hint"`
+	}{omitted, hint})
+}
+
+// fitLines keeps the longest prefix of lines (one record each) that fits in
+// budget code points together with, when anything is left out, the
+// omission line. omittedBefore counts records already dropped (by a limit).
+// It returns how many lines were kept and the text.
+func fitLines(lines []string, budget, omittedBefore int, hint string) (int, string) {
+	total := 0
+	for _, l := range lines {
+		total += chars(l) + 1
+	}
+	if omittedBefore == 0 && total-1 <= budget {
+		return len(lines), strings.Join(lines, "\n")
+	}
+	reserve := chars(omissionLine(omittedBefore+len(lines), hint))
+	used, kept := 0, 0
+	for _, l := range lines {
+		n := chars(l) + 1
+		if used+n+reserve > budget {
+			break
+		}
+		used += n
+		kept++
+	}
+	var b strings.Builder
+	for _, l := range lines[:kept] {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.WriteString(omissionLine(omittedBefore+len(lines)-kept, hint))
+	return kept, b.String()
+}
+
+// limitList cuts recs to the tool's limit and returns how many it left out.
+func limitList[T any](recs []T, limit int) ([]T, int) {
+	return recs[:min(len(recs), limit)], max(0, len(recs)-limit)
+}
+
+// fitList is the tail the list and search tools share: recs, already cut
+// to the tool's limit (omitted counts the records the limit left out), one
+// line of compact JSON each, fitted to budget by fitLines. It returns the
+// text, the records shown and how many were left out in all.
+func fitList[T any](recs []T, budget, omitted int, hint string) (string, []T, int) {
+	return fitRendered(recs, jsonLines(recs), budget, omitted, hint)
+}
+
+// jsonLines renders each of recs as one line of compact JSON.
+func jsonLines[T any](recs []T) []string {
+	lines := make([]string, len(recs))
+	for i := range recs {
+		lines[i] = compactJSON(recs[i])
+	}
+	return lines
+}
+
+// fitRendered is fitList for records whose lines the caller rendered
+// (lines[i] is recs[i]): a tool that shapes a record to fit its line, or
+// tries a record in several shapes.
+func fitRendered[T any](recs []T, lines []string, budget, omitted int, hint string) (string, []T, int) {
+	kept, text := fitLines(lines, budget, omitted, hint)
+	return text, recs[:kept], omitted + len(recs) - kept
+}

@@ -1,0 +1,404 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/history"
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// MaxSyncEntries and MaxBranchLength bound one sync request
+// (docs/behaviour.md §G).
+const (
+	MaxSyncEntries  = 10_000
+	MaxBranchLength = 1_000_000
+)
+
+// SyncRequest is the body of POST /v1/history/sync.
+type SyncRequest struct {
+	Context          CallContext       `json:"context"`
+	Entries          []json.RawMessage `json:"entries"`
+	Branch           *[]string         `json:"branch"`
+	ExpectedRevision *int64            `json:"expected_revision"`
+}
+
+// SyncResult is the response of a sync.
+type SyncResult struct {
+	Revision  int64  `json:"revision"`
+	Stored    int    `json:"stored"`
+	Unchanged int    `json:"unchanged"`
+	WindowID  string `json:"window_id"`
+}
+
+type syncEntry struct {
+	id    string
+	raw   json.RawMessage // compact
+	index int             // in the entries it was parsed from
+}
+
+// EntryError is a refusal of one of the entries of a sync or a session
+// import: Index is its place among them.
+type EntryError struct {
+	Index int
+	Err   error
+}
+
+func (e *EntryError) Error() string { return e.Err.Error() }
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// sameEntry reports whether two entries are equal after JSON
+// canonicalisation (the equality of a re-sent entry).
+func sameEntry(a, b []byte) bool {
+	ca, err := history.Canonical(a)
+	if err != nil {
+		return false
+	}
+	cb, err := history.Canonical(b)
+	return err == nil && bytes.Equal(ca, cb)
+}
+
+// maxEntryIDBytes bounds an entry id.
+const maxEntryIDBytes = 256
+
+// validEntryID reports whether id can be an entry's id: non-empty, valid
+// UTF-8, at most maxEntryIDBytes.
+func validEntryID(id string) bool {
+	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id)
+}
+
+// parseEntries validates raw entries: JSON objects with a non-empty id.
+func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
+	out := make([]syncEntry, 0, len(raws))
+	seen := make(map[string]int, len(raws)) // id → index in out
+	for i, raw := range raws {
+		e, problem := parseEntry(raw)
+		if problem != "" {
+			return nil, invalidf("entries[%d] %s", i, problem)
+		}
+		e.index = i
+		if j, dup := seen[e.id]; dup {
+			if !sameEntry(out[j].raw, e.raw) {
+				return nil, conflictf("entries has id %q twice with different content", e.id)
+			}
+			continue
+		}
+		seen[e.id] = len(out)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// parseEntry applies a sync's rules to one raw entry, or says what it
+// breaks, after the entry's name ("entries[3] has no id").
+func parseEntry(raw json.RawMessage) (syncEntry, string) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return syncEntry{}, "must be a JSON object (a Pi session entry)"
+	}
+	head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
+	if err != nil {
+		return syncEntry{}, "must be a JSON object (a Pi session entry)"
+	}
+	if head.ID == "" {
+		return syncEntry{}, "has no id"
+	}
+	if head.Type == "" {
+		return syncEntry{}, fmt.Sprintf("(id %q) has no type", head.ID)
+	}
+	if !validEntryID(head.ID) {
+		return syncEntry{}, "has an id that is not short valid UTF-8"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return syncEntry{}, fmt.Sprintf("(id %q) is not valid JSON", head.ID)
+	}
+	return syncEntry{id: head.ID, raw: compact.Bytes()}, ""
+}
+
+// syncPlan is a sync as checked against its request alone, before the
+// writer: what the write transaction needs of it, computed outside.
+type syncPlan struct {
+	entries []syncEntry // distinct ids, in request order
+	ids     []string    // the entries' ids
+	sentNow map[string]bool
+	branch  []string // nil: the branch is not changed
+	hashes  [][]byte // hashes[i] = projections.BranchPrefixHash(hashes[i-1], branch[i])
+	// stored are the entries the snapshot of checkStored had stored, with
+	// the same content; rendered are the others, rendered ahead.
+	stored   map[string]bool
+	rendered map[string]projections.RenderedEntry
+}
+
+// planSync checks what a sync request alone can tell: its sizes, its
+// entries, and that its branch lists valid ids once each.
+func planSync(req SyncRequest) (*syncPlan, error) {
+	if len(req.Entries) > MaxSyncEntries {
+		return nil, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
+	}
+	if req.Branch != nil && len(*req.Branch) > MaxBranchLength {
+		return nil, invalidf("a branch has at most %d entries", MaxBranchLength)
+	}
+	entries, err := parseEntries(req.Entries)
+	if err != nil {
+		return nil, err
+	}
+	return newSyncPlan(entries, req.Branch)
+}
+
+// newSyncPlan is planSync of entries already parsed: it checks that the
+// branch, if any, lists valid ids once each.
+func newSyncPlan(entries []syncEntry, branchp *[]string) (*syncPlan, error) {
+	p := &syncPlan{entries: entries, ids: make([]string, len(entries)), sentNow: make(map[string]bool, len(entries))}
+	for i, e := range entries {
+		p.ids[i] = e.id
+		p.sentNow[e.id] = true
+	}
+	if branchp == nil {
+		return p, nil
+	}
+	branch := *branchp
+	seen := make(map[string]struct{}, len(branch))
+	p.hashes = make([][]byte, len(branch))
+	prev := []byte{}
+	for i, id := range branch {
+		if !validEntryID(id) {
+			return nil, invalidf("branch[%d] is not an entry id (ids are 1 to %d bytes of valid UTF-8)", i, maxEntryIDBytes)
+		}
+		if _, dup := seen[id]; dup {
+			return nil, invalidf("branch lists entry %q twice (branch[%d])", id, i)
+		}
+		seen[id] = struct{}{}
+		prev = projections.BranchPrefixHash(prev, id)
+		p.hashes[i] = prev
+	}
+	p.branch = branch
+	return p, nil
+}
+
+// checkStored checks the sync against a read snapshot of what is stored:
+// a sync refused here never queues for the writer, so that a long branch
+// checked to its last id holds up no other write. Refusing at the
+// snapshot answers what the sync would have answered had it run then.
+// Entries are never deleted, so what the snapshot had stored the writer
+// has too: it checks again only what may have changed since (writeSync).
+func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc CallContext, expectedRevision *int64) error {
+	c, err := identify(ctx, r, cc)
+	if err != nil {
+		return err
+	}
+	task, agent := c.taskID, c.agent.Agent
+	revision, current, err := r.Branch(ctx, task, agent)
+	if err != nil {
+		return err
+	}
+	if err := checkRevision(expectedRevision, revision); err != nil {
+		return err
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, p.ids)
+	if err != nil {
+		return err
+	}
+	p.stored = make(map[string]bool, len(stored))
+	for _, e := range p.entries {
+		if !stored[e.id] {
+			continue
+		}
+		raw, err := r.EntryRaw(ctx, task, agent, e.id)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(raw, e.raw) && !sameEntry(raw, e.raw) {
+			return &EntryError{Index: e.index, Err: conflictf("entry %q was already synced with different content; entries are immutable", e.id)}
+		}
+		p.stored[e.id] = true
+	}
+	if p.branch == nil {
+		return nil
+	}
+	// Only the ids past the prefix the branch shares with the current one
+	// are looked up (the prefix is stored already): a long branch re-sent
+	// with a few new entries costs a few lookups.
+	keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
+	if err != nil {
+		return err
+	}
+	var lookup []string // ids past the shared prefix not sent now
+	var at []int        // their indexes in the branch
+	for i := keep; i < len(p.branch); i++ {
+		if id := p.branch[i]; !p.sentNow[id] {
+			lookup, at = append(lookup, id), append(at, i)
+		}
+	}
+	i, err := r.FirstUnstored(ctx, task, agent, lookup)
+	if err != nil {
+		return err
+	}
+	if i >= 0 {
+		return invalidf("branch[%d] names entry %q, which was never synced; send it in entries", at[i], lookup[i])
+	}
+	return nil
+}
+
+// render renders, ahead of the writer, the entries checkStored did not
+// find stored (those the sync will record).
+func (p *syncPlan) render() error {
+	if p.rendered == nil {
+		p.rendered = make(map[string]projections.RenderedEntry, len(p.entries)-len(p.stored))
+	}
+	for _, e := range p.entries {
+		if _, done := p.rendered[e.id]; done || p.stored[e.id] {
+			continue
+		}
+		var err error
+		if p.rendered[e.id], err = projections.RenderEntry(e.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRevision(expected *int64, revision int64) error {
+	if expected != nil && *expected != revision {
+		return conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *expected, revision)
+	}
+	return nil
+}
+
+// errStoredMeanwhile: an entry the snapshot had not stored was stored
+// before the sync's turn at the writer; the sync checks it again.
+var errStoredMeanwhile = errors.New("an entry was stored since the snapshot")
+
+// Sync stores new raw entries of the caller's session and replaces its
+// current branch, all in one transaction (API §4). Everything that can
+// be checked without the writer is checked before it (planSync,
+// checkStored); the write transaction looks up which entries are stored
+// in one query and the branch's shared prefix in O(log n) point queries.
+func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
+	p, err := planSync(req)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	for {
+		if err := s.read(ctx, func(r *projections.Reader) error {
+			return p.checkStored(ctx, r, req.Context, req.ExpectedRevision)
+		}); err != nil {
+			return SyncResult{}, err
+		}
+		if err := p.render(); err != nil {
+			return SyncResult{}, err
+		}
+		if s.syncToWriter != nil {
+			s.syncToWriter()
+		}
+		// Each retry follows an entry of the request stored by another sync
+		// meanwhile: there are at most as many as entries.
+		res, err := s.writeSync(ctx, p, req, requestID)
+		if !errors.Is(err, errStoredMeanwhile) {
+			return res, err
+		}
+	}
+}
+
+// writeSync is the write transaction of a sync checked by checkStored.
+func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, requestID string) (SyncResult, error) {
+	var res SyncResult
+	err := s.store.Update(ctx, requestID, func(tx *eventlog.Tx) error {
+		var err error
+		res, err = syncTx(ctx, tx, p, req)
+		return err
+	})
+	if err != nil {
+		return SyncResult{}, err
+	}
+	return res, nil
+}
+
+// syncIn is a whole sync of entries parsed from req.Entries inside tx
+// (a session import's): the checks of checkStored run in tx itself.
+func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
+	p, err := newSyncPlan(entries, req.Branch)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if err := p.checkStored(ctx, projections.TxReader(tx), req.Context, req.ExpectedRevision); err != nil {
+		return SyncResult{}, err
+	}
+	return syncTx(ctx, tx, p, req)
+}
+
+// syncTx writes a sync checked by checkStored in tx: errStoredMeanwhile
+// if an entry the check saw unstored is stored now.
+func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
+	var res SyncResult
+	r := projections.TxReader(tx)
+	c, err := identify(ctx, r, req.Context)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	task, agent := c.taskID, c.agent.Agent
+	revision, current, err := r.Branch(ctx, task, agent)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if err := checkRevision(req.ExpectedRevision, revision); err != nil {
+		return SyncResult{}, err
+	}
+	stored, err := r.StoredEntries(ctx, task, agent, p.ids)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	var pending []events.Pending
+	for _, e := range p.entries {
+		switch {
+		case stored[e.id] && p.stored[e.id]:
+			res.Unchanged++
+		case stored[e.id]:
+			return SyncResult{}, errStoredMeanwhile
+		default:
+			if rendered, ok := p.rendered[e.id]; ok {
+				projections.WillRecordEntry(tx, task, agent, e.id, rendered)
+			}
+			pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
+				Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
+			res.Stored++
+		}
+	}
+	res.Revision = revision
+	if p.branch != nil {
+		// checkStored found every id of the branch stored or sent now,
+		// and entries stay stored: only the shared prefix may have
+		// changed since (another sync of this agent).
+		keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if int64(keep) != current || keep != len(p.branch) {
+			res.Revision = revision + 1
+			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+				TaskID: task, Agent: agent, Revision: res.Revision, Keep: int64(keep),
+				Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}})
+		}
+	}
+	if len(pending) > 0 {
+		stream := events.Stream(task, agent)
+		version, err := tx.StreamVersion(ctx, stream)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if _, err := tx.Append(ctx, stream, version, pending...); err != nil {
+			return SyncResult{}, err
+		}
+	}
+	if res.WindowID, err = r.LastWindow(ctx, task, agent); err != nil {
+		return SyncResult{}, err
+	}
+	return res, nil
+}
