@@ -24,7 +24,7 @@ func mustOpenService(tb testing.TB) *Service {
 }
 
 // mustOpenServiceWith is mustOpenService with opts (test hooks included).
-func mustOpenServiceWith(tb testing.TB, opts Options) *Service {
+func mustOpenServiceWith(tb testing.TB, opts serviceOptions) *Service {
 	tb.Helper()
 	o := testOptions()
 	o.AuditCalls, o.Logger = opts.AuditCalls, opts.Logger

@@ -101,7 +101,7 @@ func TestNoteCacheRetriesAfterACommitDuringTheCall(t *testing.T) {
 	var s *Service
 	var root CallContext
 	calls, commit := 0, false
-	s = mustOpenServiceWith(t, Options{afterCachedRead: func() {
+	s = mustOpenServiceWith(t, serviceOptions{afterCachedRead: func() {
 		calls++
 		if commit && calls == 1 { // a commit between the cached note and the end of the call
 			mustCall(t, s, root, tools.NotesWriteFile, `{"path":"plan.md","text":"v2"}`)

@@ -24,7 +24,7 @@ type OpenOptions struct {
 	// Warnf receives what the store warns about, such as a database that
 	// other users can read (nil: not reported).
 	Warnf func(format string, args ...any)
-	// AuditCalls and Logger are those of Options.
+	// AuditCalls and Logger are those of serviceOptions.
 	AuditCalls bool
 	Logger     *slog.Logger
 
@@ -41,14 +41,15 @@ type OpenOptions struct {
 	// "max_page_count(100)" to make a test's database full.
 	WriterPragmas []string
 
-	// Test hooks, those of Options.
+	// Test hooks, those of serviceOptions.
 	afterCachedRead, syncToWriter func()
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
 // database at path with the projections as its projector, and returns a
 // Service over it that owns it: Close flushes the audit and closes the
-// database. It is the one way memoryd opens its storage.
+// database. It is the one way memoryd opens its storage, and the one way
+// to build a Service outside this package.
 func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the database folder: %w", err)
@@ -60,14 +61,14 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := NewWithOptions(store, Options{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
+	s := newServiceWith(store, serviceOptions{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
 		afterCachedRead: opts.afterCachedRead, syncToWriter: opts.syncToWriter})
 	s.owned = true
 	return s, nil
 }
 
-// Options configure a Service.
-type Options struct {
+// serviceOptions configure a Service.
+type serviceOptions struct {
 	// AuditCalls records every tool call as an audit.tool_called event,
 	// in batches after the call returns (the read audit).
 	AuditCalls bool
@@ -83,10 +84,10 @@ type Options struct {
 	syncToWriter    func()
 }
 
-// NewWithOptions returns a Service over store with opts. Close it to
+// newServiceWith returns a Service over store with opts. Close it to
 // flush the audit.
-func NewWithOptions(store *eventlog.Store, opts Options) *Service {
-	s := New(store)
+func newServiceWith(store *eventlog.Store, opts serviceOptions) *Service {
+	s := newService(store)
 	s.afterCachedRead, s.syncToWriter = opts.afterCachedRead, opts.syncToWriter
 	if opts.AuditCalls {
 		log := opts.Logger
@@ -99,8 +100,8 @@ func NewWithOptions(store *eventlog.Store, opts Options) *Service {
 }
 
 // Close flushes and stops the read audit, then closes the store when the
-// Service opened it (Open); a store given to New or NewWithOptions stays
-// open. It returns the store's Close error.
+// Service opened it (Open); a store given to newService or newServiceWith
+// stays open. It returns the store's Close error.
 func (s *Service) Close() error {
 	s.StopAudit()
 	if s.owned {

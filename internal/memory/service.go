@@ -19,13 +19,13 @@ type Service struct {
 	// notes answers note reads from memory while nothing was committed
 	// since (projections.NoteCache); nil: every read queries SQLite.
 	notes *projections.NoteCache
-	// Test hooks (see Options).
+	// Test hooks (see serviceOptions).
 	afterCachedRead, syncToWriter func()
 }
 
-// New returns a Service over store, which must apply events through
+// newService returns a Service over store, which must apply events through
 // projections.Projector.
-func New(store *eventlog.Store) *Service {
+func newService(store *eventlog.Store) *Service {
 	return &Service{store: store, filters: projections.NewChunkFilters(projections.DefaultChunkFiltersLimit),
 		notes: projections.NewNoteCache(projections.DefaultNoteCacheBytes)}
 }

@@ -27,7 +27,7 @@ import (
 func TestHostileSyncsAreRefusedWithoutTheWriter(t *testing.T) {
 	ctx := context.Background()
 	toWriter := make(chan struct{}, 16)
-	s := mustOpenServiceWith(t, Options{syncToWriter: func() { toWriter <- struct{}{} }})
+	s := mustOpenServiceWith(t, serviceOptions{syncToWriter: func() { toWriter <- struct{}{} }})
 	victim := mustAttach(t, s, "/test/victim.jsonl")
 	appender := mustAttach(t, s, "/test/appender.jsonl")
 	gen := sessiongen.NewBuilder(7)
@@ -174,7 +174,7 @@ func TestSyncRechecksEntriesStoredMeanwhile(t *testing.T) {
 			var s *Service
 			var cc CallContext
 			calls := 0
-			s = mustOpenServiceWith(t, Options{syncToWriter: func() {
+			s = mustOpenServiceWith(t, serviceOptions{syncToWriter: func() {
 				if calls++; calls == 1 { // the first sync has checked: another stores entry 1
 					if _, err := histSyncErr(s, cc, []json.RawMessage{c.meanwhile}, nil, nil); err != nil {
 						t.Errorf("the other sync: %v", err)
