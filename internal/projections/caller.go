@@ -119,3 +119,15 @@ func fetchNote(rows []projectionsdb.GetAgentWithStateAndNoteRow) fetchedNote {
 		CreatedPosition: deref(n.NoteCreatedPosition), UpdatedPosition: deref(n.NoteUpdatedPosition)}
 	return fetchedNote{found: true, note: noteOf(info, deref(n.NoteRevision), len(rows), func(i int) string { return rows[i].PartText })}
 }
+
+// AgentState returns an agent's lifecycle state (the initial state if it
+// has none yet).
+func (r *Reader) AgentState(ctx context.Context, taskID, agent string) (fence.State, error) {
+	return agentState(ctx, r.q, taskID, agent)
+}
+
+// fetchedNote is the note AgentWithNote read (found false: there is none).
+type fetchedNote struct {
+	note  Note
+	found bool
+}

@@ -39,12 +39,6 @@ func agentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent str
 	return states.decode(raw)
 }
 
-// AgentState returns an agent's lifecycle state (the initial state if it
-// has none yet).
-func (r *Reader) AgentState(ctx context.Context, taskID, agent string) (fence.State, error) {
-	return agentState(ctx, r.q, taskID, agent)
-}
-
 // lifecycleRef returns the agent a lifecycle payload belongs to.
 func lifecycleRef(payload any) (events.AgentRef, bool) {
 	switch p := payload.(type) {

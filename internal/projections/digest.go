@@ -1,0 +1,216 @@
+package projections
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"slices"
+	"strings"
+)
+
+// TableDigest is the fingerprint of one projection table.
+type TableDigest struct {
+	Table  string `json:"table"`
+	Rows   int64  `json:"rows"`
+	SHA256 string `json:"sha256"`
+}
+
+// Digest fingerprints every projection table of db: row counts and a
+// SHA-256 over the rows in key order. Two databases built from the same
+// log have equal digests.
+func Digest(ctx context.Context, db *sql.DB) ([]TableDigest, error) {
+	out := make([]TableDigest, 0, len(tables))
+	for _, t := range tables {
+		h := sha256.New()
+		n, err := hashTable(ctx, db, t, h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TableDigest{Table: t.name, Rows: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+	}
+	return out, nil
+}
+
+// Combined returns one digest over all table digests.
+func Combined(ds []TableDigest) string {
+	h := sha256.New()
+	for _, d := range ds {
+		fmt.Fprintf(h, "%s %d %s\n", d.Table, d.Rows, d.SHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func hashTable(ctx context.Context, db *sql.DB, t table, h hash.Hash) (int64, error) {
+	var n int64
+	enc := json.NewEncoder(h)
+	err := eachRow(ctx, db, t, func(vals []any) error {
+		n++
+		return enc.Encode(vals)
+	})
+	return n, err
+}
+
+// eachRow calls fn with every row of t in key order (its columns, rows
+// joined as joinLast says); BLOBs are passed as strings.
+func eachRow(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+	if t.joinLast {
+		return joinRows(ctx, db, t, fn)
+	}
+	return scanRows(ctx, db, t, fn)
+}
+
+// joinRows is eachRow for a table whose rows are joined on their last
+// column.
+func joinRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+	var held []any // the row being joined; its last column a string
+	var last strings.Builder
+	emit := func() error {
+		if held == nil {
+			return nil
+		}
+		held[len(held)-1] = last.String()
+		return fn(held)
+	}
+	err := scanRows(ctx, db, t, func(vals []any) error {
+		n := len(vals) - 1
+		text, _ := vals[n].(string) // NULL joins as ""
+		if held != nil && slices.Equal(held[:n], vals[:n]) {
+			last.WriteString(text)
+			return nil
+		}
+		if err := emit(); err != nil {
+			return err
+		}
+		held = slices.Clone(vals)
+		last.Reset()
+		last.WriteString(text)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return emit()
+}
+
+// scanRows calls fn with every row of t in key order; BLOBs are passed as
+// strings. fn must not keep vals.
+func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+	what := t.columns
+	if what == "" {
+		what = "*"
+	}
+	rows, err := db.QueryContext(ctx, "SELECT "+what+" FROM "+t.name+" ORDER BY "+t.orderBy)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Counts are the sizes of the main projections.
+type Counts struct {
+	Tasks   int64 `json:"tasks"`
+	Agents  int64 `json:"agents"`
+	Windows int64 `json:"windows"`
+	Notes   int64 `json:"notes"`
+}
+
+// Count returns the projection counts of db.
+func Count(ctx context.Context, db *sql.DB) (Counts, error) {
+	var c Counts
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM tasks),
+		(SELECT count(*) FROM agents),
+		(SELECT count(*) FROM (SELECT DISTINCT task_id, agent, window_ordinal FROM history_items)),
+		(SELECT count(*) FROM notes)`).Scan(&c.Tasks, &c.Agents, &c.Windows, &c.Notes)
+	return c, err
+}
+
+// TableDiff is how one projection table differs between two databases:
+// rows only in the first (live) and only in the second (rebuilt).
+type TableDiff struct {
+	Table         string   `json:"table"`
+	OnlyLive      int      `json:"only_live"`
+	OnlyRebuilt   int      `json:"only_rebuilt"`
+	SampleLive    []string `json:"sample_live,omitempty"`
+	SampleRebuilt []string `json:"sample_rebuilt,omitempty"`
+}
+
+// Diff compares every projection table of live and rebuilt row by row and
+// returns the tables that differ, each with up to samples rows of each side.
+func Diff(ctx context.Context, live, rebuilt *sql.DB, samples int) ([]TableDiff, error) {
+	out := []TableDiff{}
+	for _, t := range tables {
+		a, err := tableRows(ctx, live, t)
+		if err != nil {
+			return nil, err
+		}
+		b, err := tableRows(ctx, rebuilt, t)
+		if err != nil {
+			return nil, err
+		}
+		d := TableDiff{Table: t.name}
+		for row, n := range a {
+			if extra := n - b[row]; extra > 0 {
+				d.OnlyLive += extra
+				if len(d.SampleLive) < samples {
+					d.SampleLive = append(d.SampleLive, row)
+				}
+			}
+		}
+		for row, n := range b {
+			if extra := n - a[row]; extra > 0 {
+				d.OnlyRebuilt += extra
+				if len(d.SampleRebuilt) < samples {
+					d.SampleRebuilt = append(d.SampleRebuilt, row)
+				}
+			}
+		}
+		if d.OnlyLive > 0 || d.OnlyRebuilt > 0 {
+			slices.Sort(d.SampleLive)
+			slices.Sort(d.SampleRebuilt)
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// tableRows returns a table's rows as JSON arrays, with their multiplicity.
+func tableRows(ctx context.Context, db *sql.DB, t table) (map[string]int, error) {
+	out := map[string]int{}
+	err := eachRow(ctx, db, t, func(vals []any) error {
+		b, err := json.Marshal(vals)
+		if err != nil {
+			return err
+		}
+		out[string(b)]++
+		return nil
+	})
+	return out, err
+}

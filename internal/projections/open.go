@@ -1,0 +1,73 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+)
+
+// Open opens the event log at path with the projections as its projector
+// (opts.Projector is set).
+// When a migration changed a projection's shape and marked the
+// projections for a rebuild, it rebuilds them from the log before
+// returning, in one transaction, and logs why through logf (and the
+// open's warnings, unless opts.Warnf is set).
+func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
+	return open(ctx, path, opts, logf, noteFlush{})
+}
+
+// open is Open with flush bounding the notes a deferring request holds.
+func open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any), flush noteFlush) (*eventlog.Store, error) {
+	opts.Projector = Projector{flush: flush}
+	if opts.Warnf == nil {
+		opts.Warnf = logf
+	}
+	store, err := eventlog.Open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The common case reads one empty table on the reader pool: opening a
+	// database (export, call) takes no write lock just to look.
+	var marks int
+	if err := store.Reader().QueryRowContext(ctx, "SELECT count(*) FROM projection_rebuilds").Scan(&marks); err != nil || marks == 0 {
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return store, nil
+	}
+	err = store.Update(ctx, "", func(tx *eventlog.Tx) error {
+		var reasons []string
+		rows, err := tx.DB().QueryContext(ctx, "SELECT reason FROM projection_rebuilds")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var r string
+			if err := rows.Scan(&r); err != nil {
+				rows.Close()
+				return err
+			}
+			reasons = append(reasons, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(reasons) == 0 {
+			return err
+		}
+		if logf != nil {
+			logf("rebuilding the projections from the log: %s", strings.Join(reasons, "; "))
+		}
+		if err := rebuild(ctx, tx); err != nil {
+			return err
+		}
+		_, err = tx.DB().ExecContext(ctx, "DELETE FROM projection_rebuilds")
+		return err
+	})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("rebuild the projections of %s: %w", path, err)
+	}
+	return store, nil
+}
