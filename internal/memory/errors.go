@@ -57,7 +57,7 @@ func notFoundf(format string, args ...any) error {
 func forbiddenf(format string, args ...any) error { return newError(ErrForbidden, format, args...) }
 func conflictf(format string, args ...any) error  { return newError(ErrConflict, format, args...) }
 
-// ErrorKind returns the code of err's kind (errors.go): the code the API
+// ErrorKind returns the code of err's kind (the Code constants): the code the API
 // answers it with and the outcome the audit records.
 func ErrorKind(err error) string {
 	for _, k := range []struct {
