@@ -48,6 +48,23 @@ func openExistingService(ctx context.Context, path string, stderr io.Writer) (*m
 	return openService(ctx, path, "", stderr)
 }
 
+// openAllOrNothing opens the database at path for a verb that is all or
+// nothing (import, import-session). done closes it and, when the verb
+// failed, removes what opening it created.
+func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *memory.Service, done func(failed bool), err error) {
+	fresh := newDatabase(path)
+	if svc, err = openService(ctx, path, "", stderr); err != nil {
+		fresh.remove()
+		return nil, nil, err
+	}
+	return svc, func(failed bool) {
+		svc.Close()
+		if failed {
+			fresh.remove()
+		}
+	}, nil
+}
+
 // freshDatabase is a database that a verb is about to create: its file
 // and the folders above it that do not exist yet. A verb that is all or
 // nothing (import, import-session, replay --db) removes what it created

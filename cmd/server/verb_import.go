@@ -28,17 +28,11 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeLog()
-	fresh := newDatabase(*db)
-	defer func() {
-		if err != nil {
-			fresh.remove() // after the store's Close, deferred below
-		}
-	}()
-	svc, err := openService(ctx, *db, "", stderr)
+	svc, closeDB, err := openAllOrNothing(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
+	defer func() { closeDB(err != nil) }()
 	report, done := progress(stderr, "import", -1)
 	n, err := forensics.Import(ctx, svc, forensics.Counted(lr.Next, report))
 	done()

@@ -38,17 +38,11 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	fresh := newDatabase(*db)
-	defer func() {
-		if err != nil {
-			fresh.remove() // after the store's Close, deferred below
-		}
-	}()
-	svc, err := openService(ctx, *db, "", stderr)
+	svc, closeDB, err := openAllOrNothing(ctx, *db, stderr)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
+	defer func() { closeDB(err != nil) }()
 	report, done := progress(stderr, "import-session", int64(len(sess.Entries)))
 	res, err := forensics.ImportSession(ctx, svc, path, sess, report)
 	done()
