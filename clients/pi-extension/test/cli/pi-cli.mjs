@@ -5,7 +5,7 @@
 // and MEMORYD_TOKEN. Print/JSON mode: runPi() resolves at exit. RPC mode:
 // startRpc() returns a handle that sends commands and collects events.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,7 +32,7 @@ export const MODEL = "scripted-model";
 /**
  * A fresh user setup: home/agent with models.json naming the scripted server,
  * and an empty project folder (the working directory). files: extra files of
- * the project. Returns { dir, agentDir, cwd }.
+ * the project. Returns { dir, agentDir, cwd, remove() }.
  */
 export function freshSetup(modelUrl, files = {}) {
   const dir = mkdtempSync(join(tmpdir(), "pi-cli-test-"));
@@ -52,7 +52,7 @@ export function freshSetup(modelUrl, files = {}) {
   };
   writeFileSync(join(agentDir, "models.json"), JSON.stringify(models, null, 2));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(cwd, name), text);
-  return { dir, agentDir, cwd };
+  return { dir, agentDir, cwd, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The environment of pi: the test's, minus memoryd settings that would change what is tested, plus env. */

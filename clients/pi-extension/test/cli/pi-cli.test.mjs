@@ -137,6 +137,7 @@ test("print mode: new_context rolls over and the model continues in w2 before pi
     assert.ok(entries.slice(compaction).some((e) => e.type === "message" && textOf(e.message).startsWith("RECOVERED")));
   } finally {
     await model.close();
+    setup.remove();
   }
 });
 
@@ -156,6 +157,7 @@ test("JSON mode: the rollover and the new window's turn are in the event stream"
     await assertRollover(model.requests, r.stderr);
   } finally {
     await model.close();
+    setup.remove();
   }
 });
 
@@ -172,6 +174,7 @@ test("RPC mode: the rollover and the new window's turn follow one prompt command
   } finally {
     const exit = await rpc.stop();
     await model.close();
+    setup.remove();
     assert.equal(exit.code, 0, rpc.stderr());
   }
 });
@@ -196,6 +199,7 @@ test("print mode, a session too small to compact: the model's next request says 
     assertCleanStderr(r.stderr);
   } finally {
     await model.close();
+    setup.remove();
   }
 });
 
@@ -229,5 +233,6 @@ test("print mode, memoryd unreachable: the tool result tells the model memoryd i
     assert.equal(r.stdout.trim(), "noted");
   } finally {
     await model.close();
+    setup.remove();
   }
 });
