@@ -43,6 +43,14 @@ function piNode() {
   return undefined;
 }
 
+/** The *.test.mjs files of a test folder and of its subfolders (e.g. pi-extension/test/cli), sorted. */
+function testFiles(dir) {
+  return readdirSync(join(root, dir), { recursive: true })
+    .filter((f) => f.endsWith(".test.mjs"))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
 const env = { ...process.env, MEMORYD_BIN: await memorydBinary() };
 const clientNode = process.env.npm_node_execpath || process.execPath;
 const suites = [
@@ -58,10 +66,7 @@ if (pi) {
 let failed = !pi;
 for (const s of suites) {
   console.log(`\n== ${s.name} (node ${version(s.node)})`);
-  const files = readdirSync(join(root, s.dir, "test"))
-    .filter((f) => f.endsWith(".test.mjs"))
-    .sort()
-    .map((f) => join(s.dir, "test", f));
+  const files = testFiles(join(s.dir, "test"));
   const r = spawnSync(s.node, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
     cwd: root,
     env,

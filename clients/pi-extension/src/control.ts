@@ -15,7 +15,7 @@ import { contextWindow, type MemorydExtensionOptions } from "./options.js";
 import type { AgentStateCache } from "./state.js";
 import { quietly, type Trace } from "./trace.js";
 
-const CONTROL_TYPES = new Set<string>([CUSTOM_TYPE.reminder, CUSTOM_TYPE.fallback, CUSTOM_TYPE.manualCheckpoint]);
+const CONTROL_TYPES = new Set<string>([CUSTOM_TYPE.reminder, CUSTOM_TYPE.fallback, CUSTOM_TYPE.manualCheckpoint, CUSTOM_TYPE.notReset]);
 
 /** The fields of a control message's details the extension reads back. */
 export function controlDetails(details: unknown): { windowId?: string; requestId?: string } {

@@ -111,7 +111,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
 
   pi.on("session_compact", (event, ctx) => rollover.compacted(event, ctx));
 
-  pi.on("session_compact_failed", (event) => rollover.compactFailed(event));
+  pi.on("session_compact_failed", (event, ctx) => rollover.compactFailed(event, ctx));
 
   pi.on("session_shutdown", async (_event, ctx) => {
     if (conn.attached) await quietly(trace, "sync", () => history.sync(ctx, "shutdown"));

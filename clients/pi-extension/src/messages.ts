@@ -7,6 +7,7 @@ export const CUSTOM_TYPE = {
   fallback: "pi-token-budget:fallback",
   manualCheckpoint: "pi-token-budget:manual-checkpoint",
   continue: "pi-token-budget:continue",
+  notReset: "pi-token-budget:not-reset",
   unavailable: "pi-token-budget:unavailable",
 } as const;
 
@@ -39,4 +40,9 @@ The user asked to compact the context (/compact). Before it happens, save ONE ch
 export function continueText(windowId: string, previous: string): string {
   return `<context_window_continue window_id="${windowId}" previous_window_id="${previous}"/>
 The context window rolled over to ${windowId}. Follow the recovery protocol: read your checkpoint note, recover what you need from history (window ${previous} and earlier), and resume only unfinished work. If nothing is left to do, wait for the user.`;
+}
+
+/** One line: a rollover failed, so the model is still in windowId (why: Pi's error). */
+export function notResetText(windowId: string, why: string): string {
+  return `<context_window_not_reset window_id="${windowId}"/> The context window was not reset (${why}); you are still in ${windowId} and can keep working.`;
 }

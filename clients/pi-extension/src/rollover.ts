@@ -16,7 +16,7 @@ import type { AgentState, RolloverReason } from "@memoryd/client";
 
 import type { Connection } from "./connection.js";
 import type { ControlMessages } from "./control.js";
-import { CUSTOM_TYPE, NO_KEPT_ENTRY, continueText } from "./messages.js";
+import { CUSTOM_TYPE, NO_KEPT_ENTRY, continueText, notResetText } from "./messages.js";
 import type { AgentStateCache } from "./state.js";
 import type { HistorySync } from "./sync.js";
 import { errorMessage, quietly, type Trace } from "./trace.js";
@@ -95,8 +95,13 @@ export class Rollover {
     this.prepared = undefined;
   }
 
-  /** session_compact_failed: the prepared window is reported failed (aborted keeps the request). */
-  async compactFailed(event: SessionCompactFailedEvent): Promise<void> {
+  /**
+   * session_compact_failed: the prepared window is reported failed (aborted
+   * keeps the request). A failure that is not an abort (e.g. Pi's "Nothing to
+   * compact (session too small)") is told to the model in one line, as its
+   * next turn after a new_context/fallback rollover, and to a user with a UI.
+   */
+  async compactFailed(event: SessionCompactFailedEvent, ctx: ExtensionContext): Promise<void> {
     const r = this.prepared;
     if (!this.conn.attached || !r) return;
     this.prepared = undefined;
@@ -105,6 +110,18 @@ export class Rollover {
       this.state.update(res.state);
       this.trace("rollover_failed", { windowId: r.windowId, aborted: event.aborted, error: event.errorMessage });
     });
+    if (event.aborted) return;
+    const why = event.errorMessage || "the compaction failed";
+    if (ctx.hasUI) ctx.ui.notify(`memoryd: the context window was not reset (${why})`, "warning");
+    this.pi.sendMessage(
+      {
+        customType: CUSTOM_TYPE.notReset,
+        content: notResetText(r.previousWindowId, why),
+        display: false,
+        details: { windowId: r.previousWindowId, reason: r.reason },
+      },
+      CONTINUE_AFTER.has(r.reason) ? { deliverAs: "followUp", triggerTurn: true } : { triggerTurn: false },
+    );
   }
 
   /** At attach: a rollover prepared by an earlier process that ended before its compaction. */
@@ -154,19 +171,35 @@ export class Rollover {
     };
   }
 
+  /**
+   * Prepares the rollover and compacts, and returns only when the compaction
+   * ended. It runs in agent_settled, which Pi awaits inside session.prompt()
+   * (agent-session.js _emitAgentSettled), and the continuation it sends is
+   * deferred by Pi until the settled handlers end and then run inside that same
+   * prompt() — so print and JSON mode, which dispose the runtime as soon as
+   * prompt() returns (modes/print-mode.js), see the new window's turn too.
+   * ctx.compact() itself does not wait (it calls session.compact() in the
+   * background): the promise below waits for its onComplete/onError.
+   */
   private async start(ctx: ExtensionContext, reason: RolloverReason): Promise<void> {
     if (this.starting || this.prepared) return;
     this.starting = true;
     try {
       const r = await this.prepare(ctx, reason);
       this.trace("compact", { reason, windowId: r.windowId });
-      ctx.compact({
-        onComplete: () => {
-          this.trace("compact_complete", { windowId: r.windowId });
-          if (CONTINUE_AFTER.has(r.reason)) this.sendContinue(r);
-        },
-        onError: (err) => this.trace("compact_error", { windowId: r.windowId, error: err.message }),
-      });
+      await new Promise<void>((resolve) =>
+        ctx.compact({
+          onComplete: () => {
+            this.trace("compact_complete", { windowId: r.windowId });
+            if (CONTINUE_AFTER.has(r.reason)) this.sendContinue(r);
+            resolve();
+          },
+          onError: (err) => {
+            this.trace("compact_error", { windowId: r.windowId, error: err.message });
+            resolve();
+          },
+        }),
+      );
     } finally {
       this.starting = false;
     }
