@@ -2,12 +2,12 @@
 // fallback checkpoint, the manual checkpoint of a /compact) goes into the
 // branch as a custom message of its window; usage reports decide when, the
 // message entering the branch arms the fence, an ordinary user message is
-// reported, and control messages of another window are dropped from the
-// model's copy.
+// reported, and control messages memoryd's state makes stale are dropped
+// from the model's copy.
 import { randomUUID } from "node:crypto";
 
 import type { ContextEvent, ExtensionAPI, ExtensionContext, MessageEndEvent } from "@earendil-works/pi-coding-agent";
-import type { ControlKind } from "@memoryd/client";
+import type { AgentState, ControlKind } from "@memoryd/client";
 
 import type { Connection } from "./connection.js";
 import { CUSTOM_TYPE, fallbackText, manualCheckpointText, reminderText } from "./messages.js";
@@ -35,20 +35,24 @@ export class ControlMessages {
     private readonly trace: Trace,
   ) {}
 
-  reminder(): Promise<void> {
-    return this.deliver("reminder", reminderText, CUSTOM_TYPE.reminder, "steer");
+  async reminder(): Promise<void> {
+    await this.deliver("reminder", reminderText, CUSTOM_TYPE.reminder, "steer");
   }
 
-  fallback(): Promise<void> {
-    return this.deliver("fallback", fallbackText, CUSTOM_TYPE.fallback, "steer");
+  async fallback(): Promise<void> {
+    await this.deliver("fallback", fallbackText, CUSTOM_TYPE.fallback, "steer");
   }
 
-  /** A manual /compact: memoryd records the request, the model is asked for the checkpoint. */
-  async manualCheckpoint(): Promise<void> {
+  /** A manual /compact: memoryd records the request (a repeat merges) and returns the state. */
+  async manualRequest(): Promise<AgentState> {
     const requestId = `manual-${randomUUID().slice(0, 8)}`;
     const res = await this.conn.client.manual({ context: this.conn.context(), action: "request", request_id: requestId });
-    this.state.update(res.state);
-    await this.deliver("manual_checkpoint", manualCheckpointText, CUSTOM_TYPE.manualCheckpoint, "followUp");
+    return this.state.update(res.state);
+  }
+
+  /** Asks the model for the manual checkpoint in a turn of its own; false when memoryd refused it as stale. */
+  manualCheckpoint(requestId: string): Promise<boolean> {
+    return this.deliver("manual_checkpoint", manualCheckpointText, CUSTOM_TYPE.manualCheckpoint, "followUp", requestId);
   }
 
   /** message_end (after the sync): usage of an answer, a control message in the branch, a user message. */
@@ -84,13 +88,16 @@ export class ControlMessages {
     }
   }
 
-  /** context: the model's copy without the control messages of other windows (undefined: unchanged). */
+  /**
+   * context: the model's copy without stale control messages (undefined: unchanged).
+   * memoryd's state decides: a reminder, fallback or not-reset notice of
+   * another window, a manual checkpoint request that is not the one memoryd
+   * has in progress (dropped, cancelled, or already compacted).
+   */
   dropStale(messages: ContextEvent["messages"]): ContextEvent["messages"] | undefined {
-    const current = this.state.current?.window_id;
-    if (!current) return undefined;
-    const kept = messages.filter(
-      (m) => m.role !== "custom" || !CONTROL_TYPES.has(m.customType) || controlDetails(m.details).windowId === current,
-    );
+    const st = this.state.current;
+    if (!st) return undefined;
+    const kept = messages.filter((m) => m.role !== "custom" || !CONTROL_TYPES.has(m.customType) || !isStale(m.customType, m.details, st));
     return kept.length === messages.length ? undefined : kept;
   }
 
@@ -114,14 +121,20 @@ export class ControlMessages {
     );
   }
 
-  private async deliver(kind: ControlKind, text: (w: string) => string, customType: string, deliverAs: "steer" | "followUp") {
+  private async deliver(
+    kind: ControlKind,
+    text: (w: string) => string,
+    customType: string,
+    deliverAs: "steer" | "followUp",
+    givenRequestId?: string,
+  ): Promise<boolean> {
     const st = this.state.current ?? (await this.state.refresh());
-    if (!st) return;
+    if (!st) return false;
     const windowId = st.window_id;
-    const requestId = `${kind}-${windowId}-${randomUUID().slice(0, 8)}`;
+    const requestId = givenRequestId ?? `${kind}-${windowId}-${randomUUID().slice(0, 8)}`;
     const res = await this.conn.client.delivered({ context: this.conn.context(), kind, window_id: windowId, request_id: requestId });
     this.state.update(res.state);
-    if (res.stale) return;
+    if (res.stale) return false;
     this.trace("deliver", { kind, windowId, requestId });
     this.pi.sendMessage(
       {
@@ -132,5 +145,14 @@ export class ControlMessages {
       },
       { deliverAs, triggerTurn: true },
     );
+    return true;
   }
+}
+
+/** Whether memoryd's state makes a control message stale (see dropStale). */
+function isStale(customType: string, details: unknown, st: AgentState): boolean {
+  const d = controlDetails(details);
+  if (customType !== CUSTOM_TYPE.manualCheckpoint) return d.windowId !== st.window_id;
+  const m = st.manual;
+  return !m || m.phase === "reusable" || m.request_id !== d.requestId || m.window_id !== st.window_id;
 }

@@ -9,15 +9,18 @@
 // Connection (reaching memoryd, attach), AgentStateCache (the agent's
 // lifecycle state as memoryd last returned it), ToolRegistry (the tools),
 // HistorySync (history sync), ControlMessages (reminder, fallback and manual
-// checkpoint messages; usage), FenceGate (admitting tool calls) and Rollover
-// (preparing, compacting and committing windows).
+// checkpoint messages; usage), FenceGate (admitting tool calls), Rollover
+// (preparing, compacting and committing windows), ManualCompaction (a /compact
+// held open for its checkpoint turn) and the window-reset notice of the TUI.
 import type { ExtensionAPI, ExtensionContext, ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { discoverBaseUrl } from "@memoryd/client";
 
 import { Connection, type AttachSteps } from "./connection.js";
 import { ControlMessages } from "./control.js";
 import { FenceGate } from "./gate.js";
+import { ManualCompaction } from "./manual.js";
 import { GUIDANCE } from "./messages.js";
+import { registerWindowResetRenderer } from "./notice.js";
 import type { MemorydExtensionOptions } from "./options.js";
 import { Rollover } from "./rollover.js";
 import { AgentStateCache } from "./state.js";
@@ -44,13 +47,15 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   const history = new HistorySync(conn, trace);
   const control = new ControlMessages(pi, options, conn, state, trace);
   const gate = new FenceGate(conn, state, trace);
-  const rollover = new Rollover(pi, conn, state, history, control, trace);
+  const manual = new ManualCompaction(conn, state, control, trace);
+  const rollover = new Rollover(pi, conn, state, history, control, manual, trace);
   const tools = new ToolRegistry(pi, conn, state, trace, connect);
   const attachSteps: AttachSteps = {
     reached: (client) => tools.registerServed(client),
     attached: async () => {
       await state.refresh();
       await rollover.abandonStale();
+      await manual.abandonStale();
     },
   };
 
@@ -58,6 +63,8 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   function connect(ctx: ExtensionContext): Promise<void> {
     return conn.connect(ctx, attachSteps);
   }
+
+  registerWindowResetRenderer(pi);
 
   pi.on("session_start", async (_event, ctx) => {
     try {
@@ -116,6 +123,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   pi.on("session_shutdown", async (_event, ctx) => {
     if (conn.attached) await quietly(trace, "sync", () => history.sync(ctx, "shutdown"));
     await rollover.shutdown();
+    await manual.shutdown();
     gate.reset();
     await conn.stop();
   });

@@ -9,6 +9,8 @@ export const CUSTOM_TYPE = {
   continue: "pi-token-budget:continue",
   notReset: "pi-token-budget:not-reset",
   unavailable: "pi-token-budget:unavailable",
+  /** A custom entry (pi.appendEntry: shown in the TUI, never in the model's context): the window was reset. */
+  windowReset: "pi-token-budget:window-reset",
 } as const;
 
 /** The compaction's firstKeptEntryId: matches no entry, so the new window keeps nothing of the old one. */
@@ -45,4 +47,18 @@ The context window rolled over to ${windowId}. Follow the recovery protocol: rea
 /** One line: a rollover failed, so the model is still in windowId (why: Pi's error). */
 export function notResetText(windowId: string, why: string): string {
   return `<context_window_not_reset window_id="${windowId}"/> The context window was not reset (${why}); you are still in ${windowId} and can keep working.`;
+}
+
+/** Why a window rolled over, as the user reads it. */
+const RESET_REASONS: Record<string, string> = {
+  new_context: "the model called new_context",
+  fallback: "checkpoint saved at the fallback",
+  hard_rollover: "checkpoint saved at the hard limit",
+  manual_compact: "/compact",
+  overflow: "context overflow",
+};
+
+/** The one line the user sees after a rollover. */
+export function windowResetLine(previous: string, next: string, reason: string): string {
+  return `memoryd: context window reset ${previous} → ${next} (${RESET_REASONS[reason] ?? reason})`;
 }

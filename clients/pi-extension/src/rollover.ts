@@ -16,7 +16,9 @@ import type { AgentState, RolloverReason } from "@memoryd/client";
 
 import type { Connection } from "./connection.js";
 import type { ControlMessages } from "./control.js";
+import type { ManualCompaction } from "./manual.js";
 import { CUSTOM_TYPE, NO_KEPT_ENTRY, continueText, notResetText } from "./messages.js";
+import { showWindowReset } from "./notice.js";
 import type { AgentStateCache } from "./state.js";
 import type { HistorySync } from "./sync.js";
 import { errorMessage, quietly, type Trace } from "./trace.js";
@@ -42,17 +44,21 @@ export class Rollover {
     private readonly state: AgentStateCache,
     private readonly history: HistorySync,
     private readonly control: ControlMessages,
+    private readonly manual: ManualCompaction,
     private readonly trace: Trace,
   ) {}
 
-  /** agent_settled: starts the rollover memoryd says is due in st, if any. */
+  /** agent_settled: ends a held manual compaction's checkpoint turn, or starts the rollover memoryd says is due in st. */
   async settled(ctx: ExtensionContext, st: AgentState): Promise<void> {
+    if (this.manual.settled(st)) return;
     if (st.rollover_due) await this.start(ctx, st.rollover_due);
   }
 
   /** session_before_compact: the prepared window's compaction, or what to do with Pi's own. */
   async beforeCompact(event: SessionBeforeCompactEvent, ctx: ExtensionContext): Promise<SessionBeforeCompactResult | undefined> {
     if (this.prepared) return this.compaction(this.prepared, event);
+    // A compaction Pi starts during a manual checkpoint turn (row 23).
+    if (this.manual.holding) return { cancel: true };
     try {
       await this.history.sync(ctx, "window-switch");
       const st = await this.state.refresh();
@@ -69,9 +75,9 @@ export class Rollover {
         else if (!st.fallback_delivered && !st.fence_active) await this.control.fallback();
         return { cancel: true };
       }
-      // Manual /compact without a saved checkpoint: ask for one; the compaction runs at the next settled boundary.
-      if (!manualActive) await this.control.manualCheckpoint();
-      return { cancel: true };
+      // Manual /compact: held open until the model's checkpoint turn ends, then this compaction builds the window.
+      if (!(await this.manual.checkpoint(ctx, event.signal))) return { cancel: true };
+      return this.compaction(await this.prepare(ctx, "manual_compact"), event);
     } catch (err) {
       this.trace("error", { what: "session_before_compact", error: errorMessage(err) });
       return { cancel: true };
@@ -91,6 +97,7 @@ export class Rollover {
       });
       this.state.update(res.state);
       this.trace("rollover_committed", { windowId: res.window_id, previousWindowId: res.previous_window_id, entry: event.compactionEntry.id });
+      showWindowReset(this.pi, { previousWindowId: r.previousWindowId, windowId: r.windowId, reason: r.reason, bootstrap: r.bootstrap });
     });
     this.prepared = undefined;
   }

@@ -2,7 +2,8 @@
 // /v1/chat/completions answered with SSE chunks (text or tool calls, then a
 // usage chunk), every request body recorded for the tests to assert on. The
 // script is a function of the request: script(body, n) returns
-// { text } or { calls: [[name, args], ...] } (n counts requests from 1).
+// { text } or { calls: [[name, args], ...] } (n counts requests from 1), or a
+// Promise of one (a reply held back, e.g. while a test presses keys).
 import { createServer } from "node:http";
 
 /** Starts the server on 127.0.0.1:0. Returns { url (the /v1 base), requests, close() }. */
@@ -13,7 +14,7 @@ export async function startModelServer(script) {
     let raw = "";
     req.setEncoding("utf8");
     req.on("data", (s) => (raw += s));
-    req.on("end", () => {
+    req.on("end", async () => {
       if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
         res.writeHead(404, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
@@ -23,10 +24,11 @@ export async function startModelServer(script) {
       requests.push(body);
       let reply;
       try {
-        reply = script(body, requests.length);
+        reply = await script(body, requests.length);
       } catch (err) {
         reply = { text: `script error: ${err.stack ?? err}` };
       }
+      if (res.destroyed) return; // the client gave up (aborted) while the reply was held
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       const chunk = (delta, finish = null) => ({
         id: `chatcmpl-${requests.length}`,
@@ -61,7 +63,11 @@ export async function startModelServer(script) {
   return {
     url: `http://127.0.0.1:${server.address().port}/v1`,
     requests,
-    close: () => new Promise((r) => server.close(r)),
+    close: () =>
+      new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -56,7 +56,7 @@ export function freshSetup(modelUrl, files = {}) {
 }
 
 /** The environment of pi: the test's, minus memoryd settings that would change what is tested, plus env. */
-function piEnv(setup, env) {
+export function piEnv(setup, env) {
   const e = { ...process.env };
   for (const k of Object.keys(e)) if (k.startsWith("MEMORYD_") || k.startsWith("PI_")) delete e[k];
   return {
@@ -70,7 +70,7 @@ function piEnv(setup, env) {
   };
 }
 
-function piArgs(args) {
+export function piArgs(args) {
   return [piBin, "--model", `${PROVIDER}/${MODEL}`, "-e", extensionEntry, ...args];
 }
 

@@ -1,0 +1,210 @@
+// The extension in the REAL interactive pi (no -p/--mode), driven in a tmux
+// terminal (send-keys / capture-pane), with Pi's default settings, a real
+// memoryd and the scripted model server of test/cli:
+// - after new_context the chat shows one line "context window reset w1 → w2"
+//   with its reason, and the bootstrap when expanded (Ctrl+O);
+// - a manual /compact: the checkpoint turn runs inside the one compaction,
+//   which builds w2; the screen never shows "Compaction cancelled";
+// - a manual checkpoint request the user drops (Escape during its turn) is
+//   cancelled in memoryd and gone from the model's next request;
+// - quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY,
+//   and a resumed session (pi -c) does not show the model the dropped request.
+// Needs tmux on PATH (fails, does not skip, without it).
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { MemorydClient } from "@memoryd/client";
+import { startMemoryd } from "../../../testing/memoryd.mjs";
+import { startModelServer, textOf } from "../cli/model-server.mjs";
+import { freshSetup, runPi } from "../cli/pi-cli.mjs";
+import { BIG_FILES, PROMPT, calledTools, inW2, rolloverScript } from "../cli/scenarios.mjs";
+import { requireTmux, startTui } from "./tmux.mjs";
+
+const MANUAL = "<manual_checkpoint";
+const READ_DONE = "Read all three files.";
+
+let md;
+let client;
+
+before(async () => {
+  requireTmux();
+  md = await startMemoryd();
+  client = new MemorydClient({ baseUrl: md.url, token: md.token });
+});
+
+after(async () => {
+  if (md) assert.equal((await md.stop()).code, 0);
+});
+
+const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
+
+/** The extension's trace lines of one event (pi's stderr). */
+function traced(stderr, event) {
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith(`[memoryd] ${event} `))
+    .map((l) => JSON.parse(l.slice(`[memoryd] ${event} `.length)));
+}
+
+async function stateOf(stderr) {
+  const [attached] = traced(stderr, "attached");
+  assert.ok(attached, `pi never attached to memoryd:\n${stderr}`);
+  return client.state(attached.task_id, attached.agent);
+}
+
+const hasManual = (body) => body.messages.some((m) => textOf(m).includes(MANUAL));
+const lastIsManual = (body) => textOf(body.messages.at(-1)).includes(MANUAL);
+
+/**
+ * The manual /compact session: the model reads the three big files (so Pi
+ * can compact under its defaults), answers READ_DONE; asked for the manual
+ * checkpoint it calls checkpoint(body) (a reply, or a Promise held back);
+ * anything else: "hi".
+ */
+function manualScript(checkpoint) {
+  return (body) => {
+    if (inW2(body)) return { text: "ready in w2" };
+    if (lastIsManual(body)) return checkpoint(body);
+    if (!calledTools(body).includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
+    if (body.messages.at(-1).role === "tool") return { text: READ_DONE };
+    return { text: "hi" };
+  };
+}
+
+/** Starts pi in tmux, runs the reads turn; returns the terminal. */
+async function afterReads(setup) {
+  const tui = startTui(setup, { env: memorydEnv() });
+  await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
+  tui.type("read a.txt, b.txt and c.txt");
+  await tui.waitFor((s) => s.includes(READ_DONE), 60_000, "the reads turn");
+  return tui;
+}
+
+/** A reply held until release() (or the server closes). */
+function held() {
+  let release;
+  const promise = new Promise((r) => (release = r));
+  return { promise, release: (reply) => release(reply) };
+}
+
+test("TUI: after new_context the chat shows the window reset (w1 → w2, the reason) and, expanded, the bootstrap", { timeout: 120_000 }, async () => {
+  const model = await startModelServer(rolloverScript);
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = startTui(setup, { env: memorydEnv() });
+  try {
+    await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
+    tui.type(PROMPT);
+    await tui.waitFor((s) => s.includes("RECOVERED: back on"), 60_000, "the model's w2 answer");
+    const screen = tui.screen();
+    assert.match(screen, /memoryd: context window reset w1 → w2 \(the model called new_context\) \(ctrl\+o to show the bootstrap\)/);
+    assert.doesNotMatch(screen, /<context_window_reset\/>/, "collapsed: the bootstrap is not shown");
+    tui.keys("C-o");
+    // The bootstrap's sections (its first lines may scroll out of the 50-line terminal).
+    await tui.waitFor((s) => s.includes("Recovery protocol:") && s.includes("Existing notes for /root at this context-window reset"), 10_000, "the expanded bootstrap");
+    const st = await stateOf(tui.stderr());
+    assert.deepEqual([st.window_id, st.phase], ["w2", "READY"]);
+  } finally {
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
+
+test("TUI: a manual /compact runs the checkpoint turn inside the one compaction, with no 'Compaction cancelled'", { timeout: 120_000 }, async () => {
+  const model = await startModelServer(manualScript(() => ({ calls: [["notes_write_file", { path: "checkpoint.md", text: "manual checkpoint" }]] })));
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = await afterReads(setup);
+  try {
+    tui.type("/compact");
+    // Watched on every screen until the rollover (a later compaction would clear the chat).
+    let cancelled = false;
+    await tui.waitFor((s) => {
+      cancelled ||= s.includes("Compaction cancelled");
+      return s.includes("context window reset w1 → w2 (/compact)");
+    }, 60_000, "the manual rollover");
+    assert.equal(cancelled, false, "the screen showed 'Compaction cancelled'");
+    assert.ok(model.requests.some(lastIsManual), "the model was asked for the checkpoint");
+    const stderr = tui.stderr();
+    assert.deepEqual(traced(stderr, "manual_turn").map((t) => t.outcome), ["saved"]);
+    assert.deepEqual(traced(stderr, "rollover_prepared").map((t) => t.reason), ["manual_compact"]);
+    assert.deepEqual(traced(stderr, "compact"), [], "the extension started no second compaction");
+    assert.deepEqual(traced(stderr, "error"), [], stderr);
+    // The checkpoint is in memoryd; the new window is live.
+    const st = await stateOf(stderr);
+    assert.deepEqual([st.window_id, st.phase, st.manual], ["w2", "READY", undefined]);
+    // The next request of the model holds the bootstrap, nothing of w1 and no checkpoint request.
+    tui.type("what now?");
+    await tui.waitFor((s) => s.includes("ready in w2"), 30_000, "the w2 answer");
+    const last = model.requests.at(-1);
+    assert.ok(inW2(last) && !hasManual(last));
+    assert.doesNotMatch(tui.screen(), /Compaction cancelled/);
+  } finally {
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
+
+test("TUI: a manual checkpoint request dropped with Escape is cancelled in memoryd and gone from the next request", { timeout: 120_000 }, async () => {
+  const reply = held();
+  const model = await startModelServer(manualScript(() => reply.promise));
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = await afterReads(setup);
+  try {
+    tui.type("/compact");
+    await tui.waitUntil(() => model.requests.some(lastIsManual), 30_000, "the checkpoint request");
+    tui.keys("Escape");
+    await tui.waitUntil(() => traced(tui.stderr(), "manual_cancelled").length > 0, 30_000, "the manual cancel");
+    const st = await stateOf(tui.stderr());
+    assert.deepEqual([st.window_id, st.phase, st.manual, st.fence_active], ["w1", "READY", undefined, false]);
+    const before = model.requests.length;
+    tui.type("something else");
+    await tui.waitUntil(() => model.requests.length > before, 30_000, "the next request");
+    const next = model.requests[before];
+    assert.match(textOf(next.messages.at(-1)), /something else/);
+    assert.ok(!hasManual(next), "the dropped checkpoint request is not in the model's context");
+    assert.ok(next.messages.some((m) => textOf(m).includes(READ_DONE)), "the rest of w1 is");
+  } finally {
+    reply.release({ text: "too late" });
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
+
+test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY; pi -c does not see the request", { timeout: 120_000 }, async () => {
+  const reply = held();
+  const model = await startModelServer(manualScript(() => reply.promise));
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = await afterReads(setup);
+  try {
+    tui.type("/compact");
+    await tui.waitUntil(() => model.requests.some(lastIsManual), 30_000, "the checkpoint request");
+    const armed = await stateOf(tui.stderr());
+    assert.deepEqual([armed.phase, armed.fence_active], ["MANUAL_AWAITING", true]);
+    tui.keys("C-c", "C-c");
+    await tui.waitExit(30_000);
+    const stderr = tui.stderr();
+    // Pi's shutdown aborts the held compaction (its signal) or reaches session_shutdown first: one cancel either way.
+    const cancels = traced(stderr, "manual_cancelled").map((t) => t.why);
+    assert.equal(cancels.length, 1, stderr);
+    assert.ok(["aborted", "shutdown"].includes(cancels[0]), stderr);
+    const st = await stateOf(stderr);
+    assert.deepEqual([st.window_id, st.phase, st.manual, st.fence_active], ["w1", "READY", undefined, false]);
+    // Resumed: the model's next request has the session, not the dropped checkpoint request.
+    const before = model.requests.length;
+    const r = await runPi(setup, ["-p", "-c", "continue please"], { env: memorydEnv() });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), "hi");
+    const next = model.requests[before];
+    assert.ok(next.messages.some((m) => textOf(m).includes(READ_DONE)), "the resumed session");
+    assert.ok(!hasManual(next), "the dropped checkpoint request is not in the model's context");
+    const resumed = await stateOf(r.stderr);
+    assert.deepEqual([resumed.window_id, resumed.phase], ["w1", "READY"]);
+  } finally {
+    reply.release({ text: "too late" });
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
