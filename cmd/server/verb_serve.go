@@ -134,7 +134,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
-	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode)
+	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode, "pid", os.Getpid())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -98,7 +98,7 @@ export class Connection {
     this.lastCtx = ctx;
     this.connecting ??= (async () => {
       try {
-        await this.ensureRunning();
+        if (!(await this.ensureRunning())) throw new Error(this.lastError);
         await steps.reached(this.current);
         const w = contextWindow(this.options, ctx);
         const res = await this.current.attach({
@@ -193,21 +193,22 @@ export class Connection {
     }
   }
 
-  /** Starts memoryd (shared, detached) when nothing answers and a binary is configured. */
-  private async ensureRunning(): Promise<void> {
-    if (await this.reachable()) return;
+  /** Starts memoryd (shared, detached) when nothing answers and a binary is configured; false: none answers. */
+  private async ensureRunning(): Promise<boolean> {
+    if (await this.reachable()) return true;
     const spawnOpts = this.options.spawn;
-    if (!spawnOpts) return;
+    if (!spawnOpts) return false;
     this.starting ??= (async () => {
       const addr = new URL(this.current.baseUrl).host;
       this.trace("spawn", { command: spawnOpts.command, addr: spawnOpts.addr ?? addr });
       const spawned = await spawnMemoryd(spawnOpts, addr);
-      this.trace("spawned", { url: spawned.url, pid: spawned.child.pid, ours: spawned.ours, logFile: spawned.logFile });
+      this.trace("spawned", { url: spawned.url, pid: spawned.child.pid, logFile: spawned.logFile });
       if (spawned.url !== this.current.baseUrl) {
         const env = spawnOpts.env?.MEMORYD_DB ? { ...process.env, MEMORYD_DB: spawnOpts.env.MEMORYD_DB } : undefined;
         this.current = this.newClient({ baseUrl: spawned.url, token: this.options.token ?? spawnOpts.env?.MEMORYD_TOKEN, env });
       }
     })().finally(() => (this.starting = undefined));
-    return this.starting;
+    await this.starting;
+    return true;
   }
 }

@@ -33,10 +33,8 @@ export interface SpawnOptions {
 export interface SpawnedMemoryd {
   /** Its base URL (the configured address, or the one it printed for port 0). */
   url: string;
-  /** The process this call started (it may have lost the bind race and exited). */
+  /** The process this call started (it may have lost the race for the address and exit: another one answers then). */
   child: ChildProcess;
-  /** False when this call's memoryd lost the race for the address and another one answers there. */
-  ours: boolean;
   /** Its log file. */
   logFile: string;
   /** What it wrote to its log since this call started it. */
@@ -117,7 +115,6 @@ export async function spawnMemoryd(options: SpawnOptions, defaultAddr: string): 
       return {
         url,
         child,
-        ours: exit === undefined,
         logFile,
         log,
         async stop() {
