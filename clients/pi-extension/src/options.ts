@@ -1,4 +1,7 @@
 // The extension's options, from the caller or from the environment.
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { Budget, MemorydClient, TaskRef } from "@memoryd/client";
 
@@ -23,8 +26,14 @@ export interface MemorydExtensionOptions {
   task?: TaskRef | null;
   /** Budget sent with attach. context_window, when set, is also the window usage is measured against. */
   budget?: Budget;
-  /** Start memoryd when it is not reachable at session start (default: MEMORYD_SPAWN, else never). */
+  /**
+   * Start memoryd as a shared background service when it is not reachable
+   * (default from the environment: MEMORYD_SPAWN, else MEMORYD_BIN, else
+   * `memoryd` on PATH, unless MEMORYD_AUTOSTART=0; none: never).
+   */
   spawn?: SpawnOptions | false;
+  /** How often an attached session pings memoryd's /healthz (default 60000 ms; 0: never). */
+  heartbeatMs?: number;
   /** The session key (default: the session file path, else "pi-session:<session id>"). */
   sessionKey?: (ctx: ExtensionContext) => string;
   /** Add the workflow guidance to the system prompt (default true). */
@@ -39,17 +48,47 @@ const TASK_USAGE = "MEMORYD_TASK must be JSON like {\"task_id\":\"...\",\"parent
 export function optionsFromEnv(env: Record<string, string | undefined> = process.env): MemorydExtensionOptions {
   const opts: MemorydExtensionOptions = {};
   if (env.MEMORYD_TASK) opts.task = parseTask(env.MEMORYD_TASK);
-  if (env.MEMORYD_SPAWN) {
-    opts.spawn = {
-      command: env.MEMORYD_SPAWN,
-      cwd: env.MEMORYD_REPO || undefined,
-    };
-  }
+  const spawn = autostart(env);
+  if (spawn) opts.spawn = spawn;
   if (env.MEMORYD_CONTEXT_WINDOW) opts.budget = { context_window: Number(env.MEMORYD_CONTEXT_WINDOW) };
   if (env.MEMORYD_DEBUG === "1") {
     opts.onTrace = (event, data) => process.stderr.write(`[memoryd] ${event} ${data ? JSON.stringify(data) : ""}\n`);
   }
   return opts;
+}
+
+/**
+ * How to start memoryd when nothing answers: MEMORYD_SPAWN (a binary, or "go"
+ * with MEMORYD_REPO), else MEMORYD_BIN, else `memoryd` on PATH; none with
+ * MEMORYD_AUTOSTART=0. MEMORYD_IDLE_EXIT overrides its --idle-exit (30m).
+ */
+function autostart(env: Record<string, string | undefined>): SpawnOptions | undefined {
+  if (env.MEMORYD_AUTOSTART === "0") return undefined;
+  let spawn: SpawnOptions | undefined;
+  if (env.MEMORYD_SPAWN) spawn = { command: env.MEMORYD_SPAWN, cwd: env.MEMORYD_REPO || undefined };
+  else if (env.MEMORYD_BIN) spawn = { command: env.MEMORYD_BIN };
+  else {
+    const found = onPath("memoryd", env.PATH);
+    if (found) spawn = { command: found };
+  }
+  if (spawn && env.MEMORYD_IDLE_EXIT) spawn.idleExit = env.MEMORYD_IDLE_EXIT;
+  return spawn;
+}
+
+/** The first executable file named name in the PATH's folders. */
+function onPath(name: string, path: string | undefined): string | undefined {
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const file = join(dir, name);
+    try {
+      if (!statSync(file).isFile()) continue;
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }
 
 /** MEMORYD_TASK as a TaskRef; anything attach would refuse is refused here, with the usage. */

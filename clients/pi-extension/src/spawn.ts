@@ -1,4 +1,13 @@
+// Starting memoryd as a shared background service: detached (its own
+// process group and session, its output in a log file), so that it outlives
+// the pi process that started it and every pi process (and sub-agent) on the
+// machine shares it. It stops by itself after --idle-exit without requests;
+// the extension never stops it.
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+
+import { defaultDbPath } from "@memoryd/client";
 
 /** How to start memoryd when it is not running. */
 export interface SpawnOptions {
@@ -12,108 +21,124 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** The listen address; default the host:port of the client's base URL. "127.0.0.1:0" picks a free port. */
   addr?: string;
-  /** How long to wait for the listening line and /healthz (default 120 s: `go run` may compile first). */
+  /** How long to wait until /healthz answers (default 120 s: `go run` may compile first). */
   startTimeoutMs?: number;
+  /** memoryd's --idle-exit (default "30m"; "0": never). */
+  idleExit?: string;
+  /** Where its output goes (appended; default `memoryd.log` beside its database). */
+  logFile?: string;
 }
 
-/** A memoryd this process started. */
+/** A memoryd answering at url, started by this process or, when two started at once, by the other. */
 export interface SpawnedMemoryd {
-  /** The base URL it printed (`listening on http://HOST:PORT`). */
+  /** Its base URL (the configured address, or the one it printed for port 0). */
   url: string;
+  /** The process this call started (it may have lost the race for the address and exit: another one answers then). */
   child: ChildProcess;
-  /** Output it wrote to stderr so far (its logs). */
-  stderr(): string;
-  /** Stops it (SIGTERM to its process group) and waits for it to exit. */
+  /** Its log file. */
+  logFile: string;
+  /** What it wrote to its log since this call started it. */
+  log(): string;
+  /** Stops the memoryd this call started (SIGTERM to its process group; tests). The extension never calls it. */
   stop(): Promise<void>;
 }
 
+/** The log file of a memoryd started with env: `memoryd.log` beside its database. */
+export function defaultLogFile(env: Record<string, string | undefined> = process.env): string {
+  return join(dirname(defaultDbPath(env)), "memoryd.log");
+}
+
+/** Answers GET /healthz within timeoutMs. */
+export async function healthy(url: string, timeoutMs = 2000): Promise<boolean> {
+  try {
+    const res = await fetch(url + "/healthz", { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /**
- * Starts memoryd as `<command> [args] serve --addr <addr>` and resolves once it
- * printed its listening line and answers GET /healthz.
+ * Starts `<command> [args] serve --addr <addr> --idle-exit <idleExit>` detached,
+ * its stdout and stderr appended to the log file, and resolves once a memoryd
+ * answers GET /healthz at the address: this one, or (two pi processes started
+ * one at once; the loser cannot bind and exits) the winner.
  */
 export async function spawnMemoryd(options: SpawnOptions, defaultAddr: string): Promise<SpawnedMemoryd> {
+  const env = { ...process.env, ...options.env };
+  const addr = options.addr ?? defaultAddr;
   const isGo = options.command === "go";
-  const args = [...(options.args ?? (isGo ? ["run", "./cmd/server"] : [])), "serve", "--addr", options.addr ?? defaultAddr];
-  const child = spawn(options.command, args, {
-    cwd: options.cwd,
-    env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // its own process group, so that stop() also ends the binary `go run` starts
-  });
-  let stderr = "";
-  child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (s: string) => {
-    stderr = (stderr + s).slice(-64_000);
-  });
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  const idleExit = options.idleExit ?? "30m";
+  const args = [...(options.args ?? (isGo ? ["run", "./cmd/server"] : [])), "serve", "--addr", addr];
+  if (idleExit !== "0") args.push("--idle-exit", idleExit);
+  const logFile = options.logFile ?? defaultLogFile(env);
+  mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
+  const fd = openSync(logFile, "a", 0o600);
+  const from = fstatSync(fd).size;
+  let child: ChildProcess;
+  try {
+    child = spawn(options.command, args, { cwd: options.cwd, env, stdio: ["ignore", fd, fd], detached: true });
+  } finally {
+    closeSync(fd);
+  }
+  child.unref();
+  let exit: string | undefined;
+  let spawnError: string | undefined;
+  child.once("error", (err) => (spawnError = err.message));
+  child.once("exit", (code, signal) => (exit = `code ${code}, signal ${signal}`));
+  const log = () => {
+    try {
+      return readFileSync(logFile, "utf8").slice(from);
+    } catch {
+      return "";
+    }
+  };
   const killGroup = (signal: NodeJS.Signals) => {
     try {
-      if (child.pid) process.kill(-child.pid, signal);
+      if (child.pid && exit === undefined) process.kill(-child.pid, signal);
     } catch {
       // already gone
     }
   };
-  const onExit = () => killGroup("SIGTERM");
-  process.once("exit", onExit);
   const timeoutMs = options.startTimeoutMs ?? 120_000;
-  let url: string;
-  try {
-    url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(
-        () => reject(new Error(`memoryd (${options.command}) did not start within ${timeoutMs} ms; its stderr:\n${stderr}`)),
-        timeoutMs,
-      );
-      child.stdout!.setEncoding("utf8");
-      child.stdout!.on("data", (s: string) => {
-        out += s;
-        const m = /^listening on (http:\/\/\S+)\s*$/m.exec(out);
-        if (m) {
+  const deadline = Date.now() + timeoutMs;
+  const fixed = !/:0$/.test(addr);
+  let exitedAt: number | undefined;
+  for (;;) {
+    if (spawnError) throw new Error(`cannot start memoryd (${options.command}): ${spawnError}`);
+    // Port 0 (tests): the address it printed in its log; otherwise the configured one.
+    const url = fixed ? `http://${addr}` : /^listening on (http:\/\/\S+)\s*$/m.exec(log())?.[1];
+    if (url && (await healthy(url))) {
+      return {
+        url,
+        child,
+        logFile,
+        log,
+        async stop() {
+          if (exit !== undefined) return;
+          const exited = new Promise((r) => child.once("exit", r));
+          killGroup("SIGTERM");
+          const timer = setTimeout(() => killGroup("SIGKILL"), 12_000);
+          await exited;
           clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      });
-      child.once("error", (err) => {
-        clearTimeout(timer);
-        reject(new Error(`cannot start memoryd (${options.command}): ${err.message}`));
-      });
-      child.once("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`memoryd (${options.command}) exited (code ${code}, signal ${signal}) before listening; its stderr:\n${stderr}`));
-      });
-    });
-    child.stdout!.resume();
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        const res = await fetch(url + "/healthz", { signal: AbortSignal.timeout(2000) });
-        if (res.ok) break;
-      } catch {
-        // not yet
-      }
-      if (Date.now() > deadline) throw new Error(`memoryd printed ${url} but /healthz does not answer`);
-      await new Promise((r) => setTimeout(r, 100));
+        },
+      };
     }
-  } catch (err) {
-    killGroup("SIGKILL");
-    process.removeListener("exit", onExit);
-    throw err;
+    if (exit !== undefined) {
+      // It exited: lost the bind race (the winner may still be opening the
+      // database), or failed. Give the winner a few seconds, then report.
+      exitedAt ??= Date.now();
+      if (!fixed || Date.now() - exitedAt > 5_000) {
+        throw new Error(`memoryd (${options.command}) exited (${exit}) and nothing answers at ${addr}; its log (${logFile}):\n${log().slice(-4000)}`);
+      }
+    }
+    if (Date.now() > deadline) {
+      killGroup("SIGKILL");
+      throw new Error(`memoryd (${options.command}) did not answer at ${addr} within ${timeoutMs} ms; its log (${logFile}):\n${log().slice(-4000)}`);
+    }
+    await sleep(100);
   }
-  let stopping: Promise<void> | undefined;
-  return {
-    url,
-    child,
-    stderr: () => stderr,
-    stop() {
-      stopping ??= (async () => {
-        process.removeListener("exit", onExit);
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        killGroup("SIGTERM");
-        const timer = setTimeout(() => killGroup("SIGKILL"), 12_000);
-        await exited;
-        clearTimeout(timer);
-      })();
-      return stopping;
-    },
-  };
 }
