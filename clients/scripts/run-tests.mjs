@@ -69,7 +69,7 @@ let failed = !pi;
 for (const s of suites) {
   console.log(`\n== ${s.name} (node ${version(s.node)})`);
   const files = testFiles(join(s.dir, "test"));
-  const r = spawnSync(s.node, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
+  const r = spawnSync(s.node, ["--test", "--test-concurrency=1", "--test-timeout=300000", "--test-reporter=spec", ...files], {
     cwd: root,
     env,
     stdio: "inherit",

@@ -116,7 +116,9 @@ export class Connection {
         await steps.attached();
       } catch (err) {
         this.lastError = errorMessage(err);
-        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${this.lastError}); the memory tools fail until it runs`);
+        // The client's unreachable error says where and why: keep only the why.
+        const why = /^memoryd is not reachable at \S+ \((.*)\); start it with/.exec(this.lastError)?.[1] ?? this.lastError;
+        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${why}); the memory tools fail until it runs`);
         throw this.unavailable();
       } finally {
         this.connecting = undefined;

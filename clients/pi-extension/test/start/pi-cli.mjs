@@ -48,12 +48,13 @@ export async function freePort() {
   return port;
 }
 
+/** Waits for cond; what (a string, or a function for what is known only at the timeout, such as stderr) names it. */
 export async function waitFor(cond, timeoutMs, what) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await cond();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -84,7 +85,7 @@ export function startPi(args, { env, cwd }) {
   p.rpc = async (command, timeoutMs = 30_000) => {
     const id = `t${++n}`;
     child.stdin.write(JSON.stringify({ id, ...command }) + "\n");
-    return waitFor(() => p.records.find((r) => r.type === "response" && r.id === id), timeoutMs, `the response to ${command.type}; stderr:\n${p.stderr}`);
+    return waitFor(() => p.records.find((r) => r.type === "response" && r.id === id), timeoutMs, () => `the response to ${command.type}; stderr:\n${p.stderr}`);
   };
   /** Ends it: stdin closed, then SIGTERM if it is still running after 10 s. */
   p.stop = async () => {

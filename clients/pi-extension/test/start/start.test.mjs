@@ -30,7 +30,7 @@ test("two pi processes started at once share one automatically started memoryd, 
   const pis = [0, 1].map(() => startPi(["-e", extensionDir, "--mode", "rpc"], { env, cwd: box.work }));
   let pids = [];
   try {
-    await waitFor(() => attaches(box.log).length >= 2, 60_000, `two attaches in ${box.log}; stderr:\n${pis.map((p) => p.stderr).join("\n")}`);
+    await waitFor(() => attaches(box.log).length >= 2, 60_000, () => `two attaches in ${box.log}; stderr:\n${pis.map((p) => p.stderr).join("\n")}`);
     pids = servingPids(box.log);
     assert.equal(pids.length, 1, `one memoryd serves (a second one lost the race for the address); log:\n${JSON.stringify(logLines(box.log))}`);
     assert.ok(await healthz(url));
@@ -70,7 +70,7 @@ test("npm pack of the extension installs with pi install into a fresh agent fold
     // No -e: the extension loads from the installed package (settings.json), starts memoryd and attaches.
     const pi = startPi(["--mode", "rpc"], { env, cwd: box.work });
     try {
-      await waitFor(() => attaches(box.log).length >= 1, 60_000, `an attach from the installed extension; stderr:\n${pi.stderr}`);
+      await waitFor(() => attaches(box.log).length >= 1, 60_000, () => `an attach from the installed extension; stderr:\n${pi.stderr}`);
       const tools = await pi.rpc({ type: "get_state" });
       assert.equal(tools.success, true);
     } finally {
@@ -92,7 +92,7 @@ test("memoryd unreachable (MEMORYD_AUTOSTART=0): one stderr line in RPC, print a
   const env = piEnv(box, { MEMORYD_AUTOSTART: "0", MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: `http://127.0.0.1:${await freePort()}` });
   try {
     const rpc = startPi(["-e", extensionDir, "--mode", "rpc"], { env, cwd: box.work });
-    await waitFor(() => unreachableLines(rpc.stderr) > 0, 30_000, `the unreachable line; stderr:\n${rpc.stderr}`);
+    await waitFor(() => unreachableLines(rpc.stderr) > 0, 30_000, () => `the unreachable line; stderr:\n${rpc.stderr}`);
     assert.equal((await rpc.rpc({ type: "get_state" })).success, true);
     await rpc.stop();
     assert.equal(unreachableLines(rpc.stderr), 1, rpc.stderr);
