@@ -145,3 +145,11 @@ export function startRpc(setup, { env = {}, args = [] } = {}) {
     },
   };
 }
+
+/** The extension's trace lines of one event (pi's stderr with MEMORYD_DEBUG=1), their JSON decoded. */
+export function traced(stderr, event) {
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith(`[memoryd] ${event} `))
+    .map((l) => JSON.parse(l.slice(`[memoryd] ${event} `.length)));
+}

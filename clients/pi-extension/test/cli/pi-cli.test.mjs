@@ -18,7 +18,7 @@ import { after, before, test } from "node:test";
 import { MemorydClient } from "@memoryd/client";
 import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
-import { freshSetup, jsonLines, runPi, startRpc } from "./pi-cli.mjs";
+import { freshSetup, jsonLines, runPi, startRpc, traced } from "./pi-cli.mjs";
 import { BIG_FILES, CHECKPOINT_TEXT, PROMPT, TASK_MARKER, rolloverRequests, rolloverScript, smallScript } from "./scenarios.mjs";
 
 const MEMORYD_TOOLS = [
@@ -51,14 +51,6 @@ after(async () => {
 
 /** What pi needs to reach memoryd, with the extension's trace on stderr (MEMORYD_DEBUG=1). */
 const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
-
-/** The extension's trace lines of one event from pi's stderr. */
-function traced(stderr, event) {
-  return stderr
-    .split("\n")
-    .filter((l) => l.startsWith(`[memoryd] ${event} `))
-    .map((l) => JSON.parse(l.slice(`[memoryd] ${event} `.length)));
-}
 
 /** No extension error, no stale context, nothing Pi reports about extensions. */
 function assertCleanStderr(stderr) {

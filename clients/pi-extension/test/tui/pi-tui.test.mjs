@@ -16,7 +16,7 @@ import { after, before, test } from "node:test";
 import { MemorydClient } from "@memoryd/client";
 import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { startModelServer, textOf } from "../cli/model-server.mjs";
-import { freshSetup, runPi } from "../cli/pi-cli.mjs";
+import { freshSetup, runPi, traced } from "../cli/pi-cli.mjs";
 import { BIG_FILES, PROMPT, calledTools, inW2, rolloverScript } from "../cli/scenarios.mjs";
 import { requireTmux, startTui } from "./tmux.mjs";
 
@@ -37,14 +37,6 @@ after(async () => {
 });
 
 const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
-
-/** The extension's trace lines of one event (pi's stderr). */
-function traced(stderr, event) {
-  return stderr
-    .split("\n")
-    .filter((l) => l.startsWith(`[memoryd] ${event} `))
-    .map((l) => JSON.parse(l.slice(`[memoryd] ${event} `.length)));
-}
 
 async function stateOf(stderr) {
   const [attached] = traced(stderr, "attached");
