@@ -1,11 +1,12 @@
 // The real `pi` CLI (Node >= 22.19) with the extension loaded as a user loads
 // it: memoryd started automatically as one shared background service by
 // several pi processes at once, outliving the first; the package as `npm
-// pack` makes it, installed with `pi install` into a fresh agent folder; and
+// pack` makes it, and this repository from a git URL, installed with `pi
+// install` into a fresh agent folder; and
 // the one stderr line when memoryd cannot be reached. No model is needed:
 // session_start (attach) runs when pi starts, in every mode.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,6 +80,39 @@ test("npm pack of the extension installs with pi install into a fresh agent fold
   } finally {
     for (const pid of servingPids(box.log)) await killMemoryd(pid, url);
     rmSync(packDir, { recursive: true, force: true });
+    box.cleanup();
+  }
+});
+
+test("pi install from a git URL clones this repository, builds the extension (prepare) and loads it", { timeout: 300_000 }, async () => {
+  const box = setUp();
+  const served = mkdtempSync(join(tmpdir(), "memoryd-git-"));
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const port = await freePort();
+  // This repository's HEAD, served by git daemon on loopback: Pi takes git:// URLs of two path parts.
+  const repoRoot = join(extensionDir, "..", "..");
+  await execFileP("git", ["clone", "--bare", "--quiet", repoRoot, join(served, "memoryd", "memoryd.git")]);
+  const daemon = spawn("git", ["daemon", "--reuseaddr", "--export-all", `--base-path=${served}`, "--listen=127.0.0.1", `--port=${port}`, served], { stdio: "ignore" });
+  const source = `git:git://127.0.0.1:${port}/memoryd/memoryd.git`;
+  try {
+    await waitFor(() => execFileP("git", ["ls-remote", source.slice(4)]).then(() => true, () => false), 20_000, "git daemon to serve");
+    const env = piEnv(box, { MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: url });
+    // The clone's package.json (the repository root's) builds clients/ in its prepare script.
+    const install = startPi(["install", source], { env, cwd: box.work });
+    const done = await install.exited;
+    assert.equal(done.code, 0, `pi install: ${install.stderr}`);
+
+    const pi = startPi(["--mode", "rpc"], { env, cwd: box.work });
+    try {
+      await waitFor(() => attaches(box.log).length >= 1, 60_000, () => `an attach from the extension installed from git; stderr:\n${pi.stderr}`);
+      assert.equal((await pi.rpc({ type: "get_state" })).success, true);
+    } finally {
+      await pi.stop();
+    }
+  } finally {
+    daemon.kill();
+    for (const pid of servingPids(box.log)) await killMemoryd(pid, url);
+    rmSync(served, { recursive: true, force: true });
     box.cleanup();
   }
 });
