@@ -40,19 +40,51 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 		return "", err
 	}
 	token := hex.EncodeToString(raw)
-	// O_EXCL: never a file (or a symbolic link) that is there already.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) { // another process made it first
-			return loadToken(getenv, dbPath)
-		}
+	switch err := createTokenFile(path, token); {
+	case errors.Is(err, fs.ErrExist): // another process made it first, whole
+		return loadToken(getenv, dbPath)
+	case err != nil:
 		return "", fmt.Errorf("create the token file: %w", err)
 	}
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		f.Close()
-		return "", fmt.Errorf("write the token file: %w", err)
+	return token, nil
+}
+
+// createTokenFile writes token to a new file at path, whole or not at all:
+// it is written to a private temporary file beside path and then linked
+// to path, which fails with fs.ErrExist when path is there already (a
+// file, or a symbolic link). So two memoryds starting at once never read
+// each other's token file half written.
+func createTokenFile(path, token string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".token-*") // mode 0600
+	if err != nil {
+		return err
 	}
-	return token, f.Close()
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.WriteString(token + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Link(tmp, path); err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// A filesystem without hard links: create it in place (O_EXCL: never a
+	// file or a symbolic link that is there already).
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(token + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // readTokenFile reads the token file at path through openTokenFile.
