@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
@@ -112,4 +113,13 @@ export async function runMemoryd(args, { env } = {}) {
       res({ code: err ? err.code : 0, stdout, stderr });
     });
   });
+}
+
+/** A loopback port that nothing listens on now (listened on once, then closed). */
+export async function freePort() {
+  const srv = createServer();
+  await new Promise((res) => srv.listen(0, "127.0.0.1", res));
+  const { port } = srv.address();
+  await new Promise((res) => srv.close(res));
+  return port;
 }

@@ -6,12 +6,11 @@ import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createServer } from "node:net";
 import { after, before, test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, optionsFromEnv } from "../dist/index.js";
-import { memorydBinary, startMemoryd } from "../../testing/memoryd.mjs";
+import { freePort, memorydBinary, startMemoryd } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
 let md;
@@ -42,13 +41,6 @@ function stepsModel(steps, onResult) {
   };
 }
 
-async function closedPort() {
-  const srv = createServer();
-  await new Promise((res) => srv.listen(0, "127.0.0.1", res));
-  const port = srv.address().port;
-  await new Promise((res) => srv.close(res));
-  return port;
-}
 
 test("new_context: terminates the batch, rolls over at the settled boundary and continues in w2", { timeout: 60_000 }, async () => {
   const traces = [];
@@ -205,7 +197,7 @@ test("a child session joins its parent's task through the task option and shares
 });
 
 test("memoryd unreachable: the 11 tools exist but fail with a clear error; nothing is written locally", { timeout: 60_000 }, async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const results = [];
   const { session, dir } = await createPiSession({
     extension: createMemorydExtension({ baseUrl: `http://127.0.0.1:${port}`, token: "t", timeoutMs: 2000 }),
@@ -228,7 +220,7 @@ test("memoryd unreachable: the 11 tools exist but fail with a clear error; nothi
 });
 
 test("spawn: the extension starts the memoryd binary when nothing listens and waits for it", { timeout: 90_000 }, async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const bin = await memorydBinary();
   const traces = [];
   const results = [];

@@ -11,29 +11,14 @@
 // - memoryd unreachable: the tool result tells the model memoryd is not available.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { MemorydClient } from "@memoryd/client";
-import { startMemoryd } from "../../../testing/memoryd.mjs";
+import { MemorydClient, TOOL_NAMES } from "@memoryd/client";
+import { freePort, startMemoryd } from "../../../testing/memoryd.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
 import { freshSetup, jsonLines, runPi, startRpc, traced } from "./pi-cli.mjs";
 import { BIG_FILES, CHECKPOINT_TEXT, PROMPT, TASK_MARKER, rolloverRequests, rolloverScript, smallScript } from "./scenarios.mjs";
-
-const MEMORYD_TOOLS = [
-  "history_list_windows",
-  "history_list_items",
-  "history_read_item",
-  "history_search_contents",
-  "notes_list_files_by_prefix",
-  "notes_read_file",
-  "notes_search_contents",
-  "notes_append_to_file",
-  "notes_write_file",
-  "get_context_remaining",
-  "new_context",
-];
 
 let md;
 let client;
@@ -76,7 +61,7 @@ async function assertRollover(requests, stderr) {
     assert.equal(t.description, spec.description, spec.name);
     assert.deepEqual(t.parameters, spec.parameters, spec.name);
   }
-  assert.deepEqual(served.map((s) => s.name).sort(), [...MEMORYD_TOOLS].sort());
+  assert.deepEqual(served.map((s) => s.name).sort(), [...TOOL_NAMES].sort());
   // The rollover happened in this process: the new window's request holds the
   // bootstrap and the continuation only, nothing of w1.
   assert.ok(firstW2Index > 0, `no request after the rollover; ${requests.length} requests`);
@@ -195,13 +180,6 @@ test("print mode, a session too small to compact: the model's next request says 
   }
 });
 
-async function closedPort() {
-  const srv = createServer();
-  await new Promise((res) => srv.listen(0, "127.0.0.1", res));
-  const port = srv.address().port;
-  await new Promise((res) => srv.close(res));
-  return port;
-}
 
 test("print mode, memoryd unreachable: the tool result tells the model memoryd is not available", { timeout: 120_000 }, async () => {
   const model = await startModelServer((body) =>
@@ -211,13 +189,13 @@ test("print mode, memoryd unreachable: the tool result tells the model memoryd i
   try {
     // Nothing listens there; no memoryd binary for the extension to start.
     const r = await runPi(setup, ["-p", "take a note"], {
-      env: { MEMORYD_URL: `http://127.0.0.1:${await closedPort()}`, MEMORYD_TOKEN: "t", MEMORYD_AUTOSTART: "0" },
+      env: { MEMORYD_URL: `http://127.0.0.1:${await freePort()}`, MEMORYD_TOKEN: "t", MEMORYD_AUTOSTART: "0" },
     });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(model.requests.length, 2);
     // The 11 tools are still offered (by name).
     const names = model.requests[0].tools.map((t) => t.function.name);
-    for (const n of MEMORYD_TOOLS) assert.ok(names.includes(n), `${n} offered`);
+    for (const n of TOOL_NAMES) assert.ok(names.includes(n), `${n} offered`);
     const result = model.requests[1].messages.at(-1);
     assert.equal(result.role, "tool");
     assert.match(textOf(result), /memoryd is not available \(.*\)\. Start it/);

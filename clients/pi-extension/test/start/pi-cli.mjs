@@ -4,7 +4,6 @@
 // waits on conditions.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,13 +39,6 @@ export function piEnv(box, extra = {}) {
   return { ...env, HOME: box.home, PI_CODING_AGENT_DIR: box.agent, XDG_DATA_HOME: box.xdg, PI_OFFLINE: "1", ...extra };
 }
 
-export async function freePort() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** Waits for cond; what (a string, or a function for what is known only at the timeout, such as stderr) names it. */
 export async function waitFor(cond, timeoutMs, what) {

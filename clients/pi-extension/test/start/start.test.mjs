@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 
-import { memorydBinary } from "../../../testing/memoryd.mjs";
-import { attaches, extensionDir, freePort, healthz, killMemoryd, logLines, piEnv, sandbox, servingPids, startPi, waitFor } from "./pi-cli.mjs";
+import { freePort, memorydBinary } from "../../../testing/memoryd.mjs";
+import { attaches, extensionDir, healthz, killMemoryd, logLines, piEnv, sandbox, servingPids, startPi, waitFor } from "./pi-cli.mjs";
 
 const execFileP = promisify(execFile);
 
