@@ -184,6 +184,13 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			}
 			proj.Rollback() // it may remember rows the rollback undoes
 			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
+				if req.ctx.Err() != nil {
+					// Its own context interrupted a write statement, and
+					// SQLite then rolls back the whole transaction: the
+					// batch's other requests are not at fault.
+					s.rerunWithout(ctx, batch, results, i)
+					return
+				}
 				// The transaction is unusable: SQLite rolls it back by
 				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,
 				// SQLITE_NOMEM), savepoints and all. Nothing of the batch
@@ -220,6 +227,26 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		s.endBatch(ctx, true)
 	}
 	finish()
+}
+
+// rerunWithout ends a transaction that SQLite rolled back by itself because
+// request failed was interrupted: failed and the requests that had failed
+// already get their errors, and the others (whose writes were lost with
+// the transaction) run again in a new batch.
+func (s *Store) rerunWithout(ctx context.Context, batch []*writeRequest, results []error, failed int) {
+	s.endBatch(ctx, false)
+	s.tip.forget()
+	var again []*writeRequest
+	for j, req := range batch {
+		if j != failed && results[j] == nil {
+			again = append(again, req)
+			continue
+		}
+		req.err <- results[j]
+	}
+	if len(again) > 0 {
+		s.commitBatch(again)
+	}
 }
 
 // failBatch rolls the transaction back and gives err to every request

@@ -200,3 +200,62 @@ func openOther(t *testing.T, s *Store) *Store {
 	t.Cleanup(func() { other.Close() })
 	return other
 }
+
+// TestWriterRerunsABatchSQLiteRolledBack: when a request's own interrupt
+// makes SQLite roll back the whole transaction (an interrupted write
+// statement does), the batch's other requests run again and commit; only
+// that request fails. Here the request rolls the transaction back itself,
+// with its context canceled, as the interrupt would.
+func TestWriterRerunsABatchSQLiteRolledBack(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	stream := events.Stream("01TASKWRITERRERUN", "/root")
+	appendNote := func(tx *Tx, i int) error {
+		_, err := tx.Append(ctx, stream, AnyVersion, events.Pending{Type: events.TypeNoteAppended,
+			Data: events.NoteAppended{TaskID: "t", Agent: "/root", Path: "a.md", Text: fmt.Sprint(i), By: "/root"}})
+		return err
+	}
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // holds the writer while the others queue into one batch
+		if err := s.Update(ctx, "", func(tx *Tx) error { <-release; return appendNote(tx, -1) }); err != nil {
+			t.Errorf("holder: %v", err)
+		}
+	})
+	time.Sleep(20 * time.Millisecond) // the holder's batch starts (not an assertion: only makes the batch below likely)
+	const n = 8
+	for i := range n {
+		wg.Go(func() {
+			if i != n/2 {
+				if err := s.Update(ctx, "", func(tx *Tx) error { return appendNote(tx, i) }); err != nil {
+					t.Errorf("update %d: %v", i, err)
+				}
+				return
+			}
+			qctx, cancel := context.WithCancel(ctx)
+			err := s.Update(qctx, "", func(tx *Tx) error {
+				if err := appendNote(tx, i); err != nil {
+					return err
+				}
+				cancel()
+				if _, err := tx.DB().ExecContext(ctx, "ROLLBACK"); err != nil {
+					return err
+				}
+				return context.Canceled
+			})
+			if err == nil {
+				t.Errorf("update %d: the rolled-back request succeeded", i)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // the others queue behind the holder
+	close(release)
+	wg.Wait()
+	evs, err := s.Read(ctx, Filter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != n { // the holder's and n-1 others
+		t.Fatalf("%d events committed, want %d", len(evs), n)
+	}
+}
