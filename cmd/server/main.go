@@ -39,6 +39,7 @@ const usage = "usage: " + serveUsage +
 	"\n       " + verifyUsage +
 	"\n       " + callUsage +
 	"\n       " + importSessionUsage +
+	"\n       " + tasksUsage +
 	"\nRun \"server VERB -h\" for the flags of a verb."
 
 // run is the whole program: it parses args, reads configuration through
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runCall(ctx, args, stdin, stdout, stderr)
 	case "import-session":
 		return runImportSession(ctx, args, getenv, stdout, stderr)
+	case "tasks":
+		return runTasks(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -275,3 +275,32 @@ WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
   AND chunk_no IN (SELECT value FROM json_each(CAST(sqlc.arg(chunk_nos) AS TEXT)))
   AND memoryd_bloom_has(bloom, CAST(sqlc.arg(probes) AS BLOB))
 ORDER BY chunk_no;
+
+-- name: TasksByActivity :many
+-- The tasks whose latest event is before a position, newest activity
+-- first (GET /v1/tasks). Each task's latest event is one seek of the
+-- log's events_task index, and its time one lookup by position: no scan
+-- of the log.
+SELECT t.task_id, t.created_at, t.position AS created_position,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+WHERE e.position < sqlc.arg(before)
+ORDER BY e.position DESC
+LIMIT sqlc.arg(max_tasks);
+
+-- name: AgentsOfTasks :many
+-- The agents of the tasks in task_ids (a JSON array), in registration
+-- order, each with its fence state, its registration time and its
+-- stream's latest event (one seek of the log's (stream, stream_version)
+-- index).
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file,
+    a.position AS registered_position, r.recorded_at AS registered_at,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM agents a
+JOIN events r ON r.position = a.position
+LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
+WHERE a.task_id IN (SELECT value FROM json_each(CAST(sqlc.arg(task_ids) AS TEXT)))
+ORDER BY a.task_id, a.position;

@@ -19,7 +19,18 @@ import type {
 } from "./lifecycle.js";
 import type { ToolArgs, ToolDetails, ToolName, ToolResult, ToolSpec } from "./tools.js";
 import { parseJson, send, type CallOptions, type RawRequest, type RawResponse, type Transport } from "./transport.js";
-import type { AttachRequest, AttachResult, CallContext, EventsPage, Health, ListEventsOptions, SyncRequest, SyncResult } from "./types.js";
+import type {
+  AttachRequest,
+  AttachResult,
+  CallContext,
+  EventsPage,
+  Health,
+  ListEventsOptions,
+  ListTasksOptions,
+  SyncRequest,
+  SyncResult,
+  TasksPage,
+} from "./types.js";
 
 export type { CallOptions, RawRequest, RawResponse } from "./transport.js";
 
@@ -167,6 +178,15 @@ export class MemorydClient {
     if (query.task_id !== undefined) q.set("task_id", query.task_id);
     const qs = q.toString();
     return this.json({ method: "GET", path: "/v1/events" + (qs ? "?" + qs : ""), ...options });
+  }
+
+  /** GET /v1/tasks?before=&limit= (an addition to the spec): tasks and their agents, newest activity first. */
+  listTasks(query: ListTasksOptions = {}, options?: CallOptions): Promise<TasksPage> {
+    const q = new URLSearchParams();
+    if (query.before !== undefined) q.set("before", String(query.before));
+    if (query.limit !== undefined) q.set("limit", String(query.limit));
+    const qs = q.toString();
+    return this.json({ method: "GET", path: "/v1/tasks" + (qs ? "?" + qs : ""), ...options });
   }
 
   /** GET /v1/state?task_id=&agent=. */

@@ -1,7 +1,9 @@
 // Request and response shapes of memoryd's HTTP API (API.md): identity,
-// sessions and history sync, events, health. The tools are in tools.ts, the
-// lifecycle in lifecycle.ts. Field names are the wire names (snake_case), so
-// values pass through unchanged.
+// sessions and history sync, events, tasks, health. The tools are in
+// tools.ts, the lifecycle in lifecycle.ts. Field names are the wire names
+// (snake_case), so values pass through unchanged.
+
+import type { Phase } from "./lifecycle.js";
 
 /** Identifies the caller of every call after attach (API.md §3). */
 export interface CallContext {
@@ -107,6 +109,53 @@ export interface ListEventsOptions {
   after?: number;
   limit?: number;
   task_id?: string;
+}
+
+// ---- tasks (API.md §7, an addition) ---------------------------------------
+
+/** An agent of a task as GET /v1/tasks lists it. */
+export interface TaskAgent {
+  agent: string;
+  /** null for /root. */
+  parent_agent: string | null;
+  session_key: string;
+  session_id: string;
+  session_file: string;
+  registered_position: number;
+  registered_at: string;
+  /** The current window, as GET /v1/state shows it. */
+  window_id: string;
+  /** The fence phase, as GET /v1/state shows it. */
+  phase: Phase;
+  /** The latest event of the agent's own stream. */
+  last_activity_position: number;
+  last_activity_at: string;
+}
+
+/** A task as GET /v1/tasks lists it. */
+export interface TaskSummary {
+  task_id: string;
+  created_position: number;
+  created_at: string;
+  /** The task's latest event (audit records included). */
+  last_activity_position: number;
+  last_activity_at: string;
+  /** In registration order, /root first. */
+  agents: TaskAgent[];
+}
+
+/** A page of GET /v1/tasks: newest activity first. */
+export interface TasksPage {
+  tasks: TaskSummary[];
+  /** The `before` of the next page; null when this page is the last. */
+  next_before: number | null;
+}
+
+export interface ListTasksOptions {
+  /** Only tasks whose last activity is before this position (a page's next_before). */
+  before?: number;
+  /** Default 50, max 500. */
+  limit?: number;
 }
 
 export interface Health {

@@ -485,6 +485,41 @@ describe("events and state", () => {
     await rejectsWith(() => client.listEvents({ after: -1 }), "invalid_argument", 400);
   });
 
+  test("tasks page: newest activity first, agents with window and phase, next_before", async () => {
+    const a = await attachNew();
+    const child = await client.attach({
+      session_key: `${a.key}.child`,
+      task: { task_id: a.task_id, parent_agent: "/root", agent_name: "helper" },
+    });
+    const b = await attachNew();
+    // Other tests' tasks may gain audit records meanwhile: check a and b among all.
+    const page = await client.listTasks({ limit: 500 });
+    const ids = page.tasks.map((t) => t.task_id);
+    assert.ok(ids.indexOf(b.task_id) >= 0 && ids.indexOf(b.task_id) < ids.indexOf(a.task_id), "b is newer than a");
+    const positions = page.tasks.map((t) => t.last_activity_position);
+    assert.deepEqual(positions, [...positions].sort((x, y) => y - x));
+    const ta = page.tasks[ids.indexOf(a.task_id)];
+    assert.deepEqual(
+      ta.agents.map((x) => [x.agent, x.parent_agent, x.window_id, x.phase]),
+      [
+        ["/root", null, "w1", "READY"],
+        [child.agent, "/root", "w1", "READY"],
+      ],
+    );
+    assert.equal(ta.agents[0].session_key, a.key);
+    assert.equal(ta.last_activity_position, ta.agents[1].last_activity_position);
+    assert.equal(typeof ta.last_activity_at, "string");
+    const first = await client.listTasks({ limit: 1 });
+    assert.equal(first.tasks.length, 1);
+    assert.equal(first.next_before, first.tasks[0].last_activity_position);
+    const rest = await client.listTasks({ before: first.next_before, limit: 500 });
+    assert.ok(rest.tasks.length >= 1);
+    assert.ok(rest.tasks.every((t) => t.last_activity_position < first.next_before));
+    assert.equal(rest.next_before, null);
+    await rejectsWith(() => client.listTasks({ limit: 0 }), "invalid_argument", 400);
+    await rejectsWith(() => client.listTasks({ before: 0 }), "invalid_argument", 400);
+  });
+
   test("state of an agent; unknown agent 404", async () => {
     const a = await attachNew();
     const st = await client.state(a.task_id, "/root");

@@ -41,6 +41,72 @@ func (q *Queries) AgentInAnyTask(ctx context.Context, agent string) (int64, erro
 	return count, err
 }
 
+const agentsOfTasks = `-- name: AgentsOfTasks :many
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file,
+    a.position AS registered_position, r.recorded_at AS registered_at,
+    CAST(coalesce(s.state, '') AS TEXT) AS state,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM agents a
+JOIN events r ON r.position = a.position
+LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
+WHERE a.task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY a.task_id, a.position
+`
+
+type AgentsOfTasksRow struct {
+	TaskID             string
+	Agent              string
+	ParentAgent        string
+	SessionKey         string
+	SessionID          string
+	SessionFile        string
+	RegisteredPosition int64
+	RegisteredAt       string
+	State              string
+	LastPosition       int64
+	LastAt             string
+}
+
+// The agents of the tasks in task_ids (a JSON array), in registration
+// order, each with its fence state, its registration time and its
+// stream's latest event (one seek of the log's (stream, stream_version)
+// index).
+func (q *Queries) AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOfTasksRow, error) {
+	rows, err := q.db.QueryContext(ctx, agentsOfTasks, taskIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AgentsOfTasksRow{}
+	for rows.Next() {
+		var i AgentsOfTasksRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Agent,
+			&i.ParentAgent,
+			&i.SessionKey,
+			&i.SessionID,
+			&i.SessionFile,
+			&i.RegisteredPosition,
+			&i.RegisteredAt,
+			&i.State,
+			&i.LastPosition,
+			&i.LastAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const branchEntryIDs = `-- name: BranchEntryIDs :many
 SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index
 `
@@ -1792,6 +1858,62 @@ func (q *Queries) TaskAgents(ctx context.Context, taskID string) ([]string, erro
 			return nil, err
 		}
 		items = append(items, agent)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tasksByActivity = `-- name: TasksByActivity :many
+SELECT t.task_id, t.created_at, t.position AS created_position,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+WHERE e.position < ?1
+ORDER BY e.position DESC
+LIMIT ?2
+`
+
+type TasksByActivityParams struct {
+	Before   int64
+	MaxTasks int64
+}
+
+type TasksByActivityRow struct {
+	TaskID          string
+	CreatedAt       string
+	CreatedPosition int64
+	LastPosition    int64
+	LastAt          string
+}
+
+// The tasks whose latest event is before a position, newest activity
+// first (GET /v1/tasks). Each task's latest event is one seek of the
+// log's events_task index, and its time one lookup by position: no scan
+// of the log.
+func (q *Queries) TasksByActivity(ctx context.Context, arg TasksByActivityParams) ([]TasksByActivityRow, error) {
+	rows, err := q.db.QueryContext(ctx, tasksByActivity, arg.Before, arg.MaxTasks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksByActivityRow{}
+	for rows.Next() {
+		var i TasksByActivityRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.CreatedAt,
+			&i.CreatedPosition,
+			&i.LastPosition,
+			&i.LastAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

@@ -1,0 +1,96 @@
+package memory
+
+import (
+	"context"
+	"math"
+
+	"github.com/memoryd/memoryd/internal/projections"
+)
+
+// Limits of a task listing (GET /v1/tasks, the tasks verb).
+const (
+	TasksDefaultLimit = 50
+	TasksMaxLimit     = 500
+)
+
+// TaskList is the answer of GET /v1/tasks and of the tasks verb: a page
+// of tasks, newest activity first, and the cursor of the next page (null
+// when this page is the last).
+type TaskList struct {
+	Tasks      []TaskView `json:"tasks"`
+	NextBefore *int64     `json:"next_before"`
+}
+
+// TaskView is one task of a TaskList. Its last activity is its latest
+// event, audit events included.
+type TaskView struct {
+	TaskID               string          `json:"task_id"`
+	CreatedPosition      int64           `json:"created_position"`
+	CreatedAt            string          `json:"created_at"`
+	LastActivityPosition int64           `json:"last_activity_position"`
+	LastActivityAt       string          `json:"last_activity_at"`
+	Agents               []TaskAgentView `json:"agents"`
+}
+
+// TaskAgentView is an agent of a TaskView: where it is attached from, its
+// current window and fence phase (as GET /v1/state names them), and the
+// latest event of its own stream.
+type TaskAgentView struct {
+	Agent                string  `json:"agent"`
+	ParentAgent          *string `json:"parent_agent"` // null for /root
+	SessionKey           string  `json:"session_key"`
+	SessionID            string  `json:"session_id"`
+	SessionFile          string  `json:"session_file"`
+	RegisteredPosition   int64   `json:"registered_position"`
+	RegisteredAt         string  `json:"registered_at"`
+	WindowID             string  `json:"window_id"`
+	Phase                string  `json:"phase"`
+	LastActivityPosition int64   `json:"last_activity_position"`
+	LastActivityAt       string  `json:"last_activity_at"`
+}
+
+// Tasks lists the tasks whose latest event is before the position before
+// (0: no bound), newest activity first by log position, at most limit of
+// them (above TasksMaxLimit: clamped, as GET /v1/events clamps). It reads
+// the projections in one snapshot.
+func (s *Service) Tasks(ctx context.Context, before int64, limit int) (TaskList, error) {
+	switch {
+	case before < 0:
+		return TaskList{}, invalidf("before must be a position (an integer of 1 or more)")
+	case limit < 1:
+		return TaskList{}, invalidf("limit must be an integer of 1 or more")
+	case before == 0:
+		before = math.MaxInt64
+	}
+	limit = min(limit, TasksMaxLimit)
+	var tasks []projections.TaskActivity
+	var more bool
+	err := s.read(ctx, func(r *projections.Reader) error {
+		var err error
+		tasks, more, err = r.TasksByActivity(ctx, before, limit)
+		return err
+	})
+	if err != nil {
+		return TaskList{}, err
+	}
+	out := TaskList{Tasks: make([]TaskView, len(tasks))}
+	for i, t := range tasks {
+		v := TaskView{TaskID: t.TaskID, CreatedPosition: t.Created.Position, CreatedAt: t.Created.At,
+			LastActivityPosition: t.Last.Position, LastActivityAt: t.Last.At, Agents: make([]TaskAgentView, len(t.Agents))}
+		for j, a := range t.Agents {
+			av := TaskAgentView{Agent: a.Agent, SessionKey: a.SessionKey, SessionID: a.SessionID, SessionFile: a.SessionFile,
+				RegisteredPosition: a.Registered.Position, RegisteredAt: a.Registered.At,
+				WindowID: a.State.WindowID, Phase: a.State.Phase(),
+				LastActivityPosition: a.Last.Position, LastActivityAt: a.Last.At}
+			if a.ParentAgent != "" {
+				av.ParentAgent = ptr(a.ParentAgent)
+			}
+			v.Agents[j] = av
+		}
+		out.Tasks[i] = v
+	}
+	if more && len(tasks) > 0 {
+		out.NextBefore = ptr(tasks[len(tasks)-1].Last.Position)
+	}
+	return out, nil
+}
