@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func walkthroughEnv(t *testing.T, dir string) []string {
 }
 
 var (
-	walkthroughURL = regexp.MustCompile(`(?m)^memoryd \(pid [0-9]+\) at (http://127\.0\.0\.1:([0-9]+))$`)
+	walkthroughURL = regexp.MustCompile(`(?m)^memoryd \(pid ([0-9]+)\) at (http://127\.0\.0\.1:([0-9]+))$`)
 	ulidField      = regexp.MustCompile(`"task_id":"([0-9A-HJKMNP-TV-Z]{26})"`)
 )
 
@@ -175,8 +176,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if m == nil {
 		t.Fatalf(`no line "memoryd (pid N) at http://127.0.0.1:PORT": its memoryd did not start`)
 	}
-	if m[2] == "7411" {
-		t.Errorf("the walkthrough's memoryd listens on the default port %s, want a free one", m[1])
+	if m[3] == "7411" {
+		t.Errorf("the walkthrough's memoryd listens on the default port %s, want a free one", m[2])
 	}
 	// The answers: the line after each "# expect" line, in order.
 	type answer struct{ expect, got string }
@@ -220,13 +221,18 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if got := answers[4].expect; got != "# expect memoryd stopped: exit 0" {
 		t.Errorf("the walkthrough's last # expect line is %q, want \"# expect memoryd stopped: exit 0\"", got)
 	}
-	u, err := url.Parse(m[1])
+	u, err := url.Parse(m[2])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, err := net.DialTimeout("tcp", u.Host, 2*time.Second); err == nil {
 		c.Close()
 		t.Errorf("the walkthrough's memoryd still listens on %s", u.Host)
+		if pid, err := strconv.Atoi(m[1]); err == nil { // do not leave it running
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
 	}
 	if other != nil && strings.Contains(other.String(), `"msg":"request"`) {
 		t.Errorf("the memoryd on 7411 was called by the walkthrough:\n%s", other.String())
