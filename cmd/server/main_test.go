@@ -715,11 +715,11 @@ func TestDefaultDBPath(t *testing.T) {
 	}
 }
 
-// TestLongVerbsNoProgressWhenNotATerminal: export, import, replay and
-// import-session draw a progress bar only on a terminal. With stderr a
+// TestLongVerbsNoProgressWhenNotATerminal: export, import, replay,
+// import-session and verify draw a progress bar only on a terminal. With stderr a
 // buffer or a plain file they write nothing there at all.
 func TestLongVerbsNoProgressWhenNotATerminal(t *testing.T) {
-	if report, done := progress(&bytes.Buffer{}, "x", 10); report != nil {
+	if report, done := progress(&bytes.Buffer{}, "x", "events", 10); report != nil {
 		done()
 		t.Fatal("progress to a bytes.Buffer reports")
 	}
@@ -762,6 +762,7 @@ func TestLongVerbsNoProgressWhenNotATerminal(t *testing.T) {
 		{[]string{"import", "--db", filepath.Join(dir, "imported-%s.db"), log}, []string{"buffer"}},
 		{[]string{"replay", log}, []string{"buffer", "file"}},
 		{[]string{"import-session", "--db", filepath.Join(dir, "session-%s.db"), session}, []string{"buffer"}},
+		{[]string{"verify", "--db", db}, []string{"buffer", "file"}},
 	} {
 		for _, kind := range tc.kinds {
 			args := slices.Clone(tc.args)

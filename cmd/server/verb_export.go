@@ -30,7 +30,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer svc.Close()
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	report, done := progress(stderr, "export", -1)
+	report, done := progress(stderr, "export", "events", -1)
 	err = forensics.Export(ctx, svc, *task, *until, w, report)
 	done()
 	if err != nil {

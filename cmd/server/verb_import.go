@@ -33,7 +33,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer func() { closeDB(err != nil) }()
-	report, done := progress(stderr, "import", -1)
+	report, done := progress(stderr, "import", "events", -1)
 	n, err := forensics.Import(ctx, svc, forensics.Counted(lr.Next, report))
 	done()
 	if err != nil {

@@ -43,7 +43,7 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer func() { closeDB(err != nil) }()
-	report, done := progress(stderr, "import-session", int64(len(sess.Entries)))
+	report, done := progress(stderr, "import-session", "entries", int64(len(sess.Entries)))
 	res, err := forensics.ImportSession(ctx, svc, path, sess, report)
 	done()
 	if err != nil {

@@ -40,7 +40,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	name := fs.Arg(0)
 	var audit map[int64][]forensics.AuditedCall
-	var skipped int
+	var skipped []forensics.SkippedCalls
 	if *checkReads {
 		if name == "-" { // the log is read twice: keep stdin in a file
 			tmp, err := spoolStdin(stdin)
@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeDst()
-	report, done := progress(stderr, "replay", -1)
+	report, done := progress(stderr, "replay", "events", -1)
 	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), forensics.ReplayOptions{Audit: audit})
 	done()
 	if err != nil {
@@ -94,7 +94,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	rep := replayReport{Summary: sum}
 	if *checkReads {
-		check.Skipped = skipped
+		check.SetSkipped(skipped)
 		rep.CheckReads = &check
 	}
 	if err := writeJSON(stdout, rep); err != nil {

@@ -34,11 +34,21 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cleanup()
-	diffs, violations, err := forensics.Verify(ctx, live, scratch, 5)
+	last, err := live.LastPosition(ctx)
 	if err != nil {
 		return err
 	}
-	last, err := live.LastPosition(ctx)
+	total := last
+	if total == 0 {
+		total = -1 // a bar needs a total above 0
+	}
+	report, done := progress(stderr, "verify: rebuild", "events", total)
+	var comparing func()
+	if report != nil { // a terminal: say what the rest of the time goes to
+		comparing = func() { done(); fmt.Fprintln(stderr, "verify: comparing the projections with the rebuild") }
+	}
+	diffs, violations, err := forensics.VerifyProgress(ctx, live, scratch, 5, report, comparing)
+	done()
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) h
 			attrs = append(attrs, slog.String("request_id", info.id),
 				slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
-				slog.Duration("duration", elapsed))
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000)) // a unit in the name; slog's Duration is bare nanoseconds
 			if info.code != "" {
 				attrs = append(attrs, slog.String("code", info.code))
 			}

@@ -377,21 +377,48 @@ type UnverifiableRead struct {
 }
 
 // ReadCheck is the result of re-executing the read audit. A read is
-// checked, or unverifiable; writes are skipped.
+// checked, or unverifiable; writes are skipped: Skipped counts them and
+// SkippedCalls says, tool by tool, how many and why.
 type ReadCheck struct {
 	Checked      int                `json:"checked"`
 	Skipped      int                `json:"skipped"`
+	SkippedCalls []SkippedCalls     `json:"skipped_calls"`
 	Mismatches   []ReadMismatch     `json:"mismatches"`
 	Unverifiable []UnverifiableRead `json:"unverifiable"`
 }
 
-// readOnly reports whether a tool can be re-executed without writing.
-func readOnly(tool string) bool {
-	switch tool {
-	case tools.NotesAppendToFile, tools.NotesWriteFile, tools.NewContext:
-		return false
+// SkippedCalls counts the audited calls of one tool that the read check
+// does not re-execute, and says why.
+type SkippedCalls struct {
+	Tool   string `json:"tool"`
+	Calls  int    `json:"calls"`
+	Reason string `json:"reason"`
+}
+
+// SetSkipped records in c the calls CollectAudit skipped.
+func (c *ReadCheck) SetSkipped(skipped []SkippedCalls) {
+	c.Skipped, c.SkippedCalls = 0, skipped
+	for _, s := range skipped {
+		c.Skipped += s.Calls
 	}
-	return tools.Known(tool)
+}
+
+// Why the read check skips an audited call.
+const (
+	skipWrite   = "a write: what it did is in the log as events, which the replay applies and the digest covers; running it again would write again"
+	skipUnknown = "not one of the tools: there is nothing to run again"
+)
+
+// skipReason says why the read check does not re-execute a call of tool
+// ("" when it does: a read).
+func skipReason(tool string) string {
+	switch {
+	case tool == tools.NotesAppendToFile, tool == tools.NotesWriteFile, tool == tools.NewContext:
+		return skipWrite
+	case !tools.Known(tool):
+		return skipUnknown
+	}
+	return ""
 }
 
 // AuditedCall is one audit.tool_called event to re-execute.
@@ -401,32 +428,38 @@ type AuditedCall struct {
 }
 
 // CollectAudit returns the read-only audited calls of a log, by the
-// position they read at.
-func CollectAudit(next Next) (map[int64][]AuditedCall, int, error) {
+// position they read at, and the calls it leaves out (writes), by tool.
+func CollectAudit(next Next) (map[int64][]AuditedCall, []SkippedCalls, error) {
 	out := map[int64][]AuditedCall{}
-	skipped := 0
+	skipped := map[string]int{}
 	for {
 		ev, ok, err := next()
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		if !ok {
-			return out, skipped, nil
+			break
 		}
 		if ev.Type != events.TypeToolCalled {
 			continue
 		}
 		p, err := events.Decode(ev)
 		if err != nil {
-			return nil, 0, fmt.Errorf("event %d: %w", ev.Position, err)
+			return nil, nil, fmt.Errorf("event %d: %w", ev.Position, err)
 		}
 		rec := *p.(*events.ToolCalled)
-		if !readOnly(rec.Tool) {
-			skipped++
+		if skipReason(rec.Tool) != "" {
+			skipped[rec.Tool]++
 			continue
 		}
 		out[rec.ReadPosition] = append(out[rec.ReadPosition], AuditedCall{position: ev.Position, rec: rec})
 	}
+	skips := make([]SkippedCalls, 0, len(skipped))
+	for tool, n := range skipped {
+		skips = append(skips, SkippedCalls{Tool: tool, Calls: n, Reason: skipReason(tool)})
+	}
+	sort.Slice(skips, func(i, j int) bool { return skips[i].Tool < skips[j].Tool })
+	return out, skips, nil
 }
 
 // ReplayOptions configure Replay.
@@ -452,7 +485,7 @@ const DefaultReplaySegment = 200_000
 // calls that read there.
 func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOptions) (ReadCheck, error) {
 	svc, store := dst, dst.Store()
-	check := ReadCheck{Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
+	check := ReadCheck{SkippedCalls: []SkippedCalls{}, Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
 	audit, maxSegment := opts.Audit, opts.Segment
 	if maxSegment <= 0 {
 		maxSegment = DefaultReplaySegment
@@ -557,12 +590,22 @@ type Violation struct {
 // that breaks a rule of an import (the rebuild applies it all the same, as
 // live did).
 func Verify(ctx context.Context, live, scratch *memory.Service, samples int) ([]projections.TableDiff, []Violation, error) {
+	return VerifyProgress(ctx, live, scratch, samples, nil, nil)
+}
+
+// VerifyProgress is Verify reporting the number of events rebuilt to
+// progress (every 1024 events), then calling comparing (when not nil)
+// before it compares the tables. Either may be nil.
+func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples int, progress func(int64), comparing func()) ([]projections.TableDiff, []Violation, error) {
 	violations := []Violation{}
-	_, err := CopyLog(ctx, scratch, live, 0, func(re *events.RuleError) {
+	report := func(re *events.RuleError) {
 		violations = append(violations, Violation{Position: re.Position, Type: re.Type, Rule: re.Rule})
-	})
-	if err != nil {
+	}
+	if _, err := scratch.Store().ImportReporting(ctx, Counted(StoreEvents(ctx, live, 0), progress), report); err != nil {
 		return nil, nil, err
+	}
+	if comparing != nil {
+		comparing()
 	}
 	diffs, err := projections.Diff(ctx, live.Store().Reader(), scratch.Store().Reader(), samples)
 	return diffs, violations, err

@@ -13,13 +13,23 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// ImportedSession is the result of ImportSession.
+// ImportedSession is the result of ImportSession: the attach's fields,
+// but for its window_id, named attached_window_id here beside the window
+// the import ends in (two bare window ids did not say which was which).
 type ImportedSession struct {
-	memory.AttachResult
-	Entries  int    `json:"entries"`
-	Stored   int    `json:"stored"`
-	Branch   int    `json:"branch"`
-	Revision int64  `json:"revision"`
+	TaskID           string   `json:"task_id"`
+	Agent            string   `json:"agent"`
+	Resumed          bool     `json:"resumed"`
+	RegisteredAgents []string `json:"registered_agents"`
+	// AttachedWindowID is the agent's window when the import attached,
+	// before the file's entries (w1 for a new task).
+	AttachedWindowID string `json:"attached_window_id"`
+	Entries          int    `json:"entries"`  // the file's entries
+	Stored           int    `json:"stored"`   // those new to memoryd
+	Branch           int    `json:"branch"`   // the branch's length, last entry to root
+	Revision         int64  `json:"revision"` // the branch revision after the import
+	// WindowID is the agent's window after the import, as a history sync
+	// answers it: the compactions among the file's entries move it on.
 	WindowID string `json:"current_window_id"`
 }
 
@@ -76,6 +86,7 @@ func ImportSession(ctx context.Context, svc *memory.Service, path string, sess h
 		}
 		return ImportedSession{}, err
 	}
-	return ImportedSession{AttachResult: res.AttachResult, Entries: len(sess.Entries), Stored: res.Stored,
+	return ImportedSession{TaskID: res.TaskID, Agent: res.Agent, Resumed: res.Resumed, RegisteredAgents: res.RegisteredAgents,
+		AttachedWindowID: res.AttachResult.WindowID, Entries: len(sess.Entries), Stored: res.Stored,
 		Branch: len(sess.Branch), Revision: res.Revision, WindowID: res.WindowID}, nil
 }
