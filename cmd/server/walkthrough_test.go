@@ -192,8 +192,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 			answers = append(answers, a)
 		}
 	}
-	if len(answers) != 5 {
-		t.Fatalf("%d \"# expect\" lines, want 5 (attach, write, read, events, stopped)", len(answers))
+	if len(answers) != 6 {
+		t.Fatalf("%d \"# expect\" lines, want 6 (attach, write, read, events, tasks, stopped)", len(answers))
 	}
 	var task string
 	checks := []func(a answer) bool{
@@ -212,13 +212,18 @@ func TestReadmeWalkthrough(t *testing.T) {
 				strings.Contains(a.got, `"type":"task.created"`) && strings.Contains(a.got, `"type":"agent.registered"`) &&
 				strings.Contains(a.got, `"type":"note.written"`)
 		},
+		func(a answer) bool {
+			return task != "" && strings.HasPrefix(a.got, `{"tasks":[{"task_id":"`+task+`"`) &&
+				strings.Contains(a.got, `"agent":"/root"`) && strings.Contains(a.got, `"window_id":"w1"`) &&
+				strings.Contains(a.got, `"phase":"READY"`)
+		},
 	}
 	for i, check := range checks {
 		if !check(answers[i]) {
 			t.Errorf("after %q the walkthrough printed %q", answers[i].expect, answers[i].got)
 		}
 	}
-	if got := answers[4].expect; got != "# expect memoryd stopped: exit 0" {
+	if got := answers[5].expect; got != "# expect memoryd stopped: exit 0" {
 		t.Errorf("the walkthrough's last # expect line is %q, want \"# expect memoryd stopped: exit 0\"", got)
 	}
 	u, err := url.Parse(m[2])
