@@ -5,9 +5,12 @@
 // memoryd from its idle exit and notices a lost connection (memoryd started
 // again when it can be, and the session attached again), and the requests in
 // flight (awaited at shutdown, so no report is cut off).
+import { AsyncLocalStorage } from "node:async_hooks";
+
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { MemorydClient, type CallContext } from "@memoryd/client";
 
+import { trackedFetch } from "./fetch.js";
 import { contextWindow, sessionKey, type MemorydExtensionOptions } from "./options.js";
 import { spawnMemoryd } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
@@ -42,8 +45,10 @@ export class Connection {
   private toldDown = false;
   /** The attach request (sent again when memoryd answers again after a lost connection). */
   private attachRequest: Parameters<MemorydClient["attach"]>[0] | undefined;
-  /** The heartbeat found memoryd gone; it attaches again once memoryd answers. */
+  /** memoryd was found gone; the session attaches again once it answers. */
   private lost = false;
+  private beating: Promise<void> | undefined;
+  private readonly recovering = new AsyncLocalStorage<boolean>();
   /** The log of the memoryd this process started last. */
   private spawnedLog = "";
 
@@ -54,16 +59,11 @@ export class Connection {
     this.current = options.client ?? this.newClient({ baseUrl: options.baseUrl, token: options.token });
   }
 
-  /** A client whose requests are tracked (stop() awaits them). */
+  /** A client whose requests are tracked (stop() awaits them) and sent again once after a recovery (trackedFetch). */
   private newClient(o: { baseUrl?: string; token?: string; env?: NodeJS.ProcessEnv }): MemorydClient {
-    const tracked: typeof fetch = (input, init) => {
-      const p = globalThis.fetch(input, init);
-      this.inFlight.add(p);
-      const done = () => this.inFlight.delete(p);
-      p.then(done, done);
-      return p;
-    };
-    return new MemorydClient({ ...o, timeoutMs: this.options.timeoutMs, fetch: tracked });
+    // Only once attached (connect starts memoryd itself), and not from inside the recovery (its own requests).
+    const recover = () => (this.agentIds && !this.recovering.getStore() ? this.recover() : Promise.resolve(false));
+    return new MemorydClient({ ...o, timeoutMs: this.options.timeoutMs, fetch: trackedFetch(this.inFlight, recover) });
   }
 
   /** The client of the memoryd the session uses (read it at each call: spawning may replace it). */
@@ -181,19 +181,18 @@ export class Connection {
   private startHeartbeat(): void {
     const every = this.options.heartbeatMs ?? 60_000;
     if (this.heartbeat || every <= 0) return;
-    let busy = false;
-    this.heartbeat = setInterval(async () => {
-      if (busy) return;
-      busy = true;
-      try {
-        await this.beat();
-      } catch (err) {
-        this.trace("error", { what: "heartbeat", error: errorMessage(err) });
-      } finally {
-        busy = false;
-      }
-    }, every);
+    this.heartbeat = setInterval(() => void this.recover(), every);
     this.heartbeat.unref();
+  }
+
+  /** A heartbeat now (a request was refused): true when memoryd answers and the session is attached. */
+  async recover(): Promise<boolean> {
+    this.beating ??= this.recovering
+      .run(true, () => this.beat())
+      .catch((err) => this.trace("error", { what: "heartbeat", error: errorMessage(err) }))
+      .finally(() => (this.beating = undefined));
+    await this.beating;
+    return !this.lost;
   }
 
   private async beat(): Promise<void> {

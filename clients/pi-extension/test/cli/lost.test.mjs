@@ -1,17 +1,18 @@
 // The real pi CLI (RPC mode, Pi's default settings) when memoryd goes away in
 // the middle of a session: the heartbeat (MEMORYD_HEARTBEAT=1s here, a minute
-// by default) notices it and says so in one stderr line; with a memoryd binary
-// to start, the extension starts memoryd again and attaches the session again,
-// and the next tool call works against the new memoryd; with
-// MEMORYD_AUTOSTART=0 the tool call fails with a clear reason until memoryd
-// runs again, then the session attaches again by itself.
+// by default), or a tool call that finds memoryd gone, notices it and says so
+// in one stderr line; with a memoryd binary to start, the extension starts
+// memoryd again and attaches the session again, and the tool call works
+// against the new memoryd; with MEMORYD_AUTOSTART=0 the tool call fails with
+// a clear reason until memoryd runs again, then the session attaches again by
+// itself.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
 import { freePort, memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
-import { attaches, killMemoryd, servingPids, waitFor } from "../start/pi-cli.mjs";
+import { attaches, healthz, killMemoryd, servingPids, waitFor } from "../start/pi-cli.mjs";
 import { lastResults, startModelServer, textOf } from "./model-server.mjs";
 import { freshSetup, startRpc, traced } from "./pi-cli.mjs";
 
@@ -38,33 +39,39 @@ async function ask(rpc, message) {
 /** The lines of stderr that are not the extension's trace (MEMORYD_DEBUG) of the lost connection. */
 const lostLines = (stderr) => stderr.split("\n").filter((l) => /^\[memoryd\] (lost the connection|memoryd at .* answers again)/.test(l));
 
-test("memoryd killed mid-session: started again, the session attached again, the next tool call works", { timeout: 120_000 }, async () => {
+/**
+ * memoryd (started by the extension) is killed after the attach. heartbeat:
+ * MEMORYD_HEARTBEAT; with one, the test waits for the heartbeat's line before
+ * the prompt; without ("0"), the prompt's first call finds memoryd gone.
+ */
+async function killedMidSession(heartbeat) {
   const model = await startModelServer(noteScript("after-restart.md"));
   const setup = freshSetup(model.url);
   const url = `http://127.0.0.1:${await freePort()}`;
   const log = join(setup.dir, "xdg", "memoryd", "memoryd.log");
-  const env = { MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: url, XDG_DATA_HOME: join(setup.dir, "xdg"), MEMORYD_HEARTBEAT: "1s", MEMORYD_DEBUG: "1" };
+  const env = { MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: url, XDG_DATA_HOME: join(setup.dir, "xdg"), MEMORYD_HEARTBEAT: heartbeat, MEMORYD_DEBUG: "1" };
   const rpc = startRpc(setup, { env });
   try {
     await waitFor(() => attaches(log).length >= 1, 60_000, () => `the first attach; stderr:\n${rpc.stderr()}`);
     const [first] = servingPids(log);
     process.kill(first, "SIGKILL");
-    await waitFor(() => lostLines(rpc.stderr()).length > 0, 30_000, () => `the lost-connection line; stderr:\n${rpc.stderr()}`);
-    const [line] = lostLines(rpc.stderr());
-    assert.match(line, /^\[memoryd\] lost the connection to memoryd at http:\/\/127\.0\.0\.1:\d+ \(.+\); started it again \(its log: .+memoryd\.log\); the session is attached again$/);
+    if (heartbeat === "0") await waitFor(async () => !(await healthz(url)), 20_000, "the killed memoryd to stop answering");
+    else await waitFor(() => lostLines(rpc.stderr()).length > 0, 30_000, () => `the lost-connection line; stderr:\n${rpc.stderr()}`);
+
+    await ask(rpc, "take a note");
+    const [line, ...more] = lostLines(rpc.stderr());
+    assert.match(line ?? "", /^\[memoryd\] lost the connection to memoryd at http:\/\/127\.0\.0\.1:\d+ \(.+\); started it again \(its log: .+memoryd\.log\); the session is attached again$/, rpc.stderr());
+    assert.deepEqual(more, [], "one line");
     const pids = servingPids(log);
     assert.equal(pids.length, 2, "a second memoryd serves");
     assert.notEqual(pids[1], first);
     const [attached] = traced(rpc.stderr(), "attached");
     const [reattached] = traced(rpc.stderr(), "reattached");
     assert.deepEqual([reattached?.task_id, reattached?.agent, reattached?.resumed], [attached.task_id, attached.agent, true]);
-
-    await ask(rpc, "take a note");
+    // The write and the read went to the new memoryd.
     assert.equal(model.requests.length, 3);
-    const read = lastResults(model.requests[2]).notes_read_file;
-    assert.match(read, /written to after-restart\.md/);
+    assert.match(lastResults(model.requests[2]).notes_read_file, /written to after-restart\.md/);
     assert.deepEqual(traced(rpc.stderr(), "error"), [], rpc.stderr());
-    assert.equal(lostLines(rpc.stderr()).length, 1, rpc.stderr());
   } finally {
     const exit = await rpc.stop();
     await model.close();
@@ -72,7 +79,15 @@ test("memoryd killed mid-session: started again, the session attached again, the
     setup.remove();
     assert.equal(exit.code, 0, rpc.stderr());
   }
-});
+}
+
+test("memoryd killed mid-session: the heartbeat starts it again and attaches the session again; the next tool call works", { timeout: 120_000 }, () =>
+  killedMidSession("1s"),
+);
+
+test("memoryd killed mid-session, no heartbeat (MEMORYD_HEARTBEAT=0): the next tool call starts it again and works", { timeout: 120_000 }, () =>
+  killedMidSession("0"),
+);
 
 test("memoryd stopped mid-session with MEMORYD_AUTOSTART=0: one line, a clear tool failure, then attached again when it is back", { timeout: 120_000 }, async () => {
   const model = await startModelServer(noteScript("while-down.md"));
