@@ -2,14 +2,21 @@
 // extension starts memoryd on another address), the task and agent the
 // session is attached as, the last reason memoryd could not be reached (said
 // once on stderr outside the TUI), the heartbeat that keeps the shared
-// memoryd from its idle exit and notices a lost connection, and the requests
-// in flight (awaited at shutdown, so no report is cut off).
+// memoryd from its idle exit and notices a lost connection (memoryd started
+// again when it can be, and the session attached again), and the requests in
+// flight (awaited at shutdown, so no report is cut off).
+import { AsyncLocalStorage } from "node:async_hooks";
+
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { MemorydClient, type CallContext } from "@memoryd/client";
 
+import { trackedFetch } from "./fetch.js";
 import { contextWindow, sessionKey, type MemorydExtensionOptions } from "./options.js";
-import { healthy, spawnMemoryd } from "./spawn.js";
+import { spawnMemoryd } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
+
+/** The cause in the client's unreachable error ("memoryd is not reachable at URL (why); start it with ..."). */
+const why = (message: string) => /^memoryd is not reachable at \S+ \((.*)\); start it with/.exec(message)?.[1] ?? message;
 
 /** What connecting does besides attach, in order. */
 export interface AttachSteps {
@@ -36,6 +43,14 @@ export class Connection {
   private lastCtx: ExtensionContext | undefined;
   /** memoryd was said to be unreachable (once per outage). */
   private toldDown = false;
+  /** The attach request (sent again when memoryd answers again after a lost connection). */
+  private attachRequest: Parameters<MemorydClient["attach"]>[0] | undefined;
+  /** memoryd was found gone; the session attaches again once it answers. */
+  private lost = false;
+  private beating: Promise<void> | undefined;
+  private readonly recovering = new AsyncLocalStorage<boolean>();
+  /** The log of the memoryd this process started last. */
+  private spawnedLog = "";
 
   constructor(
     private readonly options: MemorydExtensionOptions,
@@ -44,16 +59,11 @@ export class Connection {
     this.current = options.client ?? this.newClient({ baseUrl: options.baseUrl, token: options.token });
   }
 
-  /** A client whose requests are tracked (stop() awaits them). */
+  /** A client whose requests are tracked (stop() awaits them) and sent again once after a recovery (trackedFetch). */
   private newClient(o: { baseUrl?: string; token?: string; env?: NodeJS.ProcessEnv }): MemorydClient {
-    const tracked: typeof fetch = (input, init) => {
-      const p = globalThis.fetch(input, init);
-      this.inFlight.add(p);
-      const done = () => this.inFlight.delete(p);
-      p.then(done, done);
-      return p;
-    };
-    return new MemorydClient({ ...o, timeoutMs: this.options.timeoutMs, fetch: tracked });
+    // Only once attached (connect starts memoryd itself), and not from inside the recovery (its own requests).
+    const recover = () => (this.agentIds && !this.recovering.getStore() ? this.recover() : Promise.resolve(false));
+    return new MemorydClient({ ...o, timeoutMs: this.options.timeoutMs, fetch: trackedFetch(this.inFlight, recover) });
   }
 
   /** The client of the memoryd the session uses (read it at each call: spawning may replace it). */
@@ -101,13 +111,14 @@ export class Connection {
         if (!(await this.ensureRunning())) throw new Error(this.lastError);
         await steps.reached(this.current);
         const w = contextWindow(this.options, ctx);
-        const res = await this.current.attach({
+        this.attachRequest = {
           session_key: sessionKey(this.options, ctx),
           session_id: ctx.sessionManager.getSessionId(),
           session_file: ctx.sessionManager.getSessionFile() ?? "",
           task: this.options.task ?? null,
           budget: { ...this.options.budget, ...(w ? { context_window: w } : {}) },
-        });
+        };
+        const res = await this.current.attach(this.attachRequest);
         this.agentIds = { taskId: res.task_id, agent: res.agent };
         this.lastError = "";
         this.trace("attached", { ...res });
@@ -116,9 +127,7 @@ export class Connection {
         await steps.attached();
       } catch (err) {
         this.lastError = errorMessage(err);
-        // The client's unreachable error says where and why: keep only the why.
-        const why = /^memoryd is not reachable at \S+ \((.*)\); start it with/.exec(this.lastError)?.[1] ?? this.lastError;
-        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${why}); the memory tools fail until it runs`);
+        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${why(this.lastError)}); the memory tools fail until it runs`);
         throw this.unavailable();
       } finally {
         this.connecting = undefined;
@@ -144,15 +153,19 @@ export class Connection {
     clearTimeout(timer);
   }
 
-  /** Says once per outage that memoryd is unreachable: on stderr without the TUI, else as a notification. */
+  /** Says once per outage that memoryd is unreachable. */
   private tellDown(ctx: ExtensionContext | undefined, line: string): void {
     if (this.toldDown) return;
     this.toldDown = true;
     this.trace("unreachable", { line });
+    this.say(ctx, line);
+  }
+
+  /** A line for the user: stderr without the TUI; a notification once attached (session_start notifies at start). */
+  private say(ctx: ExtensionContext | undefined, line: string): void {
     let mode: string | undefined;
     try {
       mode = ctx?.mode;
-      // At start the session_start handler notifies a UI itself; later (a lost connection), here.
       if (ctx?.hasUI && this.agentIds) ctx.ui.notify(line, "warning");
     } catch {
       // a stale ctx (the session was replaced): stderr below
@@ -160,29 +173,47 @@ export class Connection {
     if (mode !== "tui") process.stderr.write(`[memoryd] ${line}\n`);
   }
 
-  /** Pings /healthz (keeping the shared memoryd from its idle exit); restarts it or reports it lost. */
+  /**
+   * Pings /healthz every heartbeatMs (keeping the shared memoryd from its idle exit). memoryd gone:
+   * starts it again if it can (else says once that the connection is lost); once it answers again
+   * the session attaches again (the same session key: the same task and agent), said in one line.
+   */
   private startHeartbeat(): void {
     const every = this.options.heartbeatMs ?? 60_000;
     if (this.heartbeat || every <= 0) return;
-    let busy = false;
-    this.heartbeat = setInterval(async () => {
-      if (busy) return;
-      busy = true;
-      try {
-        if (await healthy(this.current.baseUrl, 5000)) {
-          this.toldDown = false;
-          return;
-        }
-        this.lastError = `not reachable at ${this.current.baseUrl}`;
-        await this.ensureRunning().catch((err) => (this.lastError = errorMessage(err)));
-        if (!(await healthy(this.current.baseUrl, 5000))) {
-          this.tellDown(this.lastCtx, `lost the connection to memoryd at ${this.current.baseUrl} (${this.lastError}); the memory tools fail until it runs again`);
-        }
-      } finally {
-        busy = false;
-      }
-    }, every);
+    this.heartbeat = setInterval(() => void this.recover(), every);
     this.heartbeat.unref();
+  }
+
+  /** A heartbeat now (a request was refused): true when memoryd answers and the session is attached. */
+  async recover(): Promise<boolean> {
+    this.beating ??= this.recovering
+      .run(true, () => this.beat())
+      .catch((err) => this.trace("error", { what: "heartbeat", error: errorMessage(err) }))
+      .finally(() => (this.beating = undefined));
+    await this.beating;
+    return !this.lost;
+  }
+
+  private async beat(): Promise<void> {
+    const url = this.current.baseUrl;
+    let line = "";
+    if (!(await this.reachable())) {
+      const cause = why(this.lastError);
+      this.lost = true;
+      const how = await this.ensureRunning().catch((err) => ((this.lastError = errorMessage(err)), false as const));
+      if (!how) return this.tellDown(this.lastCtx, `lost the connection to memoryd at ${url} (${cause}); the memory tools fail until it runs again`);
+      const again = how === "started" ? `started it again (its log: ${this.spawnedLog}); ` : "";
+      line = `lost the connection to memoryd at ${url} (${cause}); ${again}the session is attached again`;
+    } else if (this.toldDown) line = `memoryd at ${url} answers again; the session is attached again`;
+    if (!this.lost || !this.attachRequest) return;
+    const res = await this.current.attach(this.attachRequest);
+    this.agentIds = { taskId: res.task_id, agent: res.agent };
+    this.trace("reattached", { ...res });
+    this.lost = false;
+    this.toldDown = false;
+    this.lastError = "";
+    if (line) this.say(this.lastCtx, line);
   }
 
   private async reachable(): Promise<boolean> {
@@ -196,8 +227,8 @@ export class Connection {
   }
 
   /** Starts memoryd (shared, detached) when nothing answers and a binary is configured; false: none answers. */
-  private async ensureRunning(): Promise<boolean> {
-    if (await this.reachable()) return true;
+  private async ensureRunning(): Promise<"reachable" | "started" | false> {
+    if (await this.reachable()) return "reachable";
     const spawnOpts = this.options.spawn;
     if (!spawnOpts) return false;
     this.starting ??= (async () => {
@@ -205,12 +236,13 @@ export class Connection {
       this.trace("spawn", { command: spawnOpts.command, addr: spawnOpts.addr ?? addr });
       const spawned = await spawnMemoryd(spawnOpts, addr);
       this.trace("spawned", { url: spawned.url, pid: spawned.child.pid, logFile: spawned.logFile });
+      this.spawnedLog = spawned.logFile;
       if (spawned.url !== this.current.baseUrl) {
         const env = spawnOpts.env?.MEMORYD_DB ? { ...process.env, MEMORYD_DB: spawnOpts.env.MEMORYD_DB } : undefined;
         this.current = this.newClient({ baseUrl: spawned.url, token: this.options.token ?? spawnOpts.env?.MEMORYD_TOKEN, env });
       }
     })().finally(() => (this.starting = undefined));
     await this.starting;
-    return true;
+    return "started";
   }
 }

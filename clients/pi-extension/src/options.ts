@@ -32,7 +32,7 @@ export interface MemorydExtensionOptions {
    * `memoryd` on PATH, unless MEMORYD_AUTOSTART=0; none: never).
    */
   spawn?: SpawnOptions | false;
-  /** How often an attached session pings memoryd's /healthz (default 60000 ms; 0: never). */
+  /** How often an attached session pings memoryd's /healthz (default 60000 ms, MEMORYD_HEARTBEAT; 0: never). */
   heartbeatMs?: number;
   /** The session key (default: the session file path, else "pi-session:<session id>"). */
   sessionKey?: (ctx: ExtensionContext) => string;
@@ -51,6 +51,7 @@ export function optionsFromEnv(env: Record<string, string | undefined> = process
   const spawn = autostart(env);
   if (spawn) opts.spawn = spawn;
   if (env.MEMORYD_CONTEXT_WINDOW) opts.budget = { context_window: Number(env.MEMORYD_CONTEXT_WINDOW) };
+  if (env.MEMORYD_HEARTBEAT) opts.heartbeatMs = durationMs(env.MEMORYD_HEARTBEAT);
   if (env.MEMORYD_DEBUG === "1") {
     opts.onTrace = (event, data) => process.stderr.write(`[memoryd] ${event} ${data ? JSON.stringify(data) : ""}\n`);
   }
@@ -73,6 +74,13 @@ function autostart(env: Record<string, string | undefined>): SpawnOptions | unde
   }
   if (spawn && env.MEMORYD_IDLE_EXIT) spawn.idleExit = env.MEMORYD_IDLE_EXIT;
   return spawn;
+}
+
+/** MEMORYD_HEARTBEAT in ms: "500ms", "10s", "2m", or seconds ("10"); "0": no heartbeat. */
+function durationMs(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new Error(`MEMORYD_HEARTBEAT must be a duration like 30s, 500ms or 2m (0: off), not ${JSON.stringify(text)}`);
+  return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[m[2] ?? "s"]!);
 }
 
 /** The first executable file named name in the PATH's folders. */

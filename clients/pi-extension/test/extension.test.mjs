@@ -304,3 +304,10 @@ test("optionsFromEnv: MEMORYD_TASK is a task reference; anything else is refused
   assert.deepEqual(opts.spawn, { command: "go", cwd: "../memoryd" });
   assert.deepEqual(opts.budget, { context_window: 64000 });
 });
+
+test("optionsFromEnv: MEMORYD_HEARTBEAT is a duration (seconds when bare); anything else is refused", () => {
+  const ms = (v) => optionsFromEnv({ MEMORYD_HEARTBEAT: v }).heartbeatMs;
+  assert.deepEqual(["1s", "500ms", "2m", "10", "0"].map(ms), [1000, 500, 120_000, 10_000, 0]);
+  assert.equal(optionsFromEnv({}).heartbeatMs, undefined);
+  for (const bad of ["fast", "-1s", "1h", "1 s"]) assert.throws(() => ms(bad), /MEMORYD_HEARTBEAT must be a duration like 30s/, bad);
+});

@@ -104,7 +104,7 @@ export function jsonLines(text) {
     .map((l) => JSON.parse(l));
 }
 
-/** Starts `pi --mode rpc`. Returns { events, send(cmd), waitFor(pred, ms, what), stderr(), stop() }. */
+/** Starts `pi --mode rpc`. Returns { events, send(cmd), waitFor(pred, ms, what), stderr(), kill(signal), stop() }. */
 export function startRpc(setup, { env = {}, args = [] } = {}) {
   const child = spawn(process.execPath, piArgs(["--mode", "rpc", ...args]), { cwd: setup.cwd, env: piEnv(setup, env), stdio: ["pipe", "pipe", "pipe"] });
   const events = [];
@@ -125,6 +125,8 @@ export function startRpc(setup, { env = {}, args = [] } = {}) {
     events,
     stderr: () => stderr,
     send: (cmd) => child.stdin.write(JSON.stringify(cmd) + "\n"),
+    /** Kills pi with signal (e.g. SIGKILL: no session_shutdown); resolves { code, signal } at its exit. */
+    kill: (signal) => (child.kill(signal), exited),
     /** Waits until pred(events) is true, or fails after ms with the recent events. */
     async waitFor(pred, ms, what) {
       const deadline = Date.now() + ms;

@@ -73,3 +73,32 @@ export function rolloverRequests(requests) {
   const results = Object.assign({}, ...w2.map(lastResults));
   return { first: requests[0], firstW2: requests[firstW2], firstW2Index: firstW2, results, last: requests.at(-1) };
 }
+
+/** The manual checkpoint request's tag (the custom message of a manual /compact). */
+export const MANUAL = "<manual_checkpoint";
+export const READ_DONE = "Read all three files.";
+export const hasManual = (body) => body.messages.some((m) => textOf(m).includes(MANUAL));
+export const lastIsManual = (body) => textOf(body.messages.at(-1)).includes(MANUAL);
+
+/**
+ * The manual /compact session: the model reads the three big files (so Pi
+ * can compact under its defaults), answers READ_DONE; asked for the manual
+ * checkpoint it calls checkpoint(body) (a reply, or a Promise held back);
+ * in w2: "ready in w2"; anything else: "hi".
+ */
+export function manualScript(checkpoint) {
+  return (body) => {
+    if (inW2(body)) return { text: "ready in w2" };
+    if (lastIsManual(body)) return checkpoint(body);
+    if (!calledTools(body).includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
+    if (body.messages.at(-1).role === "tool") return { text: READ_DONE };
+    return { text: "hi" };
+  };
+}
+
+/** A reply held until release() (or the server closes). */
+export function held() {
+  let release;
+  const promise = new Promise((r) => (release = r));
+  return { promise, release: (reply) => release(reply) };
+}

@@ -17,11 +17,8 @@ import { MemorydClient } from "@memoryd/client";
 import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { startModelServer, textOf } from "../cli/model-server.mjs";
 import { freshSetup, runPi, traced } from "../cli/pi-cli.mjs";
-import { BIG_FILES, PROMPT, calledTools, inW2, rolloverScript } from "../cli/scenarios.mjs";
+import { BIG_FILES, PROMPT, READ_DONE, hasManual, held, inW2, lastIsManual, manualScript, rolloverScript } from "../cli/scenarios.mjs";
 import { requireTmux, startTui } from "./tmux.mjs";
-
-const MANUAL = "<manual_checkpoint";
-const READ_DONE = "Read all three files.";
 
 let md;
 let client;
@@ -44,25 +41,6 @@ async function stateOf(stderr) {
   return client.state(attached.task_id, attached.agent);
 }
 
-const hasManual = (body) => body.messages.some((m) => textOf(m).includes(MANUAL));
-const lastIsManual = (body) => textOf(body.messages.at(-1)).includes(MANUAL);
-
-/**
- * The manual /compact session: the model reads the three big files (so Pi
- * can compact under its defaults), answers READ_DONE; asked for the manual
- * checkpoint it calls checkpoint(body) (a reply, or a Promise held back);
- * anything else: "hi".
- */
-function manualScript(checkpoint) {
-  return (body) => {
-    if (inW2(body)) return { text: "ready in w2" };
-    if (lastIsManual(body)) return checkpoint(body);
-    if (!calledTools(body).includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
-    if (body.messages.at(-1).role === "tool") return { text: READ_DONE };
-    return { text: "hi" };
-  };
-}
-
 /** Starts pi in tmux, runs the reads turn; returns the terminal. */
 async function afterReads(setup) {
   const tui = startTui(setup, { env: memorydEnv() });
@@ -72,11 +50,26 @@ async function afterReads(setup) {
   return tui;
 }
 
-/** A reply held until release() (or the server closes). */
-function held() {
-  let release;
-  const promise = new Promise((r) => (release = r));
-  return { promise, release: (reply) => release(reply) };
+/**
+ * The manual /compact whose checkpoint reply is held back: pi in tmux after
+ * the reads turn, /compact typed, the model asked for the checkpoint; then
+ * fn({ tui, model, setup }). Releases the reply and cleans up after it.
+ */
+async function duringHeldCheckpoint(fn) {
+  const reply = held();
+  const model = await startModelServer(manualScript(() => reply.promise));
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = await afterReads(setup);
+  try {
+    tui.type("/compact");
+    await tui.waitUntil(() => model.requests.some(lastIsManual), 30_000, "the checkpoint request");
+    await fn({ tui, model, setup });
+  } finally {
+    reply.release({ text: "too late" });
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
 }
 
 test("TUI: after new_context the chat shows the window reset (w1 → w2, the reason) and, expanded, the bootstrap", { timeout: 120_000 }, async () => {
@@ -137,14 +130,8 @@ test("TUI: a manual /compact runs the checkpoint turn inside the one compaction,
   }
 });
 
-test("TUI: a manual checkpoint request dropped with Escape is cancelled in memoryd and gone from the next request", { timeout: 120_000 }, async () => {
-  const reply = held();
-  const model = await startModelServer(manualScript(() => reply.promise));
-  const setup = freshSetup(model.url, BIG_FILES);
-  const tui = await afterReads(setup);
-  try {
-    tui.type("/compact");
-    await tui.waitUntil(() => model.requests.some(lastIsManual), 30_000, "the checkpoint request");
+test("TUI: a manual checkpoint request dropped with Escape is cancelled in memoryd and gone from the next request", { timeout: 120_000 }, () =>
+  duringHeldCheckpoint(async ({ tui, model }) => {
     tui.keys("Escape");
     await tui.waitUntil(() => traced(tui.stderr(), "manual_cancelled").length > 0, 30_000, "the manual cancel");
     const st = await stateOf(tui.stderr());
@@ -156,22 +143,11 @@ test("TUI: a manual checkpoint request dropped with Escape is cancelled in memor
     assert.match(textOf(next.messages.at(-1)), /something else/);
     assert.ok(!hasManual(next), "the dropped checkpoint request is not in the model's context");
     assert.ok(next.messages.some((m) => textOf(m).includes(READ_DONE)), "the rest of w1 is");
-  } finally {
-    reply.release({ text: "too late" });
-    tui.stop();
-    await model.close();
-    setup.remove();
-  }
-});
+  }),
+);
 
-test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY; pi -c does not see the request", { timeout: 120_000 }, async () => {
-  const reply = held();
-  const model = await startModelServer(manualScript(() => reply.promise));
-  const setup = freshSetup(model.url, BIG_FILES);
-  const tui = await afterReads(setup);
-  try {
-    tui.type("/compact");
-    await tui.waitUntil(() => model.requests.some(lastIsManual), 30_000, "the checkpoint request");
+test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY; pi -c does not see the request", { timeout: 120_000 }, () =>
+  duringHeldCheckpoint(async ({ tui, model, setup }) => {
     const armed = await stateOf(tui.stderr());
     assert.deepEqual([armed.phase, armed.fence_active], ["MANUAL_AWAITING", true]);
     tui.keys("C-c", "C-c");
@@ -193,10 +169,5 @@ test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd REA
     assert.ok(!hasManual(next), "the dropped checkpoint request is not in the model's context");
     const resumed = await stateOf(r.stderr);
     assert.deepEqual([resumed.window_id, resumed.phase], ["w1", "READY"]);
-  } finally {
-    reply.release({ text: "too late" });
-    tui.stop();
-    await model.close();
-    setup.remove();
-  }
-});
+  }),
+);
