@@ -387,11 +387,7 @@ type ReadCheck struct {
 
 // readOnly reports whether a tool can be re-executed without writing.
 func readOnly(tool string) bool {
-	switch tool {
-	case tools.NotesAppendToFile, tools.NotesWriteFile, tools.NewContext:
-		return false
-	}
-	return tools.Known(tool)
+	return tools.Known(tool) && !tools.Writes(tool)
 }
 
 // AuditedCall is one audit.tool_called event to re-execute.
