@@ -56,7 +56,7 @@ type crashChild struct {
 	stderr *memorytest.Buffer // the child's stderr
 }
 
-// startCrashChild starts the test binary as "server serve" on db and waits
+// startCrashChild starts the test binary as "memoryd serve" on db and waits
 // for its listening line.
 func startCrashChild(t *testing.T, db, syncMode string) *crashChild {
 	t.Helper()

@@ -1,27 +1,158 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+// verb is one verb of the command line: what its help says, its
+// positional arguments, and its flags. Every verb is parsed by runVerb,
+// so help, flag order and usage errors are the same for all of them.
+type verb struct {
+	name     string
+	synopsis string // the usage line after "memoryd "
+	summary  string // one line for the verb list of "memoryd help"
+	about    string // what it does, for "memoryd VERB -h" (lines of at most 100 characters)
+	args     []arg  // positional arguments, in order
+	// flags defines the verb's flags on fs and returns what runs the verb
+	// once they are parsed (getenv gives defaults such as MEMORYD_DB).
+	flags func(fs *flag.FlagSet, getenv func(string) string) runFunc
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+// arg is a positional argument of a verb.
+type arg struct {
+	name     string
+	about    string
+	optional bool // only the last ones may be optional
+}
+
+// invocation is what a verb runs with: its positional arguments (their
+// number checked against the verb's args) and the program's environment.
+type invocation struct {
+	args           []string
+	getenv         func(string) string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+type runFunc func(ctx context.Context, in *invocation) error
+
+// usageLine is the verb's usage line and where to find its help, added to
+// every usage error of the verb.
+func (v *verb) usageLine() string {
+	return fmt.Sprintf("usage: memoryd %s\nRun \"memoryd %s -h\" for its help.", v.synopsis, v.name)
+}
+
+// runVerb parses args for v (flags and positional arguments in any order),
+// prints v's help on -h, checks the number of positional arguments and
+// runs v. A usage error, from the parse or from the verb, ends with v's
+// usage line.
+func runVerb(ctx context.Context, v *verb, in *invocation) error {
+	fs, run, err := parseVerb(v, in.args, in.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return printVerbHelp(in.stdout, v, fs)
+	}
+	if err == nil {
+		in.args = fs.Args()
+		err = run(ctx, in)
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		ue.msg += "\n" + v.usageLine()
+	}
+	return err
+}
+
+// parseVerb defines v's flags and parses args with them. It returns
+// flag.ErrHelp for -h, -help and --help, a usage error for anything it
+// cannot parse or a wrong number of positional arguments.
+func parseVerb(v *verb, args []string, getenv func(string) string) (*flag.FlagSet, runFunc, error) {
+	fs := flag.NewFlagSet(v.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; help is printed by printVerbHelp
+	run := v.flags(fs, getenv)
+	if err := fs.Parse(interleaved(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return &usageError{"help requested"}
+			return fs, nil, err
 		}
-		return &usageError{err.Error()}
+		return fs, nil, &usageError{err.Error()}
+	}
+	return fs, run, v.checkArgs(fs.Args())
+}
+
+// checkArgs reports a missing or extra positional argument.
+func (v *verb) checkArgs(got []string) error {
+	required := 0
+	for _, a := range v.args {
+		if !a.optional {
+			required++
+		}
+	}
+	if len(got) < required {
+		var missing []string
+		for _, a := range v.args[len(got):required] {
+			missing = append(missing, a.name)
+		}
+		return &usageError{fmt.Sprintf("%s needs %s", v.name, strings.Join(missing, " and "))}
+	}
+	if len(got) > len(v.args) {
+		extra := quoteAll(got[len(v.args):])
+		if len(v.args) == 0 {
+			return &usageError{fmt.Sprintf("%s takes no arguments; got %s", v.name, extra)}
+		}
+		var names []string
+		for _, a := range v.args {
+			names = append(names, a.name)
+		}
+		return &usageError{fmt.Sprintf("%s takes %s; got %s more: %s", v.name, strings.Join(names, " "), plural(len(got)-len(v.args), "argument"), extra)}
 	}
 	return nil
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, " ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// printVerbHelp writes v's help to w: synopsis, what it does, its
+// positional arguments and its flags (with their defaults).
+func printVerbHelp(w io.Writer, v *verb, fs *flag.FlagSet) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: memoryd %s\n\n%s\n", v.synopsis, strings.TrimSpace(v.about))
+	if len(v.args) > 0 {
+		b.WriteString("\nArguments:\n")
+		width := 0
+		for _, a := range v.args {
+			width = max(width, len(a.name))
+		}
+		for _, a := range v.args {
+			about := a.about
+			if a.optional {
+				about += " (optional)"
+			}
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, a.name, about)
+		}
+	}
+	b.WriteString("\nFlags (one or two dashes; before, between or after the arguments):\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // interleaved lets positional arguments come before or between flags

@@ -40,7 +40,7 @@ func fxMust(t *testing.T, args ...string) string {
 	t.Helper()
 	out, stderr, err := fxRun(t, nil, args...)
 	if err != nil {
-		t.Fatalf("server %s: %v\nstdout %s\nstderr %s", strings.Join(args, " "), err, out, stderr)
+		t.Fatalf("memoryd %s: %v\nstdout %s\nstderr %s", strings.Join(args, " "), err, out, stderr)
 	}
 	return out
 }
@@ -499,7 +499,7 @@ func TestForensicsUsageErrors(t *testing.T) {
 		_, _, err := fxRun(t, nil, args...)
 		var ue *usageError
 		if !errors.As(err, &ue) || exitCode(err) != 2 {
-			t.Errorf("server %q: %v (exit %d), want a usage error (exit 2)", args, err, exitCode(err))
+			t.Errorf("memoryd %q: %v (exit %d), want a usage error (exit 2)", args, err, exitCode(err))
 		}
 	}
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
@@ -514,7 +514,7 @@ func TestForensicsUsageErrors(t *testing.T) {
 		{"import-session", "--db", db, filepath.Join(dir, "missing.jsonl")},
 	} {
 		if _, _, err := fxRun(t, nil, args...); err == nil || exitCode(err) != 1 {
-			t.Errorf("server %q: %v (exit %d), want exit 1", args, err, exitCode(err))
+			t.Errorf("memoryd %q: %v (exit %d), want exit 1", args, err, exitCode(err))
 		}
 	}
 }

@@ -1,7 +1,9 @@
 // Command server is memoryd: a local HTTP JSON service that keeps a coding
-// agent's history, notes and checkpoint fence in an SQLite event log. Verbs:
-// serve (default), export, import, replay, verify, call, import-session.
-// See the README.
+// agent's history, notes and checkpoint fence in an SQLite event log. Its
+// package path is cmd/server; the binary is built as memoryd
+// (go build -o memoryd ./cmd/server) and calls itself memoryd in every
+// text it prints. Its verbs are listed in the table verbs, each in a file
+// of its own (verb_NAME.go). See the README.
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -30,46 +33,90 @@ func exitCode(err error) int {
 	return 1
 }
 
-// usage is the program's usage text: each verb's line (from its file), then
-// where to find a verb's flags.
-const usage = "usage: " + serveUsage +
-	"\n       " + exportUsage +
-	"\n       " + importUsage +
-	"\n       " + replayUsage +
-	"\n       " + verifyUsage +
-	"\n       " + callUsage +
-	"\n       " + importSessionUsage +
-	"\n       " + tasksUsage +
-	"\nRun \"server VERB -h\" for the flags of a verb."
+// verbs is the command line, in the order help lists it: each verb is in a
+// file of its own (verb_NAME.go) with its help, flags and run function.
+// A new verb is one line here (and a command line in cli_test.go's
+// verbSamples).
+var verbs = []*verb{
+	&serveVerb,
+	&exportVerb,
+	&importVerb,
+	&replayVerb,
+	&verifyVerb,
+	&callVerb,
+	&importSessionVerb,
+	&tasksVerb,
+}
+
+func lookupVerb(name string) *verb {
+	for _, v := range verbs {
+		if v.name == name {
+			return v
+		}
+	}
+	return nil
+}
 
 // run is the whole program: it parses args, reads configuration through
-// getenv and writes only to stdout and stderr. Each verb is in a file of its
-// own (verb_NAME.go) with its flags, its usage line and its run function.
+// getenv and writes only to stdout and stderr. Without a verb (no
+// arguments, or flags first) it serves.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	verb := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		verb, args = args[0], args[1:]
+	name := "serve"
+	if len(args) > 0 {
+		switch a := args[0]; {
+		case a == "help" || a == "-h" || a == "-help" || a == "--help":
+			return runHelp(args[1:], getenv, stdout)
+		case a != "" && a[0] != '-':
+			name, args = a, args[1:]
+		}
 	}
-	switch verb {
-	case "serve":
-		return runServe(ctx, args, getenv, stdout, stderr)
-	case "export":
-		return runExport(ctx, args, getenv, stdout, stderr)
-	case "import":
-		return runImport(ctx, args, getenv, stdin, stdout, stderr)
-	case "replay":
-		return runReplay(ctx, args, stdin, stdout, stderr)
-	case "verify":
-		return runVerify(ctx, args, getenv, stdout, stderr)
-	case "call":
-		return runCall(ctx, args, stdin, stdout, stderr)
-	case "import-session":
-		return runImportSession(ctx, args, getenv, stdout, stderr)
-	case "tasks":
-		return runTasks(ctx, args, getenv, stdout, stderr)
-	case "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
+	v := lookupVerb(name)
+	if v == nil {
+		return &usageError{fmt.Sprintf("unknown verb %q\nRun \"memoryd help\" for the list of verbs.", name)}
 	}
-	return &usageError{fmt.Sprintf("unknown verb %q\n%s", verb, usage)}
+	return runVerb(ctx, v, &invocation{args: args, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// runHelp is "memoryd help [VERB]" (and "memoryd -h"): the verb list, or
+// one verb's help.
+func runHelp(args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		_, err := io.WriteString(stdout, helpText())
+		return err
+	}
+	v := lookupVerb(args[0])
+	switch {
+	case v == nil:
+		return &usageError{fmt.Sprintf("unknown verb %q\nRun \"memoryd help\" for the list of verbs.", args[0])}
+	case len(args) > 1:
+		return &usageError{fmt.Sprintf("help takes one verb; got %s\nRun \"memoryd help\" for the list of verbs.", quoteAll(args))}
+	}
+	fs, _, _ := parseVerb(v, nil, getenv)
+	return printVerbHelp(stdout, v, fs)
+}
+
+// helpText lists the verbs, a line each.
+func helpText() string {
+	var b strings.Builder
+	b.WriteString(`memoryd keeps a coding agent's history, notes and checkpoint fence in an SQLite event log
+and serves them over local HTTP (docs/API.md).
+
+usage: memoryd [VERB] [flags and arguments, in any order]
+
+Verbs:
+`)
+	width := len("help")
+	for _, v := range verbs {
+		width = max(width, len(v.name))
+	}
+	for _, v := range verbs {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, v.name, v.summary)
+	}
+	fmt.Fprintf(&b, "  %-*s  %s\n", width, "help", "this list; \"memoryd help VERB\" is the same as \"memoryd VERB -h\"")
+	b.WriteString(`
+Without a verb memoryd serves (memoryd --db F is memoryd serve --db F).
+"memoryd VERB -h" shows a verb's synopsis, what it does, its arguments and its flags.
+Exit codes: 0 success, 1 failure of what was asked, 2 bad usage.
+`)
+	return b.String()
 }

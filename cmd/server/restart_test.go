@@ -22,7 +22,7 @@ const rsToken = "restart-test-token"
 
 var rsListening = regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[0-9]+)$`)
 
-// rsServer is one run() of "server serve" on a free loopback port.
+// rsServer is one run() of "memoryd serve" on a free loopback port.
 type rsServer struct {
 	url    string
 	cancel context.CancelFunc

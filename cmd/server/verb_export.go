@@ -3,38 +3,45 @@ package main
 import (
 	"bufio"
 	"context"
-	"io"
+	"flag"
 
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// exportUsage is the export verb's line of the usage text.
-const exportUsage = "server export --db F [--task T] [--until P]"
-
-// runExport is the export verb: the log (or one task's events, or those up
-// to a position) as JSON lines on stdout.
-func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", stderr)
-	db := fs.String("db", getenv("MEMORYD_DB"), "database file")
-	task := fs.String("task", "", "only this task's events")
-	until := fs.Int64("until", 0, "only events up to this position")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *db == "" || fs.NArg() > 0 {
-		return &usageError{"usage: " + exportUsage}
-	}
-	svc, err := openExistingService(ctx, *db, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	report, done := progress(stderr, "export", "events", -1)
-	err = forensics.Export(ctx, svc, *task, *until, w, report)
-	done()
-	if err != nil {
-		return err
-	}
-	return w.Flush()
+var exportVerb = verb{
+	name:     "export",
+	synopsis: "export --db F [--task T] [--until P]",
+	summary:  "write the log (or one task's events) as JSON lines on stdout",
+	about: `
+Writes the events of the database --db, in position order, as JSON lines on stdout (the envelope
+of docs/API.md §7), for import, replay and call --log. --task T keeps that task's events only (a
+log with gaps, for reading: import and replay need a whole log). --until P stops after position P;
+--until 0 is the empty log (nothing is written); without --until, the whole log.`,
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to read, which must exist (env MEMORYD_DB)")
+		task := fs.String("task", "", "only the events of task `T`")
+		until := &untilFlag{}
+		fs.Var(until, "until", "only events up to position `P`; 0 the empty log (default: the end)")
+		return func(ctx context.Context, in *invocation) error {
+			if *db == "" {
+				return &usageError{"export needs --db F (or MEMORYD_DB): the database to export"}
+			}
+			svc, err := openExistingService(ctx, *db, in.stderr)
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			if until.empty() {
+				return nil
+			}
+			w := bufio.NewWriterSize(in.stdout, 1<<16)
+			report, done := progress(in.stderr, "export", "events", -1)
+			err = forensics.Export(ctx, svc, *task, until.bound(), w, report)
+			done()
+			if err != nil {
+				return err
+			}
+			return w.Flush()
+		}
+	},
 }

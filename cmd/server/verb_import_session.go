@@ -2,30 +2,41 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// importSessionUsage is the import-session verb's line of the usage text.
-const importSessionUsage = "server import-session --db F SESSION.jsonl"
+var importSessionVerb = verb{
+	name:     "import-session",
+	synopsis: "import-session --db F SESSION.jsonl",
+	summary:  "attach a Pi session file as a task, its entries and branch synced",
+	about: `
+Reads a Pi session file and stores it in the database --db (created if missing) as a new task whose
+session key is the file's absolute path: attaches it, syncs every entry and the branch from its last
+entry to the root, all in one transaction. A refused entry stores nothing and names its line. Prints
+the attach and sync result as JSON.`,
+	args: []arg{{name: "SESSION.jsonl", about: "a Pi session file (its first line is the session header)"}},
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to create or add to (env MEMORYD_DB)")
+		return func(ctx context.Context, in *invocation) error {
+			if *db == "" {
+				return &usageError{"import-session needs --db F (or MEMORYD_DB): the database to import into"}
+			}
+			return runImportSession(ctx, *db, in.args[0], in)
+		}
+	},
+}
 
 // runImportSession is the import-session verb: a Pi session file attached
 // as a task, its entries and branch synced, all or nothing: a database it
 // created is removed when it fails.
-func runImportSession(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("import-session", stderr)
-	db := fs.String("db", getenv("MEMORYD_DB"), "database file (created if missing)")
-	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
-		return err
-	}
-	if *db == "" || fs.NArg() != 1 {
-		return &usageError{"usage: " + importSessionUsage}
-	}
-	path, err := filepath.Abs(fs.Arg(0))
+func runImportSession(ctx context.Context, db, file string, in *invocation) (err error) {
+	stdout, stderr := in.stdout, in.stderr
+	path, err := filepath.Abs(file)
 	if err != nil {
 		return err
 	}
@@ -38,7 +49,7 @@ func runImportSession(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	svc, closeDB, err := openAllOrNothing(ctx, *db, stderr)
+	svc, closeDB, err := openAllOrNothing(ctx, db, stderr)
 	if err != nil {
 		return err
 	}

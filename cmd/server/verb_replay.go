@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,33 +16,48 @@ type replayReport struct {
 	CheckReads *forensics.ReadCheck `json:"check_reads,omitempty"`
 }
 
-// replayUsage is the replay verb's line of the usage text.
-const replayUsage = "server replay FILE [--until P] [--db OUT] [--check-reads]"
+var replayVerb = verb{
+	name:     "replay",
+	synopsis: "replay FILE [--until P] [--db OUT] [--check-reads]",
+	summary:  "rebuild every projection from a log and print a summary with digests",
+	about: `
+Rebuilds every projection from an exported log into a scratch database (or --db OUT) and prints a
+JSON summary: counts of events, tasks, agents, windows and notes, and a digest of each projection.
+Every event is checked as strictly as by import. --until P replays the events up to position P;
+--until 0 the empty log; without --until, the whole log. --check-reads re-executes every audited
+read at its position and exits 1 on a result that differs or a read it cannot re-execute.`,
+	args: []arg{{name: "FILE", about: "an exported log (JSON lines); - reads it from stdin"}},
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		o := &replayOptions{}
+		fs.Var(&o.until, "until", "replay only events up to position `P`; 0 the empty log (default: the end)")
+		fs.StringVar(&o.out, "db", "", "write the rebuilt database to `OUT` (created if missing; must hold no events); default a temporary one")
+		fs.BoolVar(&o.checkReads, "check-reads", false, "re-execute every audited read at its position and report results that differ, or reads it cannot re-execute (exit 1)")
+		fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the replay to `FILE`, for performance work")
+		return o.run
+	},
+}
 
-// runReplay is the replay verb: rebuild every projection from a log file
-// into a scratch database (or --db OUT, removed when the replay created it
-// and fails) and print a summary with digests.
-func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("replay", stderr)
-	until := fs.Int64("until", 0, "replay only events up to this position")
-	out := fs.String("db", "", "write the rebuilt database here (must hold no events); default a temporary one")
-	checkReads := fs.Bool("check-reads", false, "re-execute every audited read at its position and report results that differ, or reads it cannot re-execute (exit 1)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the replay to this file, for performance work")
-	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
-		return err
-	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+// replayOptions are the replay verb's flags.
+type replayOptions struct {
+	until           untilFlag
+	out, cpuProfile string
+	checkReads      bool
+}
+
+// run is the replay verb: rebuild every projection from a log file into a
+// scratch database (or --db OUT, removed when the replay created it and
+// fails) and print a summary with digests.
+func (o *replayOptions) run(ctx context.Context, in *invocation) (err error) {
+	stdin, stdout, stderr := in.stdin, in.stdout, in.stderr
+	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	if fs.NArg() != 1 {
-		return &usageError{"usage: " + replayUsage}
-	}
-	name := fs.Arg(0)
+	name := in.args[0]
 	var audit map[int64][]forensics.AuditedCall
 	var skipped []forensics.SkippedCalls
-	if *checkReads {
+	if o.checkReads {
 		if name == "-" { // the log is read twice: keep stdin in a file
 			tmp, err := spoolStdin(stdin)
 			if err != nil {
@@ -54,7 +70,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return err
 		}
-		audit, skipped, err = forensics.CollectAudit(forensics.Until(lr.Next, *until))
+		audit, skipped, err = forensics.CollectAudit(o.until.next(lr.Next))
 		closeLog()
 		if err != nil {
 			return err
@@ -65,8 +81,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeLog()
-	if *out != "" {
-		fresh := newDatabase(*out)
+	if o.out != "" {
+		fresh := newDatabase(o.out)
 		defer func() {
 			if err != nil {
 				fresh.remove() // after the store's Close, deferred below
@@ -74,13 +90,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	dst, closeDst, err := forensics.Target(ctx, *out, logf)
+	dst, closeDst, err := forensics.Target(ctx, o.out, logf)
 	if err != nil {
 		return err
 	}
 	defer closeDst()
 	report, done := progress(stderr, "replay", "events", -1)
-	check, err := forensics.Replay(ctx, dst, forensics.Counted(forensics.Until(lr.Next, *until), report), forensics.ReplayOptions{Audit: audit})
+	check, err := forensics.Replay(ctx, dst, forensics.Counted(o.until.next(lr.Next), report), forensics.ReplayOptions{Audit: audit})
 	done()
 	if err != nil {
 		if lr.Line() == 0 { // refused before any line was read: a non-empty database
@@ -93,17 +109,17 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	rep := replayReport{Summary: sum}
-	if *checkReads {
+	if o.checkReads {
 		check.SetSkipped(skipped)
 		rep.CheckReads = &check
 	}
 	if err := writeJSON(stdout, rep); err != nil {
 		return err
 	}
-	if *checkReads && len(check.Mismatches) > 0 {
+	if o.checkReads && len(check.Mismatches) > 0 {
 		return fmt.Errorf("%d audited read(s) returned something else on replay", len(check.Mismatches))
 	}
-	if *checkReads && len(check.Unverifiable) > 0 {
+	if o.checkReads && len(check.Unverifiable) > 0 {
 		return fmt.Errorf("%d audited read(s) could not be re-executed: the audit kept their arguments as size and digest", len(check.Unverifiable))
 	}
 	return nil

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,45 +21,72 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// serveUsage is the serve verb's line of the usage text.
-const serveUsage = "server [serve] [flags]"
+var serveVerb = verb{
+	name:     "serve",
+	synopsis: "[serve] [--addr HOST:PORT] [--db F] [--sync full|normal] [flags]",
+	summary:  "run the HTTP service (the default verb)",
+	about: `
+Serves the HTTP API of docs/API.md on --addr (loopback, 127.0.0.1:7411, by default) for the
+database --db, created with its token on first start. Prints "listening on http://HOST:PORT" on
+stdout once it listens, logs JSON lines on stderr, and runs until SIGINT (Ctrl+C) or SIGTERM: it
+then finishes the requests in flight (--shutdown-grace), closes the database and exits 0.
+A port alone (":7411", ":0" for a free port) listens on 127.0.0.1; to listen beyond this machine
+name the host ("0.0.0.0:7411", "[::]:7411", a LAN address): the Host check is then off.
+Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOKEN, else the file "token"
+beside the database. The other verbs: memoryd help.`,
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		o := &serveOptions{}
+		fs.StringVar(&o.addr, "addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address `HOST:PORT` (env MEMORYD_ADDR); a port alone (:7411, :0 for a free one) is on 127.0.0.1")
+		fs.StringVar(&o.db, "db", "", "database `F` (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db, else ~/.local/share/memoryd/memory.db)")
+		fs.Int64Var(&o.maxBody, "max-body", 8<<20, "largest request body in `bytes`")
+		fs.StringVar(&o.sync, "sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
+		fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+		fs.BoolVar(&o.audit, "audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
+		fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to `FILE`, for performance work")
+		fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
+		fs.DurationVar(&o.idleExit, "idle-exit", 0, "stop (as on SIGTERM) after this long without a request, e.g. 30m; 0 never (the Pi extension's shared service uses it)")
+		return o.run
+	},
+}
 
-// runServe is the serve verb: it listens first (so a busy port fails at
-// once), serves until ctx ends or SIGINT/SIGTERM, then drains in-flight
-// requests for up to --shutdown-grace (10 s), cuts off what is left, and
-// closes the database once no handler runs.
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address (env MEMORYD_ADDR); :0 picks a free port")
-	dbFlag := fs.String("db", "", "database file (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db)")
-	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
-	syncMode := fs.String("sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	audit := fs.Bool("audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, for performance work")
-	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
-	idleExit := fs.Duration("idle-exit", 0, "stop (as on SIGTERM) after this long without a request, e.g. 30m; 0 never (the Pi extension's shared service uses it)")
-	if err := parseFlags(fs, args); err != nil {
+// serveOptions are the serve verb's flags.
+type serveOptions struct {
+	addr, db, sync, logLevel, cpuProfile string
+	maxBody                              int64
+	audit                                bool
+	grace, idleExit                      time.Duration
+}
+
+// run is the serve verb: it listens first (so a busy port fails at once),
+// serves until ctx ends or SIGINT/SIGTERM, then drains in-flight requests
+// for up to --shutdown-grace (10 s), cuts off what is left, and closes the
+// database once no handler runs.
+func (o *serveOptions) run(ctx context.Context, in *invocation) error {
+	getenv, stdout, stderr := in.getenv, in.stdout, in.stderr
+	addr, err := listenAddress(o.addr)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	if !strings.EqualFold(o.sync, "full") && !strings.EqualFold(o.sync, "normal") {
+		return &usageError{fmt.Sprintf("--sync must be full or normal, got %q", o.sync)}
 	}
-	if *grace < 0 {
-		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", *grace)}
+	if o.maxBody < 1 {
+		return &usageError{fmt.Sprintf("--max-body must be at least 1 byte, got %d", o.maxBody)}
 	}
-	if *idleExit < 0 {
-		return &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", *idleExit)}
+	if o.grace < 0 {
+		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", o.grace)}
+	}
+	if o.idleExit < 0 {
+		return &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", o.idleExit)}
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return &usageError{fmt.Sprintf("--log-level: %v", err)}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	dbPath := *dbFlag
+	dbPath := o.db
 	if dbPath == "" {
-		var err error
 		if dbPath, err = defaultDBPath(getenv); err != nil {
 			return err
 		}
@@ -76,16 +105,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, idleStop := context.WithCancel(ctx)
 	defer idleStop()
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *addr, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer ln.Close()
 	svc, err := memory.Open(ctx, dbPath, memory.OpenOptions{
-		Synchronous: *syncMode,
+		Synchronous: o.sync,
 		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
 		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
-		AuditCalls:  *audit,
+		AuditCalls:  o.audit,
 		Logger:      log,
 	})
 	if err != nil {
@@ -107,7 +136,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	srv := &http.Server{
 		Handler: api.NewServer(api.Config{
-			Service: svc, Logger: log, Token: token, MaxBody: *maxBody, CheckHost: loopback,
+			Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
@@ -118,7 +147,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	drain := newDrain()
 	drain.install(srv)
-	if *idleExit > 0 {
+	if o.idleExit > 0 {
 		idle := newIdleWatch(time.Now)
 		next := srv.Handler
 		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -126,15 +155,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			defer idle.end()
 			next.ServeHTTP(w, r)
 		})
-		go idle.run(ctx, *idleExit, idleTick(*idleExit), log, idleStop)
+		go idle.run(ctx, o.idleExit, idleTick(o.idleExit), log, idleStop)
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
-	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", *syncMode, "pid", os.Getpid())
+	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", o.sync, "pid", os.Getpid())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -144,7 +173,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	if err := drain.stop(srv, *grace, log); err != nil {
+	if err := drain.stop(srv, o.grace, log); err != nil {
 		leaveStoreOpen = true
 		return err
 	}
@@ -173,6 +202,24 @@ func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serveMemoryLimit)
 	}
+}
+
+// listenAddress is the address serve listens on: addr (HOST:PORT), with
+// an empty host (":7411", ":0") made 127.0.0.1, so that only a host named
+// explicitly (0.0.0.0, [::], a LAN address) exposes memoryd beyond this
+// machine. An address without a numeric port is a usage error.
+func listenAddress(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR) is not HOST:PORT or :PORT (e.g. 127.0.0.1:7411, :0)", addr)}
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR): the port %q is not a number from 0 to 65535", addr, port)}
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 func envOr(getenv func(string) string, key, def string) string {

@@ -2,36 +2,43 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"io"
 
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// tasksUsage is the tasks verb's line of the usage text.
-const tasksUsage = "server tasks --db F [--limit N] [--before P]"
-
-// runTasks is the tasks verb: the tasks of a database and their agents,
-// newest activity first, as the same JSON as GET /v1/tasks.
-func runTasks(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("tasks", stderr)
-	db := fs.String("db", getenv("MEMORYD_DB"), "database file (must exist)")
-	limit := fs.Int("limit", memory.TasksDefaultLimit, fmt.Sprintf("at most this many tasks (1 or more; above %d: %d)", memory.TasksMaxLimit, memory.TasksMaxLimit))
-	before := fs.Int64("before", 0, "only tasks whose last activity is before this position (the next_before of a page; 0: no bound)")
-	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
-		return err
-	}
-	if *db == "" || fs.NArg() > 0 || *limit < 1 || *before < 0 {
-		return &usageError{"usage: " + tasksUsage}
-	}
-	svc, err := openExistingService(ctx, *db, stderr)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	list, err := svc.Tasks(ctx, *before, min(*limit, memory.TasksMaxLimit))
-	if err != nil {
-		return err
-	}
-	return writeJSON(stdout, list)
+var tasksVerb = verb{
+	name:     "tasks",
+	synopsis: "tasks --db F [--limit N] [--before P]",
+	summary:  "list the tasks and their agents, newest activity first (as GET /v1/tasks)",
+	about: `
+Prints the tasks of the database --db and their agents (session key, current window, fence phase,
+last activity), newest activity first by log position, as the same JSON as GET /v1/tasks. A page
+holds --limit tasks; its next_before is the --before of the next page (null on the last page).`,
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to read, which must exist (env MEMORYD_DB)")
+		limit := fs.Int("limit", memory.TasksDefaultLimit, fmt.Sprintf("at most `N` tasks (1 or more; above %d: %d)", memory.TasksMaxLimit, memory.TasksMaxLimit))
+		before := fs.Int64("before", 0, "only tasks whose last activity is before position `P` (a page's next_before; 0: no bound)")
+		return func(ctx context.Context, in *invocation) error {
+			switch {
+			case *db == "":
+				return &usageError{"tasks needs --db F (or MEMORYD_DB): the database to read"}
+			case *limit < 1:
+				return &usageError{fmt.Sprintf("--limit must be 1 or more, not %d", *limit)}
+			case *before < 0:
+				return &usageError{fmt.Sprintf("--before must be a position (0 or more), not %d", *before)}
+			}
+			svc, err := openExistingService(ctx, *db, in.stderr)
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			list, err := svc.Tasks(ctx, *before, min(*limit, memory.TasksMaxLimit))
+			if err != nil {
+				return err
+			}
+			return writeJSON(in.stdout, list)
+		}
+	},
 }

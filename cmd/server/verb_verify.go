@@ -3,28 +3,38 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// verifyUsage is the verify verb's line of the usage text.
-const verifyUsage = "server verify --db F"
+var verifyVerb = verb{
+	name:     "verify",
+	synopsis: "verify --db F",
+	summary:  "rebuild beside a database's projections and report every difference",
+	about: `
+Rebuilds the projections of the database --db from its log into a scratch database, compares them
+with the live ones, and checks every event against the rules an import enforces. Prints a JSON
+report (events, clean, differences, violations); exits 1 when it is not clean. The database is
+only read.`,
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to check, which must exist (env MEMORYD_DB)")
+		return func(ctx context.Context, in *invocation) error {
+			if *db == "" {
+				return &usageError{"verify needs --db F (or MEMORYD_DB): the database to check"}
+			}
+			return runVerify(ctx, *db, in)
+		}
+	},
+}
 
 // runVerify is the verify verb: rebuild the projections from the log
 // beside the live ones and report every difference (exit 1).
-func runVerify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", stderr)
-	db := fs.String("db", getenv("MEMORYD_DB"), "database file")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *db == "" || fs.NArg() > 0 {
-		return &usageError{"usage: " + verifyUsage}
-	}
-	live, err := openExistingService(ctx, *db, stderr)
+func runVerify(ctx context.Context, db string, in *invocation) error {
+	stdout, stderr := in.stdout, in.stderr
+	live, err := openExistingService(ctx, db, stderr)
 	if err != nil {
 		return err
 	}

@@ -413,7 +413,7 @@ const (
 // ("" when it does: a read).
 func skipReason(tool string) string {
 	switch {
-	case tool == tools.NotesAppendToFile, tool == tools.NotesWriteFile, tool == tools.NewContext:
+	case tools.Writes(tool):
 		return skipWrite
 	case !tools.Known(tool):
 		return skipUnknown

@@ -751,7 +751,7 @@ func generate(t *testing.T, sc scenario) {
 func writeReadme(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("# Scenario logs\n\n")
-	b.WriteString("Exported event logs (`server export`) of scripted sessions run through `memory.Service` with the read\n")
+	b.WriteString("Exported event logs (`memoryd export`) of scripted sessions run through `memory.Service` with the read\n")
 	b.WriteString("audit on, and the combined projection digest of each (`<name>.digest`). `TestScenarioLogs` replays every\n")
 	b.WriteString("log and checks the digest and `--check-reads` (zero mismatches); the round-trip test imports, verifies\n")
 	b.WriteString("and re-exports each byte for byte. Regenerate with\n`go test ./internal/forensics -run TestScenarioLogs -update`.\n\n")

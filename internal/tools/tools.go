@@ -79,6 +79,16 @@ func Specs() []Spec { return slices.Clone(specs) }
 // Known reports whether name is one of the 11 tools.
 func Known(name string) bool { _, ok := schemas[name]; return ok }
 
+// Writes reports whether the tool changes state (appends events): the
+// notes writes and new_context. The other tools only read.
+func Writes(name string) bool {
+	switch name {
+	case NotesAppendToFile, NotesWriteFile, NewContext:
+		return true
+	}
+	return false
+}
+
 // ArgumentError is a call's arguments failing the tool's schema. Its
 // message names the tool and the field, in one sentence a model can act on.
 type ArgumentError struct {
