@@ -181,10 +181,14 @@ func planSync(req SyncRequest) (*syncPlan, error) {
 	return p, nil
 }
 
-// deltaPlan is a SyncDelta checked against its request alone.
+// deltaPlan is a SyncDelta checked against its request alone, then
+// resolved by checkStored against the branch of revision resolvedAt.
 type deltaPlan struct {
 	base, keep int64
 	append     []string
+
+	resolvedAt int64         // -1: not resolved
+	change     *branchChange // nil: the branch stays as it is
 }
 
 // planDelta checks the delta of a sync request, if any: its fields, and
@@ -216,7 +220,7 @@ func planDelta(req SyncRequest) (*deltaPlan, error) {
 		}
 		seen[id] = struct{}{}
 	}
-	return &deltaPlan{base: *d.BaseRevision, keep: *d.Keep, append: d.Append}, nil
+	return &deltaPlan{base: *d.BaseRevision, keep: *d.Keep, append: d.Append, resolvedAt: -1}, nil
 }
 
 // branchChange is a change of the branch as history.branch_changed
@@ -367,8 +371,12 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 	}
 	if p.delta != nil {
 		change, err := p.delta.resolve(ctx, r, task, agent, revision, current)
-		if err != nil || change == nil {
+		if err != nil {
 			return err
+		}
+		p.delta.resolvedAt, p.delta.change = revision, change
+		if change == nil {
+			return nil
 		}
 		var lookup []string // appended ids not sent now
 		for _, id := range change.append {
@@ -538,13 +546,17 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 	}
 	res.Revision = revision
 	if p.delta != nil {
-		// As of the snapshot, checkStored found the ids the change appends
-		// stored or sent now. The writer resolves the delta again: a change
-		// it finds here is the one checkStored found (revisions only grow,
-		// so the base was the branch's then too).
-		change, err := p.delta.resolve(ctx, r, task, agent, revision, current)
-		if err != nil {
-			return SyncResult{}, err
+		// checkStored resolved the delta at the snapshot's revision and found
+		// the ids its change appends stored or sent now. The same revision is
+		// the same branch: its change stands. Another revision is a later
+		// one (revisions only grow), against which the delta can only be a
+		// retry (no change) or stale: resolving it again reads no more than
+		// the delta appends.
+		change := p.delta.change
+		if revision != p.delta.resolvedAt {
+			if change, err = p.delta.resolve(ctx, r, task, agent, revision, current); err != nil {
+				return SyncResult{}, err
+			}
 		}
 		if change != nil {
 			res.Revision = revision + 1

@@ -374,3 +374,50 @@ func TestSyncDeltaRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncDeltaBranchMovedBeforeTheWriter: a delta checked at a snapshot
+// whose branch another sync moves before the delta's turn at the writer is
+// stale there (and writes nothing); the same delta sent twice at once
+// records one change, the second answering as a retry.
+func TestSyncDeltaBranchMovedBeforeTheWriter(t *testing.T) {
+	var between func()
+	s := mustOpenServiceWith(t, serviceOptions{syncToWriter: func() {
+		if f := between; f != nil {
+			between = nil
+			f()
+		}
+	}})
+	cc := mustAttach(t, s, "/home/u/.pi/agent/sessions/moved.jsonl")
+	b := sessiongen.NewBuilder(11)
+	for i := range 5 {
+		b.UserText(fmt.Sprintf("turn %d", i))
+	}
+	sess := b.Session()
+	rev := histSync(t, s, cc, sess).Revision
+	id := b.UserText("one more")
+	entry := b.Session().Entries[5:]
+
+	between = func() { // another client cuts the branch back
+		if _, err := histSyncErr(s, cc, nil, sess.Branch[:2], nil); err != nil {
+			t.Errorf("the other sync: %v", err)
+		}
+	}
+	before := lastPosition(t, s)
+	_, err := deltaSync(s, cc, entry, rev, 5, []string{id})
+	wantStaleBase(t, err, rev+1)
+	if got := lastPosition(t, s); got != before+1 {
+		t.Fatalf("position %d, want %d (the other sync's change only)", got, before+1)
+	}
+
+	rev++
+	between = func() { // the same delta, sent again meanwhile, gets there first
+		if _, err := deltaSync(s, cc, entry, rev, 2, []string{id}); err != nil {
+			t.Errorf("the first copy: %v", err)
+		}
+	}
+	res, err := deltaSync(s, cc, entry, rev, 2, []string{id})
+	if err != nil || res.Revision != rev+1 || res.Stored != 0 || res.Unchanged != 1 {
+		t.Fatalf("the second copy: %+v, %v", res, err)
+	}
+	wantBranch(t, s, cc, append(slices.Clone(sess.Branch[:2]), id))
+}
