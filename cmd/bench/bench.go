@@ -59,6 +59,7 @@ type bench struct {
 	syncer       *proc
 	syncRevision int64 // the history branch's revision, as the last sync returned it
 	syncTurns    int   // turns sent
+	syncFrom     int   // the branch's length before the first turn
 
 	// replay, startup.
 	logPath  string

@@ -43,7 +43,7 @@ func (b *bench) setupSyncTurn(ctx context.Context) error {
 	if res.Stored != 0 || res.Unchanged != 0 {
 		return fmt.Errorf("sync server: the whole branch stored %d, unchanged %d, want nothing", res.Stored, res.Unchanged)
 	}
-	b.syncRevision = res.Revision
+	b.syncRevision, b.syncFrom = res.Revision, len(b.histBranch)
 	b.logf("memoryd(sync) at %s: branch of %d ids at revision %d", p.url, len(b.histBranch), res.Revision)
 	return nil
 }
@@ -145,7 +145,7 @@ func (b *bench) syncTurnNotes() string {
 		"as the Pi extension sends it. Timed by the client over loopback HTTP (the server's time and the round trip), %d turns per "+
 		"repetition, one after the other; the figure is their median. A second memoryd on the same database serves the sync rows "+
 		"(so that their writes do not count in the history server's rss row). Each turn must store 1 entry and move the revision by 1.",
-		num(float64(len(b.histBranch)), 0), syncTurnsDelta)
+		num(float64(b.syncFrom), 0), syncTurnsDelta)
 }
 
 func (b *bench) syncTurnWholeNotes() string {
