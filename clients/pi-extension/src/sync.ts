@@ -16,10 +16,11 @@ import type { Trace } from "./trace.js";
 
 const MAX_ENTRIES_PER_SYNC = 5000;
 
-/** The branch memoryd has, as its last sync answered. */
+/** The branch memoryd has, as its last sync answered, and the agent it is of. */
 interface SyncedBranch {
   revision: number;
   ids: string[];
+  agent: string;
 }
 
 export class HistorySync {
@@ -46,7 +47,10 @@ export class HistorySync {
     const branch = ctx.sessionManager.getBranch();
     const ids = branch.map((e) => e.id);
     const fresh = branch.filter((e) => !this.synced.has(e.id));
-    const base = this.base;
+    const context = this.conn.context();
+    // A base of another attach (memoryd answered for another task or agent) is no base.
+    const agent = `${context.task_id}${context.agent}`;
+    const base = this.base?.agent === agent ? this.base : undefined;
     const delta = base && branchDelta(base.ids, ids, base.revision);
     if (fresh.length === 0 && base && !delta) return;
     const chunks: (typeof fresh)[] = [];
@@ -66,7 +70,7 @@ export class HistorySync {
       for (const e of chunk) this.synced.add(e.id);
     }
     // Entries alone leave the branch as it was: it is still base's only if the revision did not move.
-    if (res && (form !== "entries" || res.revision === base?.revision)) this.base = { revision: res.revision, ids };
+    if (res && (form !== "entries" || res.revision === base?.revision)) this.base = { revision: res.revision, ids, agent };
     this.trace("synced", { point, form, stored: res?.stored, revision: res?.revision, window_id: res?.window_id, branch: ids.length });
   }
 
