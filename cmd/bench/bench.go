@@ -52,7 +52,14 @@ type bench struct {
 	ceiling    *sql.DB
 	textBytes  int64
 	textItems  int64
-	searchedAt int // the repetition whose searches ran
+	searchedAt int      // the repetition whose searches ran
+	histBranch []string // the history agent's branch (the sync rows extend it)
+
+	// sync-turn, sync-turn-whole: a second memoryd on the history.
+	syncer       *proc
+	syncRevision int64 // the history branch's revision, as the last sync returned it
+	syncTurns    int   // turns sent
+	syncFrom     int   // the branch's length before the first turn
 
 	// replay, startup.
 	logPath  string
@@ -170,7 +177,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running; the first error lands in
 // *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.hist} {
+	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist} {
 		if *p == nil {
 			continue
 		}

@@ -82,6 +82,23 @@ var allRows = []*row{
 		fig: ms, ceil: ms, targetText: "none (information)",
 	},
 	{
+		name: "sync-turn",
+		help: "one more turn on the history: a history sync of one new\n" +
+			"entry with the branch as a delta from the last\n" +
+			"revision, timed by the client                  (≤ 5 ms)",
+		needs:   []*fixture{fxSyncTurn},
+		measure: (*bench).measureSyncTurnDelta, notes: (*bench).syncTurnNotes,
+		fig: ms, target: 0.005, targetText: "≤ 5 ms",
+	},
+	{
+		name: "sync-turn-whole",
+		help: "the same turn with the whole branch in the request, as\n" +
+			"before the delta form (information)",
+		needs:   []*fixture{fxSyncTurn},
+		measure: (*bench).measureSyncTurnWhole, notes: (*bench).syncTurnWholeNotes,
+		fig: ms, targetText: "none (information)",
+	},
+	{
 		name: "replay",
 		help: "\"memoryd replay\" of an -events event log, vs a raw batched\n" +
 			"insert of the same events                      (target ≥ 0.75×)",

@@ -53,7 +53,7 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	sess = sessiongen.Session{} // free the gigabyte before measuring anything
 	runtime.GC()
 	debug.FreeOSMemory()
-	if err := b.syncProbe(ctx, branch); err != nil {
+	if b.histBranch, err = b.syncProbe(ctx, branch); err != nil {
 		return err
 	}
 	// The ingest's own peak, which the rss row (a restarted server) does
@@ -190,8 +190,8 @@ func (b *bench) syncHistory(ctx context.Context, sess sessiongen.Session) error 
 // syncProbe times what a client pays per turn once the history is large:
 // three syncs of one new user message each, every one carrying the whole
 // branch as the contract requires (informational; the texts contain no
-// needle).
-func (b *bench) syncProbe(ctx context.Context, branch []string) error {
+// needle). It returns the branch with the probe's entries.
+func (b *bench) syncProbe(ctx context.Context, branch []string) ([]string, error) {
 	known := make(map[string]bool, len(branch))
 	for _, id := range branch {
 		known[id] = true
@@ -211,7 +211,7 @@ func (b *bench) syncProbe(ctx context.Context, branch []string) error {
 		fmt.Fprintf(&body, `{"context":{"task_id":%q,"agent":"/root"},"entries":[%s],"branch":`, b.histTask, entry)
 		ids, err := json.Marshal(branch)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body.Write(ids)
 		body.WriteString("}")
@@ -221,17 +221,17 @@ func (b *bench) syncProbe(ctx context.Context, branch []string) error {
 		}
 		t := time.Now()
 		if err := b.cl.postJSON(ctx, b.hist.url+"/v1/history/sync", body.Bytes(), &res); err != nil {
-			return fmt.Errorf("sync probe: %w", err)
+			return nil, fmt.Errorf("sync probe: %w", err)
 		}
 		took = append(took, time.Since(t).Seconds())
 		if res.Stored != 1 {
-			return fmt.Errorf("sync probe: stored %d entries, want 1", res.Stored)
+			return nil, fmt.Errorf("sync probe: stored %d entries, want 1", res.Stored)
 		}
 	}
 	b.info = append(b.info, fmt.Sprintf("One more turn on the full history: a sync of 1 new entry with the whole branch (%s ids, a %s body) "+
 		"took %s per request (3 requests).", num(float64(len(branch)), 0), mb(int64(size)), spreadOf(took).format(ms)))
 	b.logf("sync probe: %s per one-entry sync", spreadOf(took).format(ms))
-	return nil
+	return branch, nil
 }
 
 // fileSize is the size of the database at path with its WAL, in MB.

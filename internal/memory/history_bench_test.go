@@ -116,31 +116,62 @@ func BenchmarkReadItem(b *testing.B) {
 	}
 }
 
+// longBranchTurns is the length of the branch of
+// BenchmarkSyncOneOnLongBranch: as many entries as the 1 GB history of
+// cmd/bench has.
+const longBranchTurns = 190_606
+
 // BenchmarkSyncOneOnLongBranch: the sync of every turn of a long session,
-// one new entry at the end of a branch of 100,000 (the request carries
-// the whole branch, as the extension sends it).
+// one new entry at the end of a branch of longBranchTurns, with the
+// branch whole (as the Pi extension sent it before the delta form) and as
+// a delta from the last revision (as it sends it now). Only the sync is
+// timed: each turn's entry is made by hand, not by a Builder's Session
+// (which copies the whole tree).
 func BenchmarkSyncOneOnLongBranch(b *testing.B) {
 	s := mustOpenService(b)
 	cc := mustAttach(b, s, "/bench/long-branch.jsonl")
 	gen := sessiongen.NewBuilder(3)
-	for i := range 100_000 {
+	for i := range longBranchTurns {
 		gen.UserText(fmt.Sprintf("turn %d", i))
 	}
 	sess := gen.Session()
-	for start := 0; start < len(sess.Entries); start += 10_000 {
-		end := min(start+10_000, len(sess.Entries))
-		if _, err := histSyncErr(s, cc, sess.Entries[start:end], sess.Branch[:end], nil); err != nil {
+	var revision int64
+	for start := 0; start < len(sess.Entries); start += MaxSyncEntries {
+		end := min(start+MaxSyncEntries, len(sess.Entries))
+		res, err := histSyncErr(s, cc, sess.Entries[start:end], sess.Branch[:end], nil)
+		if err != nil {
 			b.Fatal(err)
 		}
+		revision = res.Revision
 	}
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		id := gen.UserText(fmt.Sprintf("one more %d", i))
-		next := gen.Session()
-		if _, err := histSyncErr(s, cc, next.Entries[len(next.Entries)-1:], next.Branch, nil); err != nil {
-			b.Fatalf("sync %s: %v", id, err)
+	branch := sess.Branch
+	turn := func(form string, i int) (json.RawMessage, string) {
+		id := fmt.Sprintf("%s%07d", form, i)
+		entry := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2027-01-01T00:00:00.000Z","message":{"role":"user","content":"one more turn %d","timestamp":1798761600000}}`,
+			id, branch[len(branch)-1], i)
+		branch = append(branch, id)
+		return json.RawMessage(entry), id
+	}
+	b.Run("whole", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			entry, id := turn("w", i)
+			res, err := histSyncErr(s, cc, []json.RawMessage{entry}, branch, nil)
+			if err != nil || res.Stored != 1 {
+				b.Fatalf("sync %s: %+v %v", id, res, err)
+			}
+			revision = res.Revision
 		}
-	}
+	})
+	b.Run("delta", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			entry, id := turn("d", i)
+			res, err := deltaSync(s, cc, []json.RawMessage{entry}, revision, int64(len(branch)-1), []string{id})
+			if err != nil || res.Stored != 1 || res.Revision != revision+1 {
+				b.Fatalf("sync %s: %+v %v", id, res, err)
+			}
+			revision = res.Revision
+		}
+	})
 }
 
 // hostileBranchLength is the length of the branches of

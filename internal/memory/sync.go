@@ -22,13 +22,31 @@ const (
 	MaxBranchLength = 1_000_000
 )
 
-// SyncRequest is the body of POST /v1/history/sync.
+// SyncRequest is the body of POST /v1/history/sync. The branch comes
+// whole (Branch) or as a delta from a revision (Delta), or not at all.
 type SyncRequest struct {
 	Context          CallContext       `json:"context"`
 	Entries          []json.RawMessage `json:"entries"`
 	Branch           *[]string         `json:"branch"`
 	ExpectedRevision *int64            `json:"expected_revision"`
+	Delta            *SyncDelta        `json:"delta"`
 }
+
+// SyncDelta is the delta form of a sync's branch (API §4, an addition):
+// the branch of revision BaseRevision (the revision a sync returned) with
+// its first Keep ids kept and Append after them, as history.branch_changed
+// records a change. A client sends it instead of the whole branch so that
+// a turn costs what it adds, not the session's length.
+type SyncDelta struct {
+	BaseRevision *int64   `json:"base_revision"`
+	Keep         *int64   `json:"keep"`
+	Append       []string `json:"append"`
+}
+
+// SyncReasonStaleBase is details.reason of the conflict a delta sync gets
+// when its base revision is not the branch's (or its keep is longer than
+// the branch): the client lost track and sends the whole branch.
+const SyncReasonStaleBase = "stale_base"
 
 // SyncResult is the response of a sync.
 type SyncResult struct {
@@ -129,7 +147,8 @@ type syncPlan struct {
 	entries []syncEntry // distinct ids, in request order
 	ids     []string    // the entries' ids
 	sentNow map[string]bool
-	branch  []string // nil: the branch is not changed
+	branch  []string // nil: the branch is not changed (or delta says how)
+	delta   *deltaPlan
 	hashes  [][]byte // hashes[i] = projections.BranchPrefixHash(hashes[i-1], branch[i])
 	// stored are the entries the snapshot of checkStored had stored, with
 	// the same content; rendered are the others, rendered ahead.
@@ -146,11 +165,141 @@ func planSync(req SyncRequest) (*syncPlan, error) {
 	if req.Branch != nil && len(*req.Branch) > MaxBranchLength {
 		return nil, invalidf("a branch has at most %d entries", MaxBranchLength)
 	}
+	delta, err := planDelta(req)
+	if err != nil {
+		return nil, err
+	}
 	entries, err := parseEntries(req.Entries)
 	if err != nil {
 		return nil, err
 	}
-	return newSyncPlan(entries, req.Branch)
+	p, err := newSyncPlan(entries, req.Branch)
+	if err != nil {
+		return nil, err
+	}
+	p.delta = delta
+	return p, nil
+}
+
+// deltaPlan is a SyncDelta checked against its request alone, then
+// resolved by checkStored against the branch of revision resolvedAt.
+type deltaPlan struct {
+	base, keep int64
+	append     []string
+
+	resolvedAt int64         // -1: not resolved
+	change     *branchChange // nil: the branch stays as it is
+}
+
+// planDelta checks the delta of a sync request, if any: its fields, and
+// that it appends valid ids once each.
+func planDelta(req SyncRequest) (*deltaPlan, error) {
+	d := req.Delta
+	if d == nil {
+		return nil, nil
+	}
+	switch {
+	case req.Branch != nil:
+		return nil, invalidf("a sync carries the branch whole (branch) or as a delta (delta), not both")
+	case req.ExpectedRevision != nil:
+		return nil, invalidf("expected_revision goes with a whole branch; a delta names its base in delta.base_revision")
+	case d.BaseRevision == nil || *d.BaseRevision < 0:
+		return nil, invalidf("delta.base_revision is required: the revision the last sync returned")
+	case d.Keep == nil || *d.Keep < 0:
+		return nil, invalidf("delta.keep is required: how many ids of the base branch stay (0 or more)")
+	case *d.Keep > MaxBranchLength || *d.Keep+int64(len(d.Append)) > MaxBranchLength:
+		return nil, invalidf("a branch has at most %d entries", MaxBranchLength)
+	}
+	seen := make(map[string]struct{}, len(d.Append))
+	for i, id := range d.Append {
+		if !validEntryID(id) {
+			return nil, invalidf("delta.append[%d] is not an entry id (ids are 1 to %d bytes of valid UTF-8)", i, maxEntryIDBytes)
+		}
+		if _, dup := seen[id]; dup {
+			return nil, invalidf("delta.append lists entry %q twice (delta.append[%d])", id, i)
+		}
+		seen[id] = struct{}{}
+	}
+	return &deltaPlan{base: *d.BaseRevision, keep: *d.Keep, append: d.Append, resolvedAt: -1}, nil
+}
+
+// branchChange is a change of the branch as history.branch_changed
+// records it.
+type branchChange struct {
+	keep   int64
+	append []string
+	length int64
+}
+
+// resolve checks the delta against the agent's branch (revision and
+// length) as r reads it, and returns the change it makes, nil when the
+// branch stays as it is. The change is the one the whole form of the same
+// branch would make: keep is the longest prefix the new branch shares
+// with the current one. It reads no more of the branch than the delta
+// appends.
+func (d *deltaPlan) resolve(ctx context.Context, r *projections.Reader, task, agent string, revision, length int64) (*branchChange, error) {
+	newLength := d.keep + int64(len(d.append))
+	switch {
+	case d.base == revision && d.keep <= length:
+	case d.base == revision-1:
+		// A retry of this delta after it succeeded answers as a retried
+		// whole sync does: the branch is already the one it asks for.
+		same, err := d.madeLastChange(ctx, r, task, agent, length)
+		if err != nil || same {
+			return nil, err
+		}
+		return nil, staleBase(d, revision, length)
+	default:
+		return nil, staleBase(d, revision, length)
+	}
+	keep, tail := d.keep, d.append
+	if keep < length && len(tail) > 0 {
+		current, err := r.BranchIDsFrom(ctx, task, agent, keep, len(tail))
+		if err != nil {
+			return nil, err
+		}
+		for len(tail) > 0 && len(current) > 0 && current[0] == tail[0] {
+			current, tail, keep = current[1:], tail[1:], keep+1
+		}
+	}
+	if keep == length && newLength == length {
+		return nil, nil
+	}
+	id, at, err := r.FirstOnBranchBefore(ctx, task, agent, tail, keep)
+	if err != nil {
+		return nil, err
+	}
+	if at >= 0 {
+		return nil, invalidf("delta.append lists entry %q, which the kept branch has at index %d; a branch lists an entry once", id, at)
+	}
+	return &branchChange{keep: keep, append: tail, length: newLength}, nil
+}
+
+// madeLastChange reports whether the branch (of length length) is the
+// delta applied to the branch before the last change: the last change
+// kept at least the delta's keep (so the prefix the delta keeps is
+// unchanged) and the branch continues with the delta's ids.
+func (d *deltaPlan) madeLastChange(ctx context.Context, r *projections.Reader, task, agent string, length int64) (bool, error) {
+	if length != d.keep+int64(len(d.append)) {
+		return false, nil
+	}
+	kept, err := r.LastBranchChangeKeep(ctx, task, agent)
+	if err != nil || kept < d.keep {
+		return false, err
+	}
+	ids, err := r.BranchIDsFrom(ctx, task, agent, d.keep, len(d.append))
+	return err == nil && slices.Equal(ids, d.append), err
+}
+
+// staleBase is the conflict of a delta whose base is not the branch (of
+// revision and length) memoryd has.
+func staleBase(d *deltaPlan, revision, length int64) error {
+	msg := fmt.Sprintf("delta.base_revision is %d but the branch is at revision %d; send the whole branch (branch) instead of a delta", d.base, revision)
+	if d.base == revision {
+		msg = fmt.Sprintf("delta.keep is %d but the branch at revision %d has %d entries; send the whole branch (branch) instead of a delta", d.keep, revision, length)
+	}
+	return &Error{Kind: ErrConflict, Message: msg,
+		Details: map[string]any{"reason": SyncReasonStaleBase, "revision": revision, "length": length}}
 }
 
 // newSyncPlan is planSync of entries already parsed: it checks that the
@@ -219,6 +368,30 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 			return &EntryError{Index: e.index, Err: conflictf("entry %q was already synced with different content; entries are immutable", e.id)}
 		}
 		p.stored[e.id] = true
+	}
+	if p.delta != nil {
+		change, err := p.delta.resolve(ctx, r, task, agent, revision, current)
+		if err != nil {
+			return err
+		}
+		p.delta.resolvedAt, p.delta.change = revision, change
+		if change == nil {
+			return nil
+		}
+		var lookup []string // appended ids not sent now
+		for _, id := range change.append {
+			if !p.sentNow[id] {
+				lookup = append(lookup, id)
+			}
+		}
+		i, err := r.FirstUnstored(ctx, task, agent, lookup)
+		if err != nil {
+			return err
+		}
+		if i >= 0 {
+			return invalidf("delta.append names entry %q, which was never synced; send it in entries", lookup[i])
+		}
+		return nil
 	}
 	if p.branch == nil {
 		return nil
@@ -372,6 +545,26 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 		}
 	}
 	res.Revision = revision
+	if p.delta != nil {
+		// checkStored resolved the delta at the snapshot's revision and found
+		// the ids its change appends stored or sent now. The same revision is
+		// the same branch: its change stands. Another revision is a later
+		// one (revisions only grow), against which the delta can only be a
+		// retry (no change) or stale: resolving it again reads no more than
+		// the delta appends.
+		change := p.delta.change
+		if revision != p.delta.resolvedAt {
+			if change, err = p.delta.resolve(ctx, r, task, agent, revision, current); err != nil {
+				return SyncResult{}, err
+			}
+		}
+		if change != nil {
+			res.Revision = revision + 1
+			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+				TaskID: task, Agent: agent, Revision: res.Revision, Keep: change.keep,
+				Append: append([]string{}, change.append...), Length: change.length}})
+		}
+	}
 	if p.branch != nil {
 		// checkStored found every id of the branch stored or sent now,
 		// and entries stay stored: only the shared prefix may have

@@ -60,6 +60,51 @@ func (r *Reader) BranchIDs(ctx context.Context, taskID, agent string) ([]string,
 	return r.q.BranchEntryIDs(ctx, projectionsdb.BranchEntryIDsParams{TaskID: taskID, Agent: agent})
 }
 
+// BranchIDsFrom returns at most n entry ids of an agent's current branch
+// from branch index from on, in order (fewer at its end).
+func (r *Reader) BranchIDsFrom(ctx context.Context, taskID, agent string, from int64, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	return r.q.BranchEntryIDsFrom(ctx, projectionsdb.BranchEntryIDsFromParams{TaskID: taskID, Agent: agent, FromIndex: from, MaxCount: int64(n)})
+}
+
+// FirstOnBranchBefore returns the id among ids at the lowest index of an
+// agent's current branch below before, and that index; -1 when none of
+// them is there. It costs one index lookup per id, whatever the branch's
+// length.
+func (r *Reader) FirstOnBranchBefore(ctx context.Context, taskID, agent string, ids []string, before int64) (string, int64, error) {
+	if len(ids) == 0 || before <= 0 {
+		return "", -1, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return "", -1, err
+	}
+	rows, err := r.q.OnBranchBefore(ctx, projectionsdb.OnBranchBeforeParams{TaskID: taskID, Agent: agent, Ids: string(list), BeforeIndex: before})
+	if err != nil {
+		return "", -1, err
+	}
+	id, at := "", int64(-1)
+	for _, row := range rows {
+		if at < 0 || row.BranchIndex < at {
+			id, at = row.EntryID, row.BranchIndex
+		}
+	}
+	return id, at, nil
+}
+
+// LastBranchChangeKeep returns how many entries of the branch before it
+// the last change of an agent's branch kept (its event's keep); -1 when
+// the branch never changed.
+func (r *Reader) LastBranchChangeKeep(ctx context.Context, taskID, agent string) (int64, error) {
+	keep, err := r.q.LastBranchChangeKeep(ctx, projectionsdb.LastBranchChangeKeepParams{TaskID: taskID, Agent: agent})
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	return keep, err
+}
+
 // StoredEntries returns which of ids an agent has stored, in one query.
 func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(ids))

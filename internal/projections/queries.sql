@@ -184,6 +184,32 @@ ON CONFLICT (task_id, agent) DO UPDATE SET revision = excluded.revision, length 
 -- name: BranchEntryIDs :many
 SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index;
 
+-- name: BranchEntryIDsFrom :many
+-- The entry ids of an agent's current branch from branch index from_index,
+-- at most max_count of them, in order.
+SELECT entry_id FROM history_branch_entries
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(from_index)
+ORDER BY branch_index
+LIMIT sqlc.arg(max_count);
+
+-- name: OnBranchBefore :many
+-- Those of a JSON array of entry ids that are on an agent's current branch
+-- before branch index before_index, with their index: one lookup of
+-- the history_branch_entries_entry index per id (no ORDER BY, which would
+-- make SQLite walk the branch in index order instead).
+SELECT entry_id, branch_index FROM history_branch_entries INDEXED BY history_branch_entries_entry
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND entry_id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids) AS TEXT)))
+  AND branch_index < sqlc.arg(before_index);
+
+-- name: LastBranchChangeKeep :one
+-- How many entries the last change of an agent's branch kept of the branch
+-- before it: the keep of the history.branch_changed event the branch row
+-- names.
+SELECT CAST(json_extract(e.data, '$.keep') AS INTEGER) AS keep
+FROM history_branches b JOIN events e ON e.position = b.position
+WHERE b.task_id = ? AND b.agent = ?;
+
 -- name: DeleteBranchEntriesFrom :exec
 DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?;
 

@@ -97,7 +97,11 @@ export class MemorydClient {
     return this.post("/v1/sessions/attach", req, options);
   }
 
-  /** POST /v1/history/sync. */
+  /**
+   * POST /v1/history/sync: new entries and the branch, whole (`branch`) or as
+   * a delta from the last sync's revision (`delta`, see `branchDelta`; a
+   * stale base rejects with a conflict that `isStaleBase` recognises).
+   */
   historySync(req: SyncRequest, options?: CallOptions): Promise<SyncResult> {
     return this.post("/v1/history/sync", req, options);
   }

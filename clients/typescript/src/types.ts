@@ -71,13 +71,45 @@ export interface SessionEntryLike {
   timestamp?: string;
 }
 
-export interface SyncRequest {
+/**
+ * The branch as a change of the branch of a revision (API.md §4, an
+ * addition): keep its first `keep` ids, then `append`. A turn sends what it
+ * adds, not the whole branch. A base that is not the branch memoryd has is
+ * 409 `conflict` with `details.reason` `"stale_base"` (`isStaleBase`): send
+ * the whole branch then. `branchDelta` computes one.
+ */
+export interface SyncDelta {
+  /** The revision a sync returned: the branch this one changes. */
+  base_revision: number;
+  /** How many ids of that branch stay, from its root (0 or more). */
+  keep: number;
+  /** The ids after them, root to leaf; empty: the branch is cut to `keep`. */
+  append: string[];
+}
+
+interface SyncRequestBase {
   context: CallContext;
   entries: ReadonlyArray<SessionEntry | SessionEntryLike>;
+}
+
+/** A sync with the whole branch, or none. */
+export interface WholeSyncRequest extends SyncRequestBase {
   /** The ordered entry ids of the current branch, root to leaf; omitted: the branch is unchanged. */
   branch?: string[];
+  /** The branch revision the caller last saw; another is `conflict`. */
   expected_revision?: number;
+  delta?: never;
 }
+
+/** A sync with the branch as a delta from the revision the last sync returned. */
+export interface DeltaSyncRequest extends SyncRequestBase {
+  delta: SyncDelta;
+  branch?: never;
+  expected_revision?: never;
+}
+
+/** The body of POST /v1/history/sync: the branch whole, as a delta, or unchanged. */
+export type SyncRequest = WholeSyncRequest | DeltaSyncRequest;
 
 export interface SyncResult {
   revision: number;

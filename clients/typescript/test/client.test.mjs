@@ -11,11 +11,14 @@ import { after, before, describe, test } from "node:test";
 import {
   MemorydClient,
   MemorydError,
+  SYNC_STALE_BASE,
   TOOL_NAMES,
+  branchDelta,
   defaultDbPath,
   discoverBaseUrl,
   discoverToken,
   isMemorydError,
+  isStaleBase,
   tokenFilePath,
 } from "../dist/index.js";
 import { startMemoryd } from "../../testing/memoryd.mjs";
@@ -165,6 +168,41 @@ describe("history sync and the history tools", () => {
     await rejectsWith(() => client.historySync({ context: a.ctx(), entries: [], branch: ["e1"], expected_revision: 0 }), "conflict", 409);
     await rejectsWith(() => client.historySync({ context: a.ctx(), entries: [], branch: ["e1", "nope"] }), "invalid_argument", 400);
     await rejectsWith(() => client.historySync({ context: { task_id: a.task_id, agent: "/root/ghost" }, entries: [] }), "not_found", 404);
+  });
+
+  test("delta sync: a branch as a change of the last revision; a stale base is a conflict that asks for the whole branch", async () => {
+    const b = await attachNew();
+    const ids = entries.map((e) => e.id);
+    const r1 = await client.historySync({ context: b.ctx(), entries: entries.slice(0, 2), branch: ids.slice(0, 2) });
+    // One more turn: only the new entry and the delta travel.
+    const d2 = branchDelta(ids.slice(0, 2), ids.slice(0, 3), r1.revision);
+    assert.deepEqual(d2, { base_revision: r1.revision, keep: 2, append: ["e3"] });
+    const r2 = await client.historySync({ context: b.ctx(), entries: [entries[2]], delta: d2 });
+    assert.deepEqual(r2, { revision: r1.revision + 1, stored: 1, unchanged: 0, window_id: "w1" });
+    // The same delta retried after it succeeded: as a retried whole sync, nothing changes.
+    assert.deepEqual(await client.historySync({ context: b.ctx(), entries: [entries[2]], delta: d2 }), { ...r2, stored: 0, unchanged: 1 });
+    assert.equal(branchDelta(ids.slice(0, 3), ids.slice(0, 3), r2.revision), undefined);
+    // A client that lost track: its base is stale.
+    const stale = branchDelta(ids.slice(0, 2), ids, r1.revision);
+    const e = await rejectsWith(() => client.historySync({ context: b.ctx(), entries: [entries[3]], delta: stale }), "conflict", 409);
+    assert.ok(isStaleBase(e));
+    assert.equal(e.details.reason, SYNC_STALE_BASE);
+    assert.equal(e.details.revision, r2.revision);
+    assert.match(e.message, /whole branch/);
+    // The whole branch recovers, and deltas go on from its revision.
+    const r3 = await client.historySync({ context: b.ctx(), entries: [entries[3]], branch: ids });
+    assert.equal(r3.revision, r2.revision + 1);
+    const r4 = await client.historySync({ context: b.ctx(), entries: [], delta: branchDelta(ids, ids.slice(0, 1), r3.revision) });
+    assert.equal(r4.revision, r3.revision + 1);
+    const items = await client.historyListItems(b.ctx(), {});
+    assert.deepEqual(items.details.results.map((r) => r.item_id), ["e1"]);
+    // Other conflicts are not stale bases.
+    const changed = { ...entries[0], message: { ...entries[0].message, content: [{ type: "text", text: "other" }] } };
+    const c = await rejectsWith(() => client.historySync({ context: b.ctx(), entries: [changed] }), "conflict", 409);
+    assert.equal(isStaleBase(c), false);
+    // A delta with the whole branch is refused.
+    const both = { context: b.ctx(), entries: [], branch: ids, delta: { base_revision: r4.revision, keep: 1, append: [] } };
+    await rejectsWith(() => client.request({ method: "POST", path: "/v1/history/sync", json: both }), "invalid_argument", 400);
   });
 
   test("history_list_windows and history_list_items", async () => {

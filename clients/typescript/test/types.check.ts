@@ -25,6 +25,16 @@ export async function checks(): Promise<void> {
   await client.callTool("history_list_items", ctx, { role: "robot" });
   // @ts-expect-error a tool without arguments
   await client.callTool("get_context_remaining", ctx, { limit: 1 });
+  // The history sync: the branch whole, or as a delta, not both.
+  await client.historySync({ context: ctx, entries: [], branch: ["e1"], expected_revision: 1 });
+  await client.historySync({ context: ctx, entries: [], delta: { base_revision: 1, keep: 1, append: ["e2"] } });
+  // @ts-expect-error a delta with the whole branch
+  await client.historySync({ context: ctx, entries: [], branch: ["e1"], delta: { base_revision: 1, keep: 1, append: [] } });
+  // @ts-expect-error a delta with expected_revision (its base is base_revision)
+  await client.historySync({ context: ctx, entries: [], expected_revision: 1, delta: { base_revision: 1, keep: 1, append: [] } });
+  // @ts-expect-error a delta without its base
+  await client.historySync({ context: ctx, entries: [], delta: { keep: 1, append: [] } });
+
   // @ts-expect-error the details of another tool
   const wrong: ToolDetails["notes_read_file"] = written.details;
   void wrong;

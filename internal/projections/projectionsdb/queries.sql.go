@@ -139,6 +139,50 @@ func (q *Queries) BranchEntryIDs(ctx context.Context, arg BranchEntryIDsParams) 
 	return items, nil
 }
 
+const branchEntryIDsFrom = `-- name: BranchEntryIDsFrom :many
+SELECT entry_id FROM history_branch_entries
+WHERE task_id = ?1 AND agent = ?2 AND branch_index >= ?3
+ORDER BY branch_index
+LIMIT ?4
+`
+
+type BranchEntryIDsFromParams struct {
+	TaskID    string
+	Agent     string
+	FromIndex int64
+	MaxCount  int64
+}
+
+// The entry ids of an agent's current branch from branch index from_index,
+// at most max_count of them, in order.
+func (q *Queries) BranchEntryIDsFrom(ctx context.Context, arg BranchEntryIDsFromParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, branchEntryIDsFrom,
+		arg.TaskID,
+		arg.Agent,
+		arg.FromIndex,
+		arg.MaxCount,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var entry_id string
+		if err := rows.Scan(&entry_id); err != nil {
+			return nil, err
+		}
+		items = append(items, entry_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const branchPrefixHash = `-- name: BranchPrefixHash :one
 SELECT prefix_hash FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index = ?
 `
@@ -1458,6 +1502,27 @@ func (q *Queries) InsertTask(ctx context.Context, arg InsertTaskParams) error {
 	return err
 }
 
+const lastBranchChangeKeep = `-- name: LastBranchChangeKeep :one
+SELECT CAST(json_extract(e.data, '$.keep') AS INTEGER) AS keep
+FROM history_branches b JOIN events e ON e.position = b.position
+WHERE b.task_id = ? AND b.agent = ?
+`
+
+type LastBranchChangeKeepParams struct {
+	TaskID string
+	Agent  string
+}
+
+// How many entries the last change of an agent's branch kept of the branch
+// before it: the keep of the history.branch_changed event the branch row
+// names.
+func (q *Queries) LastBranchChangeKeep(ctx context.Context, arg LastBranchChangeKeepParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, lastBranchChangeKeep, arg.TaskID, arg.Agent)
+	var keep int64
+	err := row.Scan(&keep)
+	return keep, err
+}
+
 const lastChunkNo = `-- name: LastChunkNo :one
 SELECT CAST(coalesce(max(chunk_no), 0) AS INTEGER) FROM history_chunks WHERE task_id = ? AND agent = ?
 `
@@ -1711,6 +1776,57 @@ func (q *Queries) NoteWithParts(ctx context.Context, arg NoteWithPartsParams) ([
 			&i.UpdatedPosition,
 			&i.Text,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const onBranchBefore = `-- name: OnBranchBefore :many
+SELECT entry_id, branch_index FROM history_branch_entries INDEXED BY history_branch_entries_entry
+WHERE task_id = ?1 AND agent = ?2
+  AND entry_id IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+  AND branch_index < ?4
+`
+
+type OnBranchBeforeParams struct {
+	TaskID      string
+	Agent       string
+	Ids         string
+	BeforeIndex int64
+}
+
+type OnBranchBeforeRow struct {
+	EntryID     string
+	BranchIndex int64
+}
+
+// Those of a JSON array of entry ids that are on an agent's current branch
+// before branch index before_index, with their index: one lookup of
+// the history_branch_entries_entry index per id (no ORDER BY, which would
+// make SQLite walk the branch in index order instead).
+func (q *Queries) OnBranchBefore(ctx context.Context, arg OnBranchBeforeParams) ([]OnBranchBeforeRow, error) {
+	rows, err := q.db.QueryContext(ctx, onBranchBefore,
+		arg.TaskID,
+		arg.Agent,
+		arg.Ids,
+		arg.BeforeIndex,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OnBranchBeforeRow{}
+	for rows.Next() {
+		var i OnBranchBeforeRow
+		if err := rows.Scan(&i.EntryID, &i.BranchIndex); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
