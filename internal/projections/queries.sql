@@ -261,6 +261,23 @@ SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_n
 FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
 ORDER BY branch_index DESC LIMIT sqlc.arg(max_items);
 
+-- name: HistoryItemPlacesAfter :many
+-- HistoryItemsAfter with the chunk that holds each item's text (a search's
+-- walk in branch order).
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index > sqlc.arg(after)
+ORDER BY i.branch_index LIMIT sqlc.arg(max_items);
+
+-- name: HistoryItemPlacesBefore :many
+-- HistoryItemPlacesAfter newest first.
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index < sqlc.arg(before)
+ORDER BY i.branch_index DESC LIMIT sqlc.arg(max_items);
+
 -- name: HistoryCallsBetween :many
 SELECT branch_index, call_id, tool_name FROM history_calls
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(low) AND branch_index <= sqlc.arg(high)
