@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -259,4 +260,42 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// BenchmarkFirstSearchAfterOpen: the first search of a 50 MB history
+// after the database is opened (a rare needle, so that loading the chunk
+// filters is most of it), without the preload and with it finished (the
+// server's case once it has been up for the load's time). Only the
+// search is timed.
+func BenchmarkFirstSearchAfterOpen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "memory.db")
+	s := mustOpenAt(b, path, testOptions())
+	cc := mustAttach(b, s, "/bench/first-search.jsonl")
+	syncBatches(b, s, cc, sessiongen.Large(50<<20), 8<<20)
+	s.Close()
+	args := json.RawMessage(fmt.Sprintf(`{"query":%q}`, sessiongen.LargeRareNeedle))
+	for _, preload := range []bool{false, true} {
+		b.Run(fmt.Sprintf("preload=%v", preload), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				opts := testOptions()
+				opts.PreloadChunkFilters = preload
+				s, err := Open(context.Background(), path, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if preload {
+					<-s.preload.done
+				}
+				b.StartTimer()
+				res, err := s.CallTool(context.Background(), "history_search_contents", cc, args, "")
+				b.StopTimer()
+				if err != nil || res.Details.(searchDetails).NReturned != 1 {
+					b.Fatalf("search: %v", err)
+				}
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
 }

@@ -311,6 +311,15 @@ SELECT chunk_no, bloom FROM history_chunks
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no > sqlc.arg(after) AND chunk_no <= sqlc.arg(until)
 ORDER BY chunk_no;
 
+-- name: ChunkAgents :many
+-- The agents with sealed history chunks, the one whose branch changed last
+-- first, with their last sealed chunk (the chunk filters loaded at start).
+SELECT b.task_id, b.agent, CAST((SELECT max(c.chunk_no) FROM history_chunks c
+    WHERE c.task_id = b.task_id AND c.agent = b.agent) AS INTEGER) AS sealed
+FROM history_branches b
+WHERE EXISTS (SELECT 1 FROM history_chunks c WHERE c.task_id = b.task_id AND c.agent = b.agent)
+ORDER BY b.position DESC;
+
 -- name: CandidateChunksAmong :many
 -- CandidateChunks among the chunks numbered in chunk_nos (a JSON array).
 SELECT chunk_no FROM history_chunks

@@ -307,6 +307,45 @@ func (q *Queries) CandidateChunksAmong(ctx context.Context, arg CandidateChunksA
 	return items, nil
 }
 
+const chunkAgents = `-- name: ChunkAgents :many
+SELECT b.task_id, b.agent, CAST((SELECT max(c.chunk_no) FROM history_chunks c
+    WHERE c.task_id = b.task_id AND c.agent = b.agent) AS INTEGER) AS sealed
+FROM history_branches b
+WHERE EXISTS (SELECT 1 FROM history_chunks c WHERE c.task_id = b.task_id AND c.agent = b.agent)
+ORDER BY b.position DESC
+`
+
+type ChunkAgentsRow struct {
+	TaskID string
+	Agent  string
+	Sealed int64
+}
+
+// The agents with sealed history chunks, the one whose branch changed last
+// first, with their last sealed chunk (the chunk filters loaded at start).
+func (q *Queries) ChunkAgents(ctx context.Context) ([]ChunkAgentsRow, error) {
+	rows, err := q.db.QueryContext(ctx, chunkAgents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ChunkAgentsRow{}
+	for rows.Next() {
+		var i ChunkAgentsRow
+		if err := rows.Scan(&i.TaskID, &i.Agent, &i.Sealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const chunkData = `-- name: ChunkData :one
 SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?
 `
