@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,8 +26,10 @@ const searchFirstPage = 64
 // reads what they need, not the whole history. keep sees each item before
 // its text is checked, so what it refuses costs no text.
 //
-// The candidate chunks (those the Bloom filters pass, and the open chunk)
-// are searched first in the order that follows the output (chunks hold
+// The candidate chunks (those the Bloom filters pass, and the open chunk;
+// when many pass the folded filters in memory, each is checked against
+// its full filter as it is read rather than all at once) are searched
+// first in the order that follows the output (chunks hold
 // texts in the order they were recorded, which is mostly branch order),
 // until all are searched or more than knownMatchesLimit entries matched.
 // In the first case the matching entries are all known and their items
@@ -41,10 +44,14 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 	if query == "" {
 		return errors.New("search: empty query")
 	}
-	s := &textSearch{r: r, taskID: taskID, agent: agent, m: newLiteral(query), matches: map[int64]map[string]bool{}}
-	candidates, sealed, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)))
+	probes := bloomProbes([]byte(query))
+	candidates, sealed, checked, err := r.candidateChunks(ctx, taskID, agent, probes, true)
 	if err != nil {
 		return err
+	}
+	s := &textSearch{r: r, taskID: taskID, agent: agent, m: newLiteral(query), matches: map[int64]map[string]bool{}}
+	if !checked {
+		s.probes = probes
 	}
 	s.open = sealed + 1
 	s.candidate = make(map[int64]bool, len(candidates)+1)
@@ -106,6 +113,7 @@ type textSearch struct {
 	m             *literal
 	open          int64          // the open chunk's number (the last sealed + 1)
 	candidate     map[int64]bool // chunks that may hold the needle
+	probes        []byte         // not nil: the candidates' full filters are checked as they are read
 	matches       map[int64]map[string]bool
 	found         int // entries in matches
 }
@@ -123,8 +131,19 @@ func (s *textSearch) search(ctx context.Context, no int64) error {
 		err = s.r.searchOpen(ctx, s.taskID, s.agent, s.m, add)
 	} else {
 		var c projectionsdb.ChunkDataRow
-		c, err = s.r.q.ChunkData(ctx, projectionsdb.ChunkDataParams{TaskID: s.taskID, Agent: s.agent, ChunkNo: no})
-		if err == nil {
+		read := true // false: its full filter lacks a probe, nothing to search
+		if s.probes != nil {
+			var row projectionsdb.ChunkDataIfCandidateRow
+			row, err = s.r.q.ChunkDataIfCandidate(ctx, projectionsdb.ChunkDataIfCandidateParams{
+				TaskID: s.taskID, Agent: s.agent, ChunkNo: no, Probes: s.probes})
+			c = projectionsdb.ChunkDataRow(row)
+			if errors.Is(err, sql.ErrNoRows) {
+				read, err = false, nil
+			}
+		} else {
+			c, err = s.r.q.ChunkData(ctx, projectionsdb.ChunkDataParams{TaskID: s.taskID, Agent: s.agent, ChunkNo: no})
+		}
+		if err == nil && read {
 			if err = searchChunk(c.Entries, c.Data, s.m, add); err != nil {
 				err = fmt.Errorf("chunk %d of %s%s: %w", no, s.taskID, s.agent, err)
 			}

@@ -174,6 +174,13 @@ ORDER BY chunk_no;
 -- name: ChunkData :one
 SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?;
 
+-- name: ChunkDataIfCandidate :one
+-- ChunkData of a chunk whose Bloom filter has every probe bit (no row when
+-- it cannot hold the needle: its data is then not read).
+SELECT entries, data FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sqlc.arg(chunk_no)
+  AND memoryd_bloom_has(bloom, CAST(sqlc.arg(probes) AS BLOB));
+
 -- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?;
 

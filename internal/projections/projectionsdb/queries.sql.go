@@ -368,6 +368,38 @@ func (q *Queries) ChunkData(ctx context.Context, arg ChunkDataParams) (ChunkData
 	return i, err
 }
 
+const chunkDataIfCandidate = `-- name: ChunkDataIfCandidate :one
+SELECT entries, data FROM history_chunks
+WHERE task_id = ?1 AND agent = ?2 AND chunk_no = ?3
+  AND memoryd_bloom_has(bloom, CAST(?4 AS BLOB))
+`
+
+type ChunkDataIfCandidateParams struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Probes  []byte
+}
+
+type ChunkDataIfCandidateRow struct {
+	Entries string
+	Data    []byte
+}
+
+// ChunkData of a chunk whose Bloom filter has every probe bit (no row when
+// it cannot hold the needle: its data is then not read).
+func (q *Queries) ChunkDataIfCandidate(ctx context.Context, arg ChunkDataIfCandidateParams) (ChunkDataIfCandidateRow, error) {
+	row := q.db.QueryRowContext(ctx, chunkDataIfCandidate,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNo,
+		arg.Probes,
+	)
+	var i ChunkDataIfCandidateRow
+	err := row.Scan(&i.Entries, &i.Data)
+	return i, err
+}
+
 const chunkFilters = `-- name: ChunkFilters :many
 SELECT chunk_no, bloom FROM history_chunks
 WHERE task_id = ?1 AND agent = ?2 AND chunk_no > ?3 AND chunk_no <= ?4
