@@ -29,9 +29,9 @@ const searchFirstPage = 64
 // The candidate chunks (those the Bloom filters pass, and the open chunk;
 // when many pass the folded filters in memory, each is checked against
 // its full filter as it is read rather than all at once) are searched
-// first in the order that follows the output (chunks hold
-// texts in the order they were recorded, which is mostly branch order),
-// until all are searched or more than knownMatchesLimit entries matched.
+// first in the order that follows the output (chunks hold texts in the
+// order they were recorded, which is mostly branch order), until all are
+// searched or more than knownMatchesLimit entries matched.
 // In the first case the matching entries are all known and their items
 // are looked up (a rare needle). In the second the branch is walked in
 // output order and each item kept is checked against the matches of the
