@@ -116,6 +116,8 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 		AuditCalls:  o.audit,
 		Logger:      log,
+		// The first search after the start costs what later ones do.
+		PreloadChunkFilters: true,
 	})
 	if err != nil {
 		return err

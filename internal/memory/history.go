@@ -20,6 +20,7 @@ const (
 	maxSearchRegions          = 3
 	maxReadLimitChars         = 100_000
 	historyHint               = "narrow window_id, role or tool filters, or lower limit"
+	searchMoreHint            = "more matches exist past limit: raise limit, narrow the query or filters, or flip recent_first"
 )
 
 // historyTarget resolves agent_name to an agent of the caller's task.
@@ -139,20 +140,6 @@ func newItemFilter(c caller, agent string, window, role, ns, name *string) itemF
 		f.selfCallID = c.callID
 	}
 	return f
-}
-
-// orderedItems returns the items in output order, filtered.
-func orderedItems(items []projections.Item, f itemFilter, recentFirst *bool) []projections.Item {
-	out := items[:0:0]
-	for _, it := range items {
-		if f.match(it) {
-			out = append(out, it)
-		}
-	}
-	if recentFirst != nil && *recentFirst {
-		slices.Reverse(out)
-	}
-	return out
 }
 
 func nullable(s string) *string {
@@ -356,10 +343,16 @@ type searchRecord struct {
 	Regions       []region `json:"regions"`
 }
 
+// searchDetails is history_search_contents' result. The search stops
+// after the first limit matches in output order, so it does not count the
+// matches past them: Omitted counts the first limit that the output budget
+// left out, and More says that further matches exist (absent when none
+// do, so a search that found at most limit matches answers as before).
 type searchDetails struct {
 	Results   []searchRecord `json:"results"`
 	NReturned int            `json:"n_returned"`
 	Omitted   int            `json:"omitted"`
+	More      bool           `json:"more,omitempty"`
 }
 
 // searchHistory is history_search_contents.
@@ -368,24 +361,24 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	if err != nil {
 		return ToolResult{}, err
 	}
-	// Scan the agent's texts for entries with a match; only their ids are
-	// kept, so a needle found everywhere costs no more memory than the
-	// branch's item list.
-	preview := int(c.agent.Budget.HistoryItemPreviewChars)
-	var found []string
-	err = r.SearchTexts(ctx, c.taskID, agent, a.Query, func(id string) error {
-		found = append(found, id)
-		return nil
-	})
-	if err != nil {
-		return ToolResult{}, err
-	}
-	items, err := r.ItemsOf(ctx, c.taskID, agent, found)
-	if err != nil {
-		return ToolResult{}, err
-	}
+	// Walk the matching items in output order, filtered, and stop at the
+	// first past limit: it says that more exist (docs/search.md).
 	f := newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName)
-	hits := orderedItems(items, f, a.RecentFirst)
+	limit := limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit)
+	var hits []projections.Item
+	more := false
+	err = r.SearchItems(ctx, c.taskID, agent, a.Query, a.RecentFirst != nil && *a.RecentFirst, f.match,
+		func(it projections.Item) (bool, error) {
+			if len(hits) == limit {
+				more = true
+				return false, nil
+			}
+			hits = append(hits, it)
+			return true, nil
+		})
+	if err != nil {
+		return ToolResult{}, err
+	}
 	if len(hits) == 0 {
 		note := compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)})
 		if chars(note) > listBudget(c.agent.Budget) { // a long query is not echoed past the budget
@@ -393,7 +386,7 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		}
 		return textResult(note, searchDetails{Results: []searchRecord{}}), nil
 	}
-	hits, omitted := limitList(hits, limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit))
+	preview := int(c.agent.Budget.HistoryItemPreviewChars)
 	recs := make([]searchRecord, len(hits))
 	for i, it := range hits {
 		text, breaks, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
@@ -404,8 +397,29 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName), NChars: it.NChars,
 			Regions: findRegions(text, breaks, a.Query, preview)}
 	}
-	text, shown, omitted := fitList(recs, listBudget(c.agent.Budget), omitted, historyHint)
-	return textResult(text, searchDetails{Results: shown, NReturned: len(shown), Omitted: omitted}), nil
+	lines := jsonLines(recs)
+	kept, text := fitLinesTail(lines, listBudget(c.agent.Budget), more, func(omitted int) string {
+		return searchOmissionLine(omitted, more)
+	})
+	return textResult(text, searchDetails{Results: recs[:kept], NReturned: kept, Omitted: len(recs) - kept, More: more}), nil
+}
+
+// searchOmissionLine is the last line of a search that left matches out:
+// omitted counts those of the first limit that the budget cut, more says
+// that matches exist past the first limit.
+func searchOmissionLine(omitted int, more bool) string {
+	if !more {
+		return omissionLine(omitted, historyHint)
+	}
+	hint := historyHint
+	if omitted == 0 {
+		hint = searchMoreHint
+	}
+	return compactJSON(struct {
+		Omitted int    `json:"omitted"`
+		More    bool   `json:"more"`
+		Hint    string `json:"hint"`
+	}{omitted, true, hint})
 }
 
 // findRegions returns up to three regions of text around the matches of

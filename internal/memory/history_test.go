@@ -1377,8 +1377,13 @@ func TestHistoryLongBranchPaging(t *testing.T) {
 			want++
 		}
 	}
-	if n := num(t, d["n_returned"]) + num(t, d["omitted"]); n != want {
-		t.Fatalf("search found %d items, want %d", n, want)
+	// The search stops after limit matches: more says the rest exist.
+	if n := num(t, d["n_returned"]) + num(t, d["omitted"]); n != min(want, 200) || d["more"] != (want > 200) {
+		t.Fatalf("search found %d items, more %v; want %d of %d", n, d["more"], min(want, 200), want)
+	}
+	d = detailsMap(t, mustCall(t, s, cc, "history_search_contents", `{"query":"question 1","limit":200,"recent_first":true,"role":"user"}`))
+	if n := num(t, d["n_returned"]) + num(t, d["omitted"]); n != min(want, 200) || d["more"] != (want > 200) {
+		t.Fatalf("search newest first found %d items, more %v; want %d of %d", n, d["more"], min(want, 200), want)
 	}
 }
 

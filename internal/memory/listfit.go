@@ -17,14 +17,23 @@ func omissionLine(omitted int, hint string) string {
 // omission line. omittedBefore counts records already dropped (by a limit).
 // It returns how many lines were kept and the text.
 func fitLines(lines []string, budget, omittedBefore int, hint string) (int, string) {
+	return fitLinesTail(lines, budget, omittedBefore > 0, func(omitted int) string {
+		return omissionLine(omittedBefore+omitted, hint)
+	})
+}
+
+// fitLinesTail keeps the longest prefix of lines that fits in budget code
+// points together with the last line tail(n), n the lines left out; the
+// tail is written when a line is left out, or always with withTail.
+func fitLinesTail(lines []string, budget int, withTail bool, tail func(omitted int) string) (int, string) {
 	total := 0
 	for _, l := range lines {
 		total += chars(l) + 1
 	}
-	if omittedBefore == 0 && total-1 <= budget {
+	if !withTail && total-1 <= budget {
 		return len(lines), strings.Join(lines, "\n")
 	}
-	reserve := chars(omissionLine(omittedBefore+len(lines), hint))
+	reserve := chars(tail(len(lines)))
 	used, kept := 0, 0
 	for _, l := range lines {
 		n := chars(l) + 1
@@ -39,7 +48,7 @@ func fitLines(lines []string, budget, omittedBefore int, hint string) (int, stri
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	b.WriteString(omissionLine(omittedBefore+len(lines)-kept, hint))
+	b.WriteString(tail(len(lines) - kept))
 	return kept, b.String()
 }
 

@@ -27,6 +27,12 @@ type OpenOptions struct {
 	// AuditCalls and Logger are those of serviceOptions.
 	AuditCalls bool
 	Logger     *slog.Logger
+	// PreloadChunkFilters loads the history chunk filters of the agents
+	// active most recently in the background, as many as the cache holds,
+	// so that the first search after the open costs what later ones do
+	// (projections.ChunkFilters.Preload; the server sets it). Close stops
+	// the load. Logger receives a line when it ends.
+	PreloadChunkFilters bool
 
 	// The options below exist for tests, so that they open storage the
 	// way the server does; the server leaves them unset.
@@ -43,6 +49,8 @@ type OpenOptions struct {
 
 	// Test hooks, those of serviceOptions.
 	afterCachedRead, syncToWriter func()
+	// preload is the preload's options (a test's batch size and hook).
+	preload projections.PreloadOptions
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
@@ -64,6 +72,9 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	s := newServiceWith(store, serviceOptions{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
 		afterCachedRead: opts.afterCachedRead, syncToWriter: opts.syncToWriter})
 	s.owned = true
+	if opts.PreloadChunkFilters {
+		s.startPreload(opts.preload, opts.Logger)
+	}
 	return s, nil
 }
 
@@ -99,9 +110,10 @@ func newServiceWith(store *eventlog.Store, opts serviceOptions) *Service {
 	return s
 }
 
-// Close flushes and stops the read audit, then closes the store when the
-// Service opened it (Open); a store given to newService or newServiceWith
-// stays open. It returns the store's Close error.
+// Close stops the preload of the chunk filters, flushes and stops the
+// read audit, then closes the store when the Service opened it (Open); a
+// store given to newService or newServiceWith stays open. It returns the
+// store's Close error.
 func (s *Service) Close() error {
 	s.StopAudit()
 	if s.owned {
@@ -110,11 +122,50 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// StopAudit flushes and stops the read audit and leaves the store open:
-// for a shutdown that must not close the store under a handler still
-// running.
+// StopAudit stops the preload of the chunk filters (waiting for it to
+// end), flushes and stops the read audit and leaves the store open: for a
+// shutdown that must not close the store under a handler still running.
 func (s *Service) StopAudit() {
+	s.stopPreload()
 	if s.audit != nil {
 		s.audit.close()
+	}
+}
+
+// preload is a running load of the chunk filters (startPreload).
+type preload struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the load has ended
+}
+
+// startPreload loads the chunk filters in the background until they are
+// loaded or stopPreload stops it. A failure only means that searches load
+// their agent's filters themselves, as without the preload: it is logged.
+func (s *Service) startPreload(opts projections.PreloadOptions, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &preload{cancel: cancel, done: make(chan struct{})}
+	s.preload = p
+	go func() {
+		defer close(p.done)
+		start := time.Now()
+		stats, err := s.filters.Preload(ctx, s.store, opts)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("loading the history chunk filters", "err", err.Error())
+		case err == nil:
+			log.Info("loaded the history chunk filters", "agents", stats.Agents, "chunks", stats.Chunks,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000)
+		}
+	}()
+}
+
+// stopPreload stops the preload, if one runs, and waits for its end.
+func (s *Service) stopPreload() {
+	if s.preload != nil {
+		s.preload.cancel()
+		<-s.preload.done
 	}
 }

@@ -19,6 +19,8 @@ type Service struct {
 	// notes answers note reads from memory while nothing was committed
 	// since (projections.NoteCache); nil: every read queries SQLite.
 	notes *projections.NoteCache
+	// preload loads filters in the background (OpenOptions.PreloadChunkFilters).
+	preload *preload
 	// Test hooks (see serviceOptions).
 	afterCachedRead, syncToWriter func()
 }

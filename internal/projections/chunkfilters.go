@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
@@ -18,7 +19,9 @@ import (
 // candidate.
 //
 // An agent's filters are loaded at its first search (the filters of every
-// sealed chunk) and extended at later ones (the chunks sealed since).
+// sealed chunk), or before it by Preload (the server starts one when it
+// opens the database), and extended at later searches (the chunks sealed
+// since).
 // Sealed chunks never change: a rebuild writes the same rows again (a
 // filter is a pure function of the text, the text of the log), so what is
 // loaded stays right for every snapshot that has the chunk, and a search
@@ -91,54 +94,11 @@ func fold(filter []byte) []byte {
 // reports false when the agent's filters do not fit in the cache.
 func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries, taskID, agent string, sealed int64, probes []byte) ([]int64, bool, error) {
 	key := chunkAgent{taskID, agent}
-	f.mu.Lock()
-	a := f.agents[key]
-	if a == nil {
-		a = &agentFilters{}
-		f.agents[key] = a
-	}
-	f.clock++
-	a.used = f.clock
-	f.mu.Unlock()
-
+	a := f.use(key)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	loaded := int64(len(a.folded) / foldedBytes)
-	if loaded < sealed {
-		if int(sealed)*foldedBytes > f.limit {
-			f.drop(key, a)
-			return nil, false, nil
-		}
-		rows, err := q.ChunkFilters(ctx, projectionsdb.ChunkFiltersParams{TaskID: taskID, Agent: agent, After: loaded, Until: sealed})
-		if err != nil {
-			return nil, false, err
-		}
-		before := cap(a.folded)
-		grown := a.folded
-		if need := int(sealed) * foldedBytes; need > cap(grown) {
-			// A quarter more than needed, so that an agent searched after
-			// every sealed chunk is not copied each time; exactly what is
-			// needed when that would pass the limit.
-			size := need + need/4
-			if size > f.limit {
-				size = need
-			}
-			grown = make([]byte, len(a.folded), size)
-			copy(grown, a.folded)
-		}
-		next := loaded + 1
-		for _, r := range rows {
-			for ; next < r.ChunkNo; next++ { // a chunk with no row: always a candidate
-				grown = append(grown, fold(nil)...)
-			}
-			grown = append(grown, fold(r.Bloom)...)
-			next++
-		}
-		for ; next <= sealed; next++ {
-			grown = append(grown, fold(nil)...)
-		}
-		a.folded = grown
-		f.account(key, a, cap(grown)-before)
+	if ok, err := f.extendLocked(ctx, q, key, a, sealed, 0); !ok || err != nil {
+		return nil, false, err
 	}
 	var bits []uint16
 	for i := 0; i+2 <= len(probes); i += 2 {
@@ -159,6 +119,182 @@ func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries,
 		}
 	}
 	return out, true, nil
+}
+
+// use returns the cached filters of an agent (empty ones the first time)
+// and marks them used now.
+func (f *ChunkFilters) use(key chunkAgent) *agentFilters {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.agents[key]
+	if a == nil {
+		a = &agentFilters{}
+		f.agents[key] = a
+	}
+	f.clock++
+	a.used = f.clock
+	return a
+}
+
+// extendLocked loads the filters of an agent's chunks up to until (a.mu
+// held), making room for reserve chunks (a preload's) or, without them, a
+// quarter more. It reports
+// false, dropping a, when until chunks do not fit in the cache.
+func (f *ChunkFilters) extendLocked(ctx context.Context, q *projectionsdb.Queries, key chunkAgent, a *agentFilters, until, reserve int64) (bool, error) {
+	loaded := int64(len(a.folded) / foldedBytes)
+	if loaded >= until {
+		return true, nil
+	}
+	if int(until)*foldedBytes > f.limit {
+		f.drop(key, a)
+		return false, nil
+	}
+	rows, err := q.ChunkFilters(ctx, projectionsdb.ChunkFiltersParams{TaskID: key.taskID, Agent: key.agent, After: loaded, Until: until})
+	if err != nil {
+		return false, err
+	}
+	before := cap(a.folded)
+	grown := a.folded
+	if need := int(until) * foldedBytes; need > cap(grown) {
+		// A quarter more than needed, so that an agent searched after
+		// every sealed chunk is not copied each time; exactly what is
+		// needed when that would pass the limit, and what a preload will
+		// fill (so that the agents it chose fit together).
+		size := need + need/4
+		if reserve > 0 {
+			size = max(need, int(reserve)*foldedBytes)
+		}
+		if size > f.limit {
+			size = need
+		}
+		grown = make([]byte, len(a.folded), size)
+		copy(grown, a.folded)
+	}
+	next := loaded + 1
+	for _, r := range rows {
+		for ; next < r.ChunkNo; next++ { // a chunk with no row: always a candidate
+			grown = append(grown, fold(nil)...)
+		}
+		grown = append(grown, fold(r.Bloom)...)
+		next++
+	}
+	for ; next <= until; next++ {
+		grown = append(grown, fold(nil)...)
+	}
+	a.folded = grown
+	f.account(key, a, cap(grown)-before)
+	return true, nil
+}
+
+// Loaded returns how many chunks' filters of an agent are in the cache.
+func (f *ChunkFilters) Loaded(taskID, agent string) int64 {
+	f.mu.Lock()
+	a := f.agents[chunkAgent{taskID, agent}]
+	f.mu.Unlock()
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return int64(len(a.folded) / foldedBytes)
+}
+
+// PreloadOptions configure ChunkFilters.Preload.
+type PreloadOptions struct {
+	// BatchChunks is how many chunks' filters one read transaction loads
+	// (default 1024, 2 MiB of rows). Between batches the load can stop, and
+	// a search of the agent being loaded can take its filters.
+	BatchChunks int
+	// BeforeBatch, when set, runs before each batch (a test's hook).
+	BeforeBatch func(ctx context.Context)
+}
+
+// PreloadStats says what a Preload loaded.
+type PreloadStats struct {
+	Agents int   // agents whose filters were loaded
+	Chunks int64 // chunks whose filters were loaded
+}
+
+// Preload loads the filters of the agents whose branch changed most
+// recently, as many as fit in the cache together, so that their first
+// search after a start costs what later searches do. It reads in its own
+// read transactions, one a batch, and returns ctx's error when ctx ends
+// (between batches, or inside a query). A search running meanwhile is
+// right either way: it uses the filters loaded and loads the rest itself,
+// under the agent's lock, and the preload then skips what is loaded.
+func (f *ChunkFilters) Preload(ctx context.Context, store *eventlog.Store, opts PreloadOptions) (PreloadStats, error) {
+	var stats PreloadStats
+	batch := int64(opts.BatchChunks)
+	if batch <= 0 {
+		batch = 1024
+	}
+	tx, err := store.BeginRead(ctx)
+	if err != nil {
+		return stats, err
+	}
+	agents, err := projectionsdb.New(tx.DB()).ChunkAgents(ctx)
+	tx.Close()
+	if err != nil {
+		return stats, err
+	}
+	room := f.limit
+	var chosen []projectionsdb.ChunkAgentsRow
+	for _, a := range agents {
+		if need := int(a.Sealed) * foldedBytes; need <= room {
+			chosen = append(chosen, a)
+			room -= need
+		}
+	}
+	// The least recent first, so that the most recent is the most
+	// recently used when the cache has to drop one.
+	for i := len(chosen) - 1; i >= 0; i-- {
+		c := chosen[i]
+		key := chunkAgent{c.TaskID, c.Agent}
+		a := f.use(key)
+		for done := false; !done; {
+			if err := ctx.Err(); err != nil {
+				return stats, err
+			}
+			if opts.BeforeBatch != nil {
+				opts.BeforeBatch(ctx)
+			}
+			var n int64
+			if done, n, err = f.preloadBatch(ctx, store, key, a, c.Sealed, batch); err != nil {
+				return stats, err
+			}
+			stats.Chunks += n
+		}
+		stats.Agents++
+	}
+	return stats, nil
+}
+
+// preloadBatch loads up to batch more chunks of an agent, up to sealed,
+// in one read transaction. It reports done when the agent's filters are
+// loaded up to sealed, or were dropped from the cache meanwhile.
+func (f *ChunkFilters) preloadBatch(ctx context.Context, store *eventlog.Store, key chunkAgent, a *agentFilters, sealed, batch int64) (done bool, loaded int64, err error) {
+	// The transaction before the lock, as a search takes them: a search
+	// holding a reader connection may wait for the lock.
+	tx, err := store.BeginRead(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	defer tx.Close()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f.mu.Lock()
+	cached := f.agents[key] == a
+	f.mu.Unlock()
+	from := int64(len(a.folded) / foldedBytes)
+	if !cached || from >= sealed {
+		return true, 0, nil
+	}
+	until := min(from+batch, sealed)
+	ok, err := f.extendLocked(ctx, projectionsdb.New(tx.DB()), key, a, until, sealed)
+	if err != nil {
+		return false, 0, err
+	}
+	return !ok || until == sealed, until - from, nil
 }
 
 // account adds grown bytes to the total, if a is still cached, and drops

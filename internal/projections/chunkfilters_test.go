@@ -2,11 +2,14 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
@@ -205,4 +208,150 @@ func TestFoldKeepsEveryBit(t *testing.T) {
 			t.Fatal("a malformed filter does not fold to all bits set")
 		}
 	}
+}
+
+// TestChunkFiltersPreload: Preload loads the filters of the agents whose
+// branch changed last, as many as fit in the cache together (one that
+// does not fit is skipped, a smaller older one still loaded); what it
+// loads finds what the SQL check of every filter finds; a search during
+// the load (between its batches, and from other goroutines) finds the
+// same and loads what it needs itself; and a canceled load stops between
+// batches with what it loaded still right.
+func TestChunkFiltersPreload(t *testing.T) {
+	ctx := context.Background()
+	h := newChunkHistory(t)
+	r := rand.New(rand.NewPCG(21, 4))
+	words := strings.Fields("error warning func return value chunk filter bloom needle RARE-TOKEN")
+	text := func() string {
+		var b strings.Builder
+		for n := 2000 + r.IntN(6000); b.Len() < n; {
+			b.WriteString(words[r.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
+	// Branches changed in this order: small (oldest), big, recent.
+	sizes := map[chunkAgent]int{{"t1", "/root/small"}: 90, {"t1", "/root/big"}: 250, {"t2", "/root"}: 150}
+	positions := map[chunkAgent]int{{"t1", "/root/small"}: 1, {"t1", "/root/big"}: 2, {"t2", "/root"}: 3}
+	for a, n := range sizes {
+		var texts []string
+		for range n {
+			texts = append(texts, text())
+		}
+		h.place(a, texts)
+	}
+	if err := h.store.Update(ctx, "", func(tx *eventlog.Tx) error {
+		for a, p := range positions {
+			if _, err := tx.DB().ExecContext(ctx, `INSERT INTO history_branches (task_id, agent, revision, length, position)
+				VALUES (?, ?, 1, 0, ?)`, a.taskID, a.agent, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sealed := map[chunkAgent]int64{}
+	for a := range sizes {
+		var n int64
+		if err := h.store.Reader().QueryRow(`SELECT max(chunk_no) FROM history_chunks WHERE task_id = ? AND agent = ?`,
+			a.taskID, a.agent).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		sealed[a] = n
+	}
+	recent, big, small := chunkAgent{"t2", "/root"}, chunkAgent{"t1", "/root/big"}, chunkAgent{"t1", "/root/small"}
+	if !(sealed[small] > 4 && sealed[small] < sealed[recent] && sealed[recent] < sealed[big]) {
+		t.Fatalf("sealed chunks %v: the test needs small < recent < big", sealed)
+	}
+	check := func(what string, f *ChunkFilters) {
+		t.Helper()
+		rtx, err := h.store.BeginRead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rtx.Close()
+		for a := range sizes {
+			for _, needle := range []string{"RARE-TOKEN", "error", "NOT-THERE", "needle chunk"} {
+				if got, want := search(t, rtx, f, a, needle), search(t, rtx, nil, a, needle); !slices.Equal(got, want) {
+					t.Fatalf("%s: %v %q: found %v, every filter %v", what, a, needle, got, want)
+				}
+			}
+		}
+	}
+	loaded := func(f *ChunkFilters) map[chunkAgent]int64 {
+		out := map[chunkAgent]int64{}
+		for a := range sizes {
+			out[a] = f.Loaded(a.taskID, a.agent)
+		}
+		return out
+	}
+
+	// Everything fits.
+	f := NewChunkFilters(DefaultChunkFiltersLimit)
+	stats, err := f.Preload(ctx, h.store, PreloadOptions{BatchChunks: 7})
+	if err != nil || stats.Agents != 3 || stats.Chunks != sealed[small]+sealed[big]+sealed[recent] || !maps.Equal(loaded(f), sealed) {
+		t.Fatalf("preload: %+v, %v; loaded %v, want %v", stats, err, loaded(f), sealed)
+	}
+	check("all loaded", f)
+
+	// Room for recent and small, not big: big is skipped, the older small
+	// one still loaded.
+	f = NewChunkFilters(int(sealed[recent]+sealed[small]) * foldedBytes)
+	if stats, err := f.Preload(ctx, h.store, PreloadOptions{}); err != nil || stats.Agents != 2 {
+		t.Fatalf("bounded preload: %+v, %v", stats, err)
+	}
+	if got := loaded(f); got[recent] != sealed[recent] || got[small] != sealed[small] || got[big] != 0 {
+		t.Fatalf("bounded preload loaded %v of %v", got, sealed)
+	}
+	check("bounded", f)
+
+	// A search between two batches of the agent being loaded loads the
+	// rest itself; the load then skips it.
+	f = NewChunkFilters(DefaultChunkFiltersLimit)
+	batches := 0
+	stats, err = f.Preload(ctx, h.store, PreloadOptions{BatchChunks: 3, BeforeBatch: func(context.Context) {
+		if batches++; batches == 2 {
+			check("between batches", f)
+		}
+	}})
+	if err != nil || !maps.Equal(loaded(f), sealed) || stats.Chunks >= sealed[small]+sealed[big]+sealed[recent] {
+		t.Fatalf("preload with a search between batches: %+v, %v; loaded %v", stats, err, loaded(f))
+	}
+
+	// Searches from other goroutines while it loads (run with -race).
+	f = NewChunkFilters(DefaultChunkFiltersLimit)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for range 5 {
+				check("concurrent", f)
+			}
+		})
+	}
+	if _, err := f.Preload(ctx, h.store, PreloadOptions{BatchChunks: 2}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !maps.Equal(loaded(f), sealed) {
+		t.Fatalf("after concurrent searches: loaded %v, want %v", loaded(f), sealed)
+	}
+
+	// Canceled at its third batch: it stops there.
+	f = NewChunkFilters(DefaultChunkFiltersLimit)
+	cctx, cancel := context.WithCancel(ctx)
+	batches = 0
+	_, err = f.Preload(cctx, h.store, PreloadOptions{BatchChunks: 2, BeforeBatch: func(context.Context) {
+		if batches++; batches == 3 {
+			cancel()
+		}
+	}})
+	cancel()
+	if !errors.Is(err, context.Canceled) || batches != 3 {
+		t.Fatalf("canceled preload: %v after %d batches", err, batches)
+	}
+	if got := loaded(f); got[small] != 4 || got[big] != 0 || got[recent] != 0 {
+		t.Fatalf("canceled preload loaded %v", got)
+	}
+	check("canceled", f)
 }

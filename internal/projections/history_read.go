@@ -176,6 +176,9 @@ type Item struct {
 	NChars        int64
 	Images        int64
 	Calls         []history.Call
+
+	// Where the text is, when the walk read it (walkItems with placed).
+	textChunk, textBytes int64
 }
 
 func itemFrom(i projectionsdb.HistoryItemByEntryRow) Item {
@@ -192,31 +195,49 @@ const itemsPage = 512
 // fn returns false or an error. It holds one page of items at a time, so
 // a long history is walked in bounded memory.
 func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst bool, fn func(Item) (bool, error)) error {
-	// readPage reads the items after (before, newest first) a branch index.
-	readPage := func(from int64) ([]Item, error) {
-		var rows []projectionsdb.HistoryItemsAfterRow
-		var err error
-		if recentFirst {
-			var desc []projectionsdb.HistoryItemsBeforeRow
-			desc, err = r.q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: taskID, Agent: agent, Before: from, MaxItems: itemsPage})
-			for _, row := range desc {
-				rows = append(rows, projectionsdb.HistoryItemsAfterRow(row))
+	return r.walkItems(ctx, taskID, agent, recentFirst, false, itemsPage, fn)
+}
+
+// walkItems is EachItem reading pages of firstPage items, then twice as many
+// each page up to itemsPage. With placed, each item also says which chunk
+// holds its text (textChunk, textBytes).
+func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirst, placed bool, firstPage int, fn func(Item) (bool, error)) error {
+	// readPage reads n items after (before, newest first) a branch index.
+	readPage := func(from int64, n int) ([]Item, error) {
+		var out []Item
+		switch {
+		case placed && recentFirst:
+			rows, err := r.q.HistoryItemPlacesBefore(ctx, projectionsdb.HistoryItemPlacesBeforeParams{TaskID: taskID, Agent: agent, Before: from, MaxItems: int64(n)})
+			for _, row := range rows {
+				out = append(out, placedItem(projectionsdb.HistoryItemPlacesAfterRow(row)))
 			}
-		} else {
-			rows, err = r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: itemsPage})
+			return out, err
+		case placed:
+			rows, err := r.q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: int64(n)})
+			for _, row := range rows {
+				out = append(out, placedItem(row))
+			}
+			return out, err
+		case recentFirst:
+			rows, err := r.q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: taskID, Agent: agent, Before: from, MaxItems: int64(n)})
+			for _, row := range rows {
+				out = append(out, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
+			}
+			return out, err
+		default:
+			rows, err := r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: int64(n)})
+			for _, row := range rows {
+				out = append(out, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
+			}
+			return out, err
 		}
-		out := make([]Item, len(rows))
-		for i, row := range rows {
-			out[i] = itemFrom(projectionsdb.HistoryItemByEntryRow(row))
-		}
-		return out, err
 	}
 	from := int64(-1)
 	if recentFirst {
 		from = math.MaxInt64
 	}
-	for {
-		page, err := readPage(from)
+	for n := firstPage; ; n = min(2*n, itemsPage) {
+		page, err := readPage(from, n)
 		if err != nil {
 			return err
 		}
@@ -241,11 +262,20 @@ func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst
 				return err
 			}
 		}
-		if len(page) < itemsPage {
+		if len(page) < n {
 			return nil
 		}
 		from = last
 	}
+}
+
+// placedItem is an item with where its text is.
+func placedItem(row projectionsdb.HistoryItemPlacesAfterRow) Item {
+	it := Item{BranchIndex: row.BranchIndex, EntryID: row.EntryID, WindowOrdinal: row.WindowOrdinal, WindowID: row.WindowID,
+		Role: row.Role, RawRole: row.RawRole, ToolNamespace: row.ToolNamespace, ToolName: row.ToolName, ToolCallID: row.ToolCallID,
+		Hidden: row.Hidden != 0, NChars: row.NChars, Images: row.Images}
+	it.textChunk, it.textBytes = row.TextChunk, row.TextBytes
+	return it
 }
 
 // ItemByEntry returns the item of an entry on the current branch, or

@@ -140,7 +140,7 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 		return errors.New("search: empty query")
 	}
 	m := newLiteral(query)
-	candidates, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)))
+	candidates, _, _, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)), false)
 	if err != nil {
 		return err
 	}
@@ -153,6 +153,12 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 			return fmt.Errorf("chunk %d of %s%s: %w", no, taskID, agent, err)
 		}
 	}
+	return r.searchOpen(ctx, taskID, agent, m, fn)
+}
+
+// searchOpen reports the entries of an agent's open chunk that contain m,
+// in the order they were recorded.
+func (r *Reader) searchOpen(ctx context.Context, taskID, agent string, m *literal, fn func(entryID string) error) error {
 	open, err := r.q.OpenTexts(ctx, projectionsdb.OpenTextsParams{TaskID: taskID, Agent: agent})
 	if err != nil {
 		return err
@@ -178,28 +184,42 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 // candidateChunks returns the sealed chunks of an agent whose Bloom
 // filter has every probe bit: through the reader's ChunkFilters when it
 // has them (the chunks they pass, checked against their full filters),
-// else by every filter in SQL.
-func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, probes []byte) ([]int64, error) {
+// else by every filter in SQL. It also returns the number of the last
+// sealed chunk. With lazy, when more than lazyCheckAbove chunks pass the
+// folded filters, it returns them unchecked (checked false): each must be
+// checked against its full filter when it is read (ChunkDataIfCandidate),
+// so that a search that stops early checks only the chunks it reads.
+func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, probes []byte, lazy bool) (chunks []int64, sealed int64, checked bool, err error) {
+	sealed, err = r.q.LastChunkNo(ctx, projectionsdb.LastChunkNoParams{TaskID: taskID, Agent: agent})
+	if err != nil {
+		return nil, 0, false, err
+	}
 	if r.filters != nil && len(probes) > 0 {
-		sealed, err := r.q.LastChunkNo(ctx, projectionsdb.LastChunkNoParams{TaskID: taskID, Agent: agent})
-		if err != nil {
-			return nil, err
-		}
 		passed, ok, err := r.filters.candidates(ctx, r.q, taskID, agent, sealed, probes)
 		if err != nil {
-			return nil, err
+			return nil, 0, false, err
 		}
 		if ok {
 			if len(passed) == 0 {
-				return nil, nil
+				return nil, sealed, true, nil
 			}
-			return r.q.CandidateChunksAmong(ctx, projectionsdb.CandidateChunksAmongParams{
+			if lazy && len(passed) > lazyCheckAbove {
+				return passed, sealed, false, nil
+			}
+			chunks, err := r.q.CandidateChunksAmong(ctx, projectionsdb.CandidateChunksAmongParams{
 				TaskID: taskID, Agent: agent, ChunkNos: marshalChunkNos(passed), Probes: probes,
 			})
+			return chunks, sealed, true, err
 		}
 	}
-	return r.q.CandidateChunks(ctx, projectionsdb.CandidateChunksParams{TaskID: taskID, Agent: agent, Probes: probes})
+	chunks, err = r.q.CandidateChunks(ctx, projectionsdb.CandidateChunksParams{TaskID: taskID, Agent: agent, Probes: probes})
+	return chunks, sealed, true, err
 }
+
+// lazyCheckAbove is how many chunks passing the folded filters are
+// checked against their full filters at once (one query); past it, each
+// is checked when a search reads it.
+const lazyCheckAbove = 64
 
 // searchChunk reports the entries of one sealed chunk that contain m.
 func searchChunk(table string, data []byte, m *literal, fn func(entryID string) error) error {

@@ -174,6 +174,13 @@ ORDER BY chunk_no;
 -- name: ChunkData :one
 SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?;
 
+-- name: ChunkDataIfCandidate :one
+-- ChunkData of a chunk whose Bloom filter has every probe bit (no row when
+-- it cannot hold the needle: its data is then not read).
+SELECT entries, data FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sqlc.arg(chunk_no)
+  AND memoryd_bloom_has(bloom, CAST(sqlc.arg(probes) AS BLOB));
+
 -- name: GetHistoryBranch :one
 SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?;
 
@@ -261,6 +268,23 @@ SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_n
 FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
 ORDER BY branch_index DESC LIMIT sqlc.arg(max_items);
 
+-- name: HistoryItemPlacesAfter :many
+-- HistoryItemsAfter with the chunk that holds each item's text (a search's
+-- walk in branch order).
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index > sqlc.arg(after)
+ORDER BY i.branch_index LIMIT sqlc.arg(max_items);
+
+-- name: HistoryItemPlacesBefore :many
+-- HistoryItemPlacesAfter newest first.
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index < sqlc.arg(before)
+ORDER BY i.branch_index DESC LIMIT sqlc.arg(max_items);
+
 -- name: HistoryCallsBetween :many
 SELECT branch_index, call_id, tool_name FROM history_calls
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(low) AND branch_index <= sqlc.arg(high)
@@ -293,6 +317,15 @@ ON CONFLICT (task_id, agent) DO UPDATE SET state = excluded.state, position = ex
 SELECT chunk_no, bloom FROM history_chunks
 WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no > sqlc.arg(after) AND chunk_no <= sqlc.arg(until)
 ORDER BY chunk_no;
+
+-- name: ChunkAgents :many
+-- The agents with sealed history chunks, the one whose branch changed last
+-- first, with their last sealed chunk (the chunk filters loaded at start).
+SELECT b.task_id, b.agent, CAST((SELECT max(c.chunk_no) FROM history_chunks c
+    WHERE c.task_id = b.task_id AND c.agent = b.agent) AS INTEGER) AS sealed
+FROM history_branches b
+WHERE EXISTS (SELECT 1 FROM history_chunks c WHERE c.task_id = b.task_id AND c.agent = b.agent)
+ORDER BY b.position DESC;
 
 -- name: CandidateChunksAmong :many
 -- CandidateChunks among the chunks numbered in chunk_nos (a JSON array).

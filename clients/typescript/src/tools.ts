@@ -108,7 +108,10 @@ export interface HistorySearchContentsDetails {
     regions: HistorySearchRegion[];
   }[];
   n_returned: number;
+  /** The first `limit` matches the output budget left out (the search stops after `limit` matches). */
   omitted: number;
+  /** Present (true) when matches exist past `limit`. */
+  more?: true;
 }
 
 export interface NotesListFilesDetails {

@@ -307,6 +307,45 @@ func (q *Queries) CandidateChunksAmong(ctx context.Context, arg CandidateChunksA
 	return items, nil
 }
 
+const chunkAgents = `-- name: ChunkAgents :many
+SELECT b.task_id, b.agent, CAST((SELECT max(c.chunk_no) FROM history_chunks c
+    WHERE c.task_id = b.task_id AND c.agent = b.agent) AS INTEGER) AS sealed
+FROM history_branches b
+WHERE EXISTS (SELECT 1 FROM history_chunks c WHERE c.task_id = b.task_id AND c.agent = b.agent)
+ORDER BY b.position DESC
+`
+
+type ChunkAgentsRow struct {
+	TaskID string
+	Agent  string
+	Sealed int64
+}
+
+// The agents with sealed history chunks, the one whose branch changed last
+// first, with their last sealed chunk (the chunk filters loaded at start).
+func (q *Queries) ChunkAgents(ctx context.Context) ([]ChunkAgentsRow, error) {
+	rows, err := q.db.QueryContext(ctx, chunkAgents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ChunkAgentsRow{}
+	for rows.Next() {
+		var i ChunkAgentsRow
+		if err := rows.Scan(&i.TaskID, &i.Agent, &i.Sealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const chunkData = `-- name: ChunkData :one
 SELECT entries, data FROM history_chunks WHERE task_id = ? AND agent = ? AND chunk_no = ?
 `
@@ -325,6 +364,38 @@ type ChunkDataRow struct {
 func (q *Queries) ChunkData(ctx context.Context, arg ChunkDataParams) (ChunkDataRow, error) {
 	row := q.db.QueryRowContext(ctx, chunkData, arg.TaskID, arg.Agent, arg.ChunkNo)
 	var i ChunkDataRow
+	err := row.Scan(&i.Entries, &i.Data)
+	return i, err
+}
+
+const chunkDataIfCandidate = `-- name: ChunkDataIfCandidate :one
+SELECT entries, data FROM history_chunks
+WHERE task_id = ?1 AND agent = ?2 AND chunk_no = ?3
+  AND memoryd_bloom_has(bloom, CAST(?4 AS BLOB))
+`
+
+type ChunkDataIfCandidateParams struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Probes  []byte
+}
+
+type ChunkDataIfCandidateRow struct {
+	Entries string
+	Data    []byte
+}
+
+// ChunkData of a chunk whose Bloom filter has every probe bit (no row when
+// it cannot hold the needle: its data is then not read).
+func (q *Queries) ChunkDataIfCandidate(ctx context.Context, arg ChunkDataIfCandidateParams) (ChunkDataIfCandidateRow, error) {
+	row := q.db.QueryRowContext(ctx, chunkDataIfCandidate,
+		arg.TaskID,
+		arg.Agent,
+		arg.ChunkNo,
+		arg.Probes,
+	)
+	var i ChunkDataIfCandidateRow
 	err := row.Scan(&i.Entries, &i.Data)
 	return i, err
 }
@@ -991,6 +1062,159 @@ func (q *Queries) HistoryItemByEntry(ctx context.Context, arg HistoryItemByEntry
 		&i.Images,
 	)
 	return i, err
+}
+
+const historyItemPlacesAfter = `-- name: HistoryItemPlacesAfter :many
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = ?1 AND i.agent = ?2 AND i.branch_index > ?3
+ORDER BY i.branch_index LIMIT ?4
+`
+
+type HistoryItemPlacesAfterParams struct {
+	TaskID   string
+	Agent    string
+	After    int64
+	MaxItems int64
+}
+
+type HistoryItemPlacesAfterRow struct {
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+	TextChunk     int64
+	TextBytes     int64
+}
+
+// HistoryItemsAfter with the chunk that holds each item's text (a search's
+// walk in branch order).
+func (q *Queries) HistoryItemPlacesAfter(ctx context.Context, arg HistoryItemPlacesAfterParams) ([]HistoryItemPlacesAfterRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyItemPlacesAfter,
+		arg.TaskID,
+		arg.Agent,
+		arg.After,
+		arg.MaxItems,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryItemPlacesAfterRow{}
+	for rows.Next() {
+		var i HistoryItemPlacesAfterRow
+		if err := rows.Scan(
+			&i.BranchIndex,
+			&i.EntryID,
+			&i.WindowOrdinal,
+			&i.WindowID,
+			&i.Role,
+			&i.RawRole,
+			&i.ToolNamespace,
+			&i.ToolName,
+			&i.ToolCallID,
+			&i.Hidden,
+			&i.NChars,
+			&i.Images,
+			&i.TextChunk,
+			&i.TextBytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const historyItemPlacesBefore = `-- name: HistoryItemPlacesBefore :many
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = ?1 AND i.agent = ?2 AND i.branch_index < ?3
+ORDER BY i.branch_index DESC LIMIT ?4
+`
+
+type HistoryItemPlacesBeforeParams struct {
+	TaskID   string
+	Agent    string
+	Before   int64
+	MaxItems int64
+}
+
+type HistoryItemPlacesBeforeRow struct {
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+	TextChunk     int64
+	TextBytes     int64
+}
+
+// HistoryItemPlacesAfter newest first.
+func (q *Queries) HistoryItemPlacesBefore(ctx context.Context, arg HistoryItemPlacesBeforeParams) ([]HistoryItemPlacesBeforeRow, error) {
+	rows, err := q.db.QueryContext(ctx, historyItemPlacesBefore,
+		arg.TaskID,
+		arg.Agent,
+		arg.Before,
+		arg.MaxItems,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HistoryItemPlacesBeforeRow{}
+	for rows.Next() {
+		var i HistoryItemPlacesBeforeRow
+		if err := rows.Scan(
+			&i.BranchIndex,
+			&i.EntryID,
+			&i.WindowOrdinal,
+			&i.WindowID,
+			&i.Role,
+			&i.RawRole,
+			&i.ToolNamespace,
+			&i.ToolName,
+			&i.ToolCallID,
+			&i.Hidden,
+			&i.NChars,
+			&i.Images,
+			&i.TextChunk,
+			&i.TextBytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const historyItemsAfter = `-- name: HistoryItemsAfter :many
