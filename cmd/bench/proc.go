@@ -111,6 +111,34 @@ type tail struct {
 	mu     sync.Mutex
 	buf    []byte
 	lines  []string
+	// watch is the text await waits for; found gets the first line
+	// written afterwards that holds it.
+	watch string
+	found chan string
+}
+
+// await waits, at most timeout, for a stderr line holding s and returns it.
+func (t *tail) await(ctx context.Context, s string, timeout time.Duration) (string, error) {
+	t.mu.Lock()
+	for _, l := range t.lines {
+		if strings.Contains(l, s) {
+			t.mu.Unlock()
+			return l, nil
+		}
+	}
+	t.watch, t.found = s, make(chan string, 1)
+	found := t.found
+	t.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case l := <-found:
+		return l, nil
+	case <-timer.C:
+		return "", fmt.Errorf("no stderr line holding %s in %s%s", s, timeout, t.last())
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func (t *tail) Write(b []byte) (int, error) {
@@ -126,6 +154,10 @@ func (t *tail) Write(b []byte) (int, error) {
 		t.buf = t.buf[i+1:]
 		fmt.Fprintf(t.out, "%s%s\n", t.prefix, line)
 		t.lines = append(t.lines, line)
+		if t.watch != "" && strings.Contains(line, t.watch) {
+			t.found <- line
+			t.watch = ""
+		}
 		if len(t.lines) > 20 {
 			t.lines = t.lines[1:]
 		}

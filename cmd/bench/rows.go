@@ -83,6 +83,15 @@ var allRows = []*row{
 		stretch: 0.050, stretchText: "≤ 50 ms",
 	},
 	{
+		name: "first-search",
+		help: "the first rare-needle search of a memoryd started on the\n" +
+			"history, once its chunk filters are loaded in the background,\n" +
+			"vs the next search on it                       (≤ 2×)",
+		needs:   []*fixture{fxHistory},
+		measure: (*bench).measureFirstSearch, notes: (*bench).firstSearchNotes,
+		fig: ms, ceil: ms, target: 2, targetText: "≤ 2×",
+	},
+	{
 		name: "sync-turn",
 		help: "one more turn on the history: a history sync of one new\n" +
 			"entry with the branch as a delta from the last\n" +

@@ -77,6 +77,11 @@ func (b *bench) searchEverywhereNotes() string {
 // count of results (1 for the rare needle, 0 for the common one, GLOB's
 // count for the one found everywhere).
 func (b *bench) searchMemoryd(ctx context.Context, needle string) (time.Duration, error) {
+	return b.searchOn(ctx, b.hist.url, needle)
+}
+
+// searchOn is searchMemoryd on the memoryd at url.
+func (b *bench) searchOn(ctx context.Context, url, needle string) (time.Duration, error) {
 	args, _ := json.Marshal(map[string]any{"query": needle, "limit": 20})
 	body := b.toolBody(b.histTask, string(args))
 	var res struct {
@@ -87,7 +92,7 @@ func (b *bench) searchMemoryd(ctx context.Context, needle string) (time.Duration
 		} `json:"details"`
 	}
 	t := time.Now()
-	raw, err := b.cl.post(ctx, b.hist.url+"/v1/tools/history_search_contents", body, true)
+	raw, err := b.cl.post(ctx, url+"/v1/tools/history_search_contents", body, true)
 	took := time.Since(t)
 	if err != nil {
 		return 0, err
