@@ -1,6 +1,7 @@
 // Test support shared by the client and the Pi extension tests: build the
 // real memoryd binary from this repository (unless MEMORYD_BIN names one),
 // start it on 127.0.0.1:0 with a temporary database and token, and stop it.
+import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { after, before } from "node:test";
 import { promisify } from "node:util";
 
 const execFileP = promisify(execFile);
@@ -36,6 +38,22 @@ export async function memorydBinary() {
     })();
   }
   return built;
+}
+
+/**
+ * One memoryd for a whole test file: started before its first test (then
+ * set(md, client) with a client of Client for it), and checked to exit 0
+ * after its last test.
+ */
+export function memorydPerFile(Client, set) {
+  let md;
+  before(async () => {
+    md = await startMemoryd();
+    set(md, new Client({ baseUrl: md.url, token: md.token }));
+  });
+  after(async () => {
+    assert.equal((await md?.stop())?.code, 0);
+  });
 }
 
 /**

@@ -6,23 +6,18 @@ import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, optionsFromEnv } from "../dist/index.js";
-import { freePort, memorydBinary, startMemoryd } from "../../testing/memoryd.mjs";
+import { freePort, memorydBinary, memorydPerFile } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
 let md;
 let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
+memorydPerFile(MemorydClient, (m, c) => {
+  md = m;
+  client = c;
 });
 
 /** A scripted model that runs the given tool-call steps, one per request, then answers "done". */

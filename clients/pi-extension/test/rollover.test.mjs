@@ -8,23 +8,18 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, NO_KEPT_ENTRY } from "../dist/index.js";
-import { repoRoot, runMemoryd, startMemoryd } from "../../testing/memoryd.mjs";
+import { memorydPerFile, repoRoot, runMemoryd } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxText, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
 let md;
 let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
+memorydPerFile(MemorydClient, (m, c) => {
+  md = m;
+  client = c;
 });
 
 /** A tool of the test: some ordinary work whose output fills the window. */

@@ -5,23 +5,18 @@
 // branch. memoryd's branch (rebuilt from its history.branch_changed events)
 // is Pi's branch at every point.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension } from "../dist/index.js";
-import { startMemoryd } from "../../testing/memoryd.mjs";
+import { memorydPerFile } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage } from "./harness.mjs";
 
 let md;
 let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
+memorydPerFile(MemorydClient, (m, c) => {
+  md = m;
+  client = c;
 });
 
 /** memoryd's current branch of the agent, rebuilt from its events (keep + append). */

@@ -5,24 +5,19 @@
 // changed spec that was not regenerated fails here.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { MemorydClient, TOOL_EXECUTION_MODES, TOOL_NAMES } from "../dist/index.js";
 import { GENERATED_PATH, generate, readSpecs } from "../../scripts/gen-tools.mjs";
-import { startMemoryd } from "../../testing/memoryd.mjs";
+import { memorydPerFile } from "../../testing/memoryd.mjs";
 
 const STALE = "tools.generated.ts is stale: run `npm run gen` in clients/ and commit the result";
 
 let md;
 let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md?.stop())?.code, 0);
+memorydPerFile(MemorydClient, (m, c) => {
+  md = m;
+  client = c;
 });
 
 test("tools.generated.ts is generated from internal/tools/specs.json", () => {

@@ -8,10 +8,10 @@
 //   (SIGKILL: no session_shutdown) is cancelled when the session is resumed
 //   (`pi -c`) and attaches: memoryd is READY.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
-import { startMemoryd } from "../../../testing/memoryd.mjs";
+import { memorydPerFile } from "../../../testing/memoryd.mjs";
 import { waitFor } from "../start/pi-cli.mjs";
 import { startModelServer, textOf } from "./model-server.mjs";
 import { freshSetup, startRpc, traced } from "./pi-cli.mjs";
@@ -19,14 +19,9 @@ import { BIG_FILES, READ_DONE, hasManual, held, lastIsManual, manualScript } fro
 
 let md;
 let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
+memorydPerFile(MemorydClient, (m, c) => {
+  md = m;
+  client = c;
 });
 
 const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
