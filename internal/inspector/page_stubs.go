@@ -2,10 +2,6 @@ package inspector
 
 import "net/http"
 
-func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
-	in.renderError(w, r, http.StatusNotFound, "not yet")
-}
-
 func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 	in.renderError(w, r, http.StatusNotFound, "not yet")
 }

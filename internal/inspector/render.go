@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 	"link":      link,
 	"eventHref": eventHref,
 	"add":       func(a, b int64) int64 { return a + b },
+	"int64":     func(n int) int64 { return int64(n) },
 	"phaseClass": func(phase string) string {
 		return "phase-" + strings.ToLower(strings.ReplaceAll(phase, "_", "-"))
 	},
