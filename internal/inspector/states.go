@@ -23,6 +23,7 @@ type states struct {
 	mu     sync.Mutex
 	closed bool
 	order  []*state // most recently used last
+	builds int      // copies built, for tests
 }
 
 // state is one scratch copy; ready is closed once it is built (svc or err
@@ -119,6 +120,7 @@ func (ss *states) build(st *state) {
 		}
 	}
 	ss.mu.Lock()
+	ss.builds++
 	if err != nil {
 		st.err = err
 		ss.evictLocked(st) // not kept: the next page tries again; nothing to close
