@@ -24,7 +24,7 @@ func setHeaders(h http.Header) {
 // Host that is not allowed (DNS rebinding), refuses every Origin except
 // the request's own on the login POST (the one POST; browsers send an
 // Origin with every POST, and a page of another site must not post
-// there), and allows only GET and HEAD besides that POST.
+// there), and allows only GET besides that POST.
 func (in *Inspector) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w.Header())
@@ -39,7 +39,7 @@ func (in *Inspector) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !isLogin {
+		if r.Method != http.MethodGet && !isLogin {
 			in.renderError(w, r, http.StatusMethodNotAllowed, "the inspector only reads: this method is not allowed here")
 			return
 		}

@@ -16,6 +16,7 @@ package inspector
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -119,16 +120,12 @@ func (in *Inspector) routeTree() chi.Router {
 // fail renders err as an error page with the status and message the API
 // would give it.
 func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil && errorsIsCanceled(err) {
-		return
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return // the browser gave up: nobody reads the page
 	}
 	st, msg := in.cfg.ErrorStatus(err)
 	if st >= 500 {
 		in.log.LogAttrs(r.Context(), slog.LevelError, "inspector page failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
 	in.renderError(w, r, st, msg)
-}
-
-func errorsIsCanceled(err error) bool {
-	return err == context.Canceled || err == context.DeadlineExceeded
 }
