@@ -61,3 +61,35 @@ func TestEventsPage(t *testing.T) {
 		t.Errorf("after=x: %d", resp.StatusCode)
 	}
 }
+
+// TestEventsPaging: 100 events a page; the next page starts after the
+// last one shown and keeps the filters; the last page has no next link.
+func TestEventsPaging(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/paging.jsonl")
+	for i := range 130 {
+		tool(t, s.svc, cc, fmt.Sprint("c", i), "notes_append_to_file", `{"path":"log.md","text":"x\n"}`)
+	}
+	c := s.loggedIn(t)
+	doc := s.page(t, c, "/ui/events?type=note.appended")
+	rows := byClass(doc, "event")
+	next := byID(doc, "events-next")
+	if len(rows) != 100 || next == nil {
+		t.Fatalf("first page: %d events, next %v", len(rows), next != nil)
+	}
+	lastShown := attr(rows[99], "data-position")
+	href := attr(next, "href")
+	if !strings.Contains(href, "after="+lastShown) || !strings.Contains(href, "type=note.appended") {
+		t.Errorf("next link %q", href)
+	}
+	doc = s.page(t, c, href)
+	rows = byClass(doc, "event")
+	if len(rows) != 30 || byID(doc, "events-next") != nil {
+		t.Errorf("second page: %d events, next %v", len(rows), byID(doc, "events-next") != nil)
+	}
+	for _, r := range rows {
+		if attr(r, "data-type") != "note.appended" {
+			t.Errorf("a %s on the filtered page", attr(r, "data-type"))
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package inspector_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -112,6 +114,15 @@ func TestNotesRevisionsAndTimeTravel(t *testing.T) {
 	c := s.loggedIn(t)
 	base := "/ui/tasks/" + root.TaskID + "/notes?agent=/root"
 
+	// The start page shows the agent tree: the child under the root.
+	var tree []string
+	for _, a := range byClass(s.page(t, c, "/ui"), "agent") {
+		tree = append(tree, attr(a, "data-agent")+" "+attr(a, "class"))
+	}
+	if want := []string{"/root agent depth-0", "/root/helper agent depth-1"}; !slices.Equal(tree, want) {
+		t.Errorf("agent tree %q, want %q", tree, want)
+	}
+
 	doc := s.page(t, c, base)
 	if files := byClass(byID(doc, "own-notes"), "note-file"); len(files) != 1 || attr(files[0], "data-path") != "/root/notes/plan.md" {
 		t.Fatalf("own notes: %q", text(byID(doc, "main")))
@@ -169,5 +180,79 @@ func TestNotesRevisionsAndTimeTravel(t *testing.T) {
 	doc = s.page(t, c, fmt.Sprintf("%s&at=%d", base, between))
 	if files := byClass(doc, "note-file"); len(files) != 1 {
 		t.Errorf("notes as of %d: %d files", between, len(files))
+	}
+}
+
+// TestTimelineAsOfAPosition: as of the position before the rollover was
+// committed, the timeline shows w1 current and the rollover open; its
+// links keep the position.
+func TestTimelineAsOfAPosition(t *testing.T) {
+	s := newUIServer(t)
+	cc := fallbackScenario(t, s.svc)
+	c := s.loggedIn(t)
+	doc := s.page(t, c, "/ui/tasks/"+cc.TaskID+"/agents/root")
+	var committed string
+	for _, tr := range byClass(doc, "step") {
+		if attr(tr, "data-type") == "lifecycle.rollover_committed" {
+			committed = attr(tr, "data-position")
+		}
+	}
+	var p int
+	fmt.Sscan(committed, &p)
+	doc = s.page(t, c, fmt.Sprintf("/ui/tasks/%s/agents/root?at=%d", cc.TaskID, p-1))
+	if got := text(byID(doc, "current-window")); got != "w1" {
+		t.Errorf("as of %d the window is %q, want w1", p-1, got)
+	}
+	if got := text(byID(doc, "phase")); got != "ROLLING_OVER" {
+		t.Errorf("as of %d the phase is %q", p-1, got)
+	}
+	if r := byClass(doc, "rollover"); len(r) != 1 || len(byClass(r[0], "rollover-open")) != 1 {
+		t.Errorf("as of %d the rollover is not open", p-1)
+	}
+	for _, a := range byTag(byID(doc, "steps"), "a") {
+		if !strings.Contains(attr(a, "href"), fmt.Sprintf("at=%d", p-1)) {
+			t.Errorf("link %q drops the position", attr(a, "href"))
+		}
+	}
+	// The start page at that position shows the same phase.
+	doc = s.page(t, c, fmt.Sprintf("/ui?at=%d", p-1))
+	if a := byClass(doc, "agent"); len(a) != 1 || !strings.Contains(text(a[0]), "ROLLING_OVER") {
+		t.Errorf("start page as of %d: %q", p-1, text(byID(doc, "tasks")))
+	}
+}
+
+// TestPagesEscapeWhatTheLogHolds: text from the log (a note, a path, an
+// agent's history, a search) is shown as text, never as markup.
+func TestPagesEscapeWhatTheLogHolds(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/<b>x</b>.jsonl")
+	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>"'`
+	args, _ := json.Marshal(map[string]string{"path": "evil.md", "text": evil})
+	tool(t, s.svc, cc, "c1", "notes_write_file", string(args))
+	c := s.loggedIn(t)
+	for _, p := range []string{
+		"/ui",
+		"/ui/tasks/" + cc.TaskID + "/notes?agent=/root&file=/root/notes/evil.md",
+		"/ui/events",
+		"/ui/tasks/" + cc.TaskID + "/history?agent=/root&q=" + url.QueryEscape(evil),
+	} {
+		resp, doc := s.get(t, c, p)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", p, resp.StatusCode)
+		}
+		if n := len(byTag(doc, "script")); n != 0 {
+			t.Errorf("GET %s: %d script elements", p, n)
+		}
+		for _, img := range byTag(doc, "img") {
+			t.Errorf("GET %s: an img %v", p, img.Attr)
+		}
+		body, _ := readAll(resp)
+		if strings.Contains(body, "<script>") || strings.Contains(body, "<b>x</b>") {
+			t.Errorf("GET %s: markup from the log unescaped", p)
+		}
+	}
+	doc := s.page(t, c, "/ui/tasks/"+cc.TaskID+"/notes?agent=/root&file=/root/notes/evil.md")
+	if got := byID(doc, "note-content").FirstChild.Data; got != evil {
+		t.Errorf("note shown as %q", got)
 	}
 }
