@@ -98,6 +98,7 @@ var verbSamples = map[string]struct{ flags, pos [][]string }{
 	"call":           {flags: [][]string{{"--log", "log.jsonl"}, {"--until", "0"}, {"--task", "T"}, {"--agent", "/root/a"}, {"--call-id", "c1"}}, pos: [][]string{{"notes_read_file"}, {`{"path":"a.md"}`}}},
 	"import-session": {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"session.jsonl"}}},
 	"tasks":          {flags: [][]string{{"--db", "m.db"}, {"--limit", "2"}, {"--before", "9"}}},
+	"inspect":        {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},
 }
 
 // TestFlagOrderEveryVerb: every verb takes its flags before, between and

@@ -46,6 +46,7 @@ var verbs = []*verb{
 	&callVerb,
 	&importSessionVerb,
 	&tasksVerb,
+	&inspectVerb,
 }
 
 func lookupVerb(name string) *verb {

@@ -136,10 +136,12 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if !loopback {
 		log.Warn("listening on a non-loopback address: the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
 	}
+	cfg := api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback}
+	ui := api.NewInspector(cfg) // the web inspector at /ui
+	defer ui.Close()            // its copies of past states; before the store closes
+	cfg.Inspector = ui
 	srv := &http.Server{
-		Handler: api.NewServer(api.Config{
-			Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback,
-		}),
+		Handler:           api.NewServer(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -182,6 +184,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	ui.Close()
 	return svc.Close() // flushes the read audit of the calls answered, then closes the store
 }
 

@@ -133,6 +133,14 @@ func httpErr(kind error, message string) error { return &httpError{kind: kind, m
 // *memory.Error and *httpError are shown; everything else gets a fixed
 // message, so no internal text leaks.
 func ErrorEnvelope(err error) (int, any) {
+	st, body := errorObject(err)
+	return st, struct {
+		Error apiError `json:"error"`
+	}{body}
+}
+
+// errorObject is ErrorEnvelope's status and error object.
+func errorObject(err error) (int, apiError) {
 	code, st := status(err)
 	body := apiError{Code: code, Message: fixedMessages[code], Details: map[string]any{}}
 	var me *memory.Error
@@ -147,7 +155,5 @@ func ErrorEnvelope(err error) (int, any) {
 	case errors.As(err, &he):
 		body.Message = he.message
 	}
-	return st, struct {
-		Error apiError `json:"error"`
-	}{body}
+	return st, body
 }

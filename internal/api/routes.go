@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -28,9 +29,20 @@ type Config struct {
 	CheckHost bool
 	// Registry receives memoryd's metrics; nil makes a new one.
 	Registry *prometheus.Registry
+	// Inspector, when set, is served at /ui (NewInspector makes it; its
+	// maker closes it).
+	Inspector *inspector.Inspector
+	// InspectorOnly serves the inspector alone: no /v1 route, no
+	// /metrics (the inspect verb).
+	InspectorOnly bool
 }
 
 // NewServer returns the HTTP handler of memoryd.
+//
+// The handler is the API's chi route tree; requests under /ui go to the
+// inspector, which has its own route tree, session and Origin rule
+// (internal/inspector), behind the same request ids, logs, metrics and
+// panic recovery.
 func NewServer(cfg Config) http.Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 8 << 20
@@ -40,9 +52,14 @@ func NewServer(cfg Config) http.Handler {
 	}
 	log := cfg.Logger
 	m := newMetrics(cfg.Registry, cfg.Service)
+	ids := newRequestIDs()
 
 	r := chi.NewRouter()
-	r.Use(observe(log, m, newRequestIDs()))
+	srv := &server{Mux: r}
+	if cfg.Inspector != nil {
+		srv.ui = observe(log, m, ids)(recoverer(log)(cfg.Inspector))
+	}
+	r.Use(observe(log, m, ids))
 	r.Use(recoverer(log))
 	r.Use(refuseForeign(cfg.CheckHost, log))
 	r.Use(limitBody(cfg.MaxBody, log))
@@ -54,6 +71,9 @@ func NewServer(cfg Config) http.Handler {
 	})
 
 	r.Get("/healthz", handleHealth(log, cfg.Service))
+	if cfg.InspectorOnly {
+		return srv
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(requireToken(cfg.Token, log))
 		r.Handle("/metrics", handleMetrics(cfg.Registry))
@@ -75,5 +95,5 @@ func NewServer(cfg Config) http.Handler {
 		r.Post("/v1/lifecycle/rollover/fail", handleLifecycleRolloverFail(log, cfg.Service))
 		r.Post("/v1/lifecycle/manual", handleLifecycleManual(log, cfg.Service))
 	})
-	return r
+	return srv
 }

@@ -60,9 +60,15 @@ var rules = []rule{
 			"keeps a fixed clock): the binaries and the packages they build with have no use for it",
 	},
 	{
-		pkgs: []string{"internal/..."}, except: []string{"internal/api"}, banned: []string{"net/http"},
-		reason: "only internal/api (and the commands) speak HTTP: the domain's errors are its own vocabulary, " +
-			"mapped to statuses in one place (internal/api/errors.go)",
+		pkgs: []string{"internal/..."}, except: []string{"internal/api", "internal/inspector"}, banned: []string{"net/http"},
+		reason: "only internal/api, the web inspector it mounts (internal/inspector) and the commands speak HTTP: " +
+			"the domain's errors are its own vocabulary, mapped to statuses in one place (internal/api/errors.go, " +
+			"which the inspector is given)",
+	},
+	{
+		pkgs: []string{"internal/inspector"}, banned: []string{"internal/eventlog/...", "internal/projections/...", "internal/api/..."}, direct: true,
+		reason: "the inspector reads through memory's read paths (InspectTool, Tasks, Events, StreamEvents) and " +
+			"forensics' copies of past states: it cannot reach the store's writes, and shows what the tools answer",
 	},
 	{
 		pkgs:   []string{"internal/eventlog/..."},

@@ -14,5 +14,10 @@ SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(u
 -- name: TaskEventsAfter :many
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
 
+-- name: StreamEventsAfter :many
+-- One stream's events in position order, by the (stream, stream_version)
+-- index: a stream's versions grow with its positions.
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
+
 -- name: CountEvents :one
 SELECT count(*) FROM events;

@@ -393,6 +393,7 @@ type Filter struct {
 	After  int64  // positions greater than this
 	Until  int64  // positions at most this (0: no bound)
 	TaskID string // only this task's streams ("" for all)
+	Stream string // only this stream ("" for all); takes precedence over TaskID
 	Limit  int    // page size
 }
 
@@ -413,9 +414,12 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	q := eventsdb.New(db)
 	var rows []eventsdb.Event
 	var err error
-	if f.TaskID != "" {
+	switch {
+	case f.Stream != "":
+		rows, err = q.StreamEventsAfter(ctx, eventsdb.StreamEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
+	case f.TaskID != "":
 		rows, err = q.TaskEventsAfter(ctx, eventsdb.TaskEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
-	} else {
+	default:
 		rows, err = q.EventsAfter(ctx, eventsdb.EventsAfterParams{After: f.After, Until: until, MaxEvents: limit})
 	}
 	if err != nil {

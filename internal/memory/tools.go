@@ -93,6 +93,13 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 // it makes sees the same snapshot. The checkpoint fence blocks it.
 func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64,
 	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
+	return runRead(ctx, s, name, cc, raw, pos, true, fn)
+}
+
+// runRead is readTool; gate says whether the caller's fence may block
+// the read (the inspector's reads are not the agent's: InspectTool).
+func runRead[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64, gate bool,
+	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
 	var args A
 	if err := decodeArgs(name, raw, &args); err != nil {
 		return ToolResult{}, err
@@ -103,8 +110,10 @@ func readTool[A any](ctx context.Context, s *Service, name string, cc CallContex
 		if err != nil {
 			return err
 		}
-		if err := gateRead(c, name); err != nil {
-			return err
+		if gate {
+			if err := gateRead(c, name); err != nil {
+				return err
+			}
 		}
 		res, err = fn(ctx, r, c, args)
 		return err

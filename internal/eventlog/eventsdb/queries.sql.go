@@ -109,6 +109,58 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const streamEventsAfter = `-- name: StreamEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
+`
+
+type StreamEventsAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	MaxEvents int64
+}
+
+// One stream's events in position order, by the (stream, stream_version)
+// index: a stream's versions grow with its positions.
+func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, streamEventsAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamVersion = `-- name: StreamVersion :one
 SELECT CAST(coalesce(max(stream_version), 0) AS INTEGER) FROM events WHERE stream = ?
 `

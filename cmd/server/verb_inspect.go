@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/api"
+	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+var inspectVerb = verb{
+	name:     "inspect",
+	synopsis: "inspect (FILE.jsonl | --db F) [--addr 127.0.0.1:PORT]",
+	summary:  "open a log or a database in the web inspector, read-only, on a loopback port",
+	about: `
+Serves the web inspector (the pages memoryd serve has at /ui) for an exported log FILE.jsonl,
+imported into a temporary database that is deleted when it stops, or for the database --db
+(only read). Nothing else is served: no /v1 route, no write. It listens on a loopback address
+(--addr, a free port by default), prints "listening on http://HOST:PORT", then a one-time login
+link: opening it logs one browser in (a session cookie) and spends it. The link holds no token;
+the login form is off. It stops on SIGINT or SIGTERM.`,
+	args: []arg{
+		{name: "FILE.jsonl", about: "an exported log (memoryd export), e.g. from a bug report; - for stdin", optional: true},
+	},
+	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
+		o := &inspectOptions{}
+		fs.StringVar(&o.db, "db", "", "database `F` to show instead of a log (only read)")
+		fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "loopback address `HOST:PORT` to listen on; :0 picks a free port")
+		return o.run
+	},
+}
+
+type inspectOptions struct {
+	db, addr string
+}
+
+func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
+	switch {
+	case o.db == "" && len(in.args) == 0:
+		return &usageError{"inspect needs FILE.jsonl or --db F: the log to show"}
+	case o.db != "" && len(in.args) > 0:
+		return &usageError{"inspect takes FILE.jsonl or --db F, not both"}
+	}
+	addr, err := listenAddress(o.addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(mustHost(addr)); ip == nil || !ip.IsLoopback() {
+		return &usageError{fmt.Sprintf("inspect listens on loopback only; --addr %q is not a loopback address", o.addr)}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var svc *memory.Service
+	if o.db != "" {
+		if svc, err = openExistingService(ctx, o.db, in.stderr); err != nil {
+			return err
+		}
+		defer svc.Close()
+	} else {
+		scratch, cleanup, err := forensics.Scratch(ctx)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		lr, closeLog, err := openLog(in.args[0], in.stdin)
+		if err != nil {
+			return err
+		}
+		_, err = forensics.Import(ctx, scratch, lr.Next)
+		closeLog()
+		if err != nil {
+			return lr.AtLine(err)
+		}
+		svc = scratch
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	log := slog.New(slog.NewTextHandler(in.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg := api.Config{Service: svc, Logger: log, CheckHost: true, InspectorOnly: true}
+	ui := api.NewInspector(cfg) // no token: the one-time link is the login
+	defer ui.Close()
+	cfg.Inspector = ui
+	srv := &http.Server{Handler: api.NewServer(cfg), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(in.stdout, "listening on %s\n", url)
+	fmt.Fprintf(in.stdout, "open once to log in: %s%s\n", url, ui.LoginLink())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// mustHost is the host of a HOST:PORT that listenAddress made.
+func mustHost(hostport string) string {
+	host, _, _ := net.SplitHostPort(hostport)
+	return host
+}

@@ -1,0 +1,62 @@
+package inspector
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ContentSecurityPolicy is sent with every /ui response: nothing but the
+// inspector's own stylesheet and images given inline (data: URLs), forms
+// that post only to the inspector, no framing, no <base>, no script.
+const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// setHeaders sets the headers every /ui response carries.
+func setHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// guard runs before any /ui page: it sets the security headers, refuses a
+// Host that is not allowed (DNS rebinding), refuses every Origin except
+// the request's own on the login POST (the one POST; browsers send an
+// Origin with every POST, and a page of another site must not post
+// there), and allows only GET besides that POST.
+func (in *Inspector) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setHeaders(w.Header())
+		if in.cfg.HostAllowed != nil && !in.cfg.HostAllowed(r.Host) {
+			in.renderError(w, r, http.StatusForbidden, "the Host header must name a loopback address")
+			return
+		}
+		isLogin := r.Method == http.MethodPost && r.URL.Path == Prefix+"/login"
+		if origin, ok := r.Header["Origin"]; ok {
+			if !isLogin || len(origin) != 1 || !sameOrigin(origin[0], r) {
+				in.renderError(w, r, http.StatusForbidden, "requests from another origin are refused")
+				return
+			}
+		}
+		if r.Method != http.MethodGet && !isLogin {
+			in.renderError(w, r, http.StatusMethodNotAllowed, "the inspector only reads: this method is not allowed here")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin reports whether origin is the origin of the request itself:
+// its scheme (https under TLS, else http) and exactly its Host.
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
+}

@@ -1,0 +1,131 @@
+// Package inspector is memoryd's read-only web inspector: server-rendered
+// pages (html/template, templates and CSS embedded, no JavaScript) that
+// show a memory's tasks and agents, an agent's timeline (windows,
+// rollovers, fence transitions, audited calls, a plot of tokens used),
+// its notes with their revisions and diffs, its history with search, and
+// the event log, each as of any log position.
+//
+// internal/api mounts it at /ui. It owns the /ui session (a login with the
+// token sets a random session id in an HttpOnly, SameSite=Strict cookie;
+// one-time login codes for the inspect verb), the Origin and Host rules of
+// /ui, and the security headers of every /ui response. It never writes:
+// it reads through memory's read paths (InspectTool, Tasks, Events,
+// StreamEvents) and builds the state at a past position with the code of
+// `call --until` (internal/forensics).
+package inspector
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// Prefix is where the inspector is served.
+const Prefix = "/ui"
+
+// Config holds the inspector's dependencies.
+type Config struct {
+	// Service is the memory shown (the live one, or one an inspect verb
+	// imported a log into).
+	Service *memory.Service
+	Logger  *slog.Logger
+	// Token is what the login form must be given; "" refuses every
+	// login (one-time codes still work).
+	Token string
+	// HostAllowed, when set, refuses requests whose Host it rejects (the
+	// API's DNS-rebinding check).
+	HostAllowed func(host string) bool
+	// ErrorStatus gives the status and safe message of an error, as the
+	// API maps them (internal/api owns the mapping).
+	ErrorStatus func(error) (status int, message string)
+	// Scratches is how many past states (?at=P) are kept open; 0: 4.
+	Scratches int
+}
+
+// Inspector is the /ui handler. Close releases the past states it keeps.
+type Inspector struct {
+	cfg      Config
+	log      *slog.Logger
+	sessions *sessions
+	states   *states
+	routes   chi.Router
+	pages    *pages
+}
+
+// New returns the inspector of cfg.Service.
+func New(cfg Config) *Inspector {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ErrorStatus == nil {
+		cfg.ErrorStatus = func(error) (int, string) { return http.StatusInternalServerError, "internal error" }
+	}
+	if cfg.Scratches <= 0 {
+		cfg.Scratches = 4
+	}
+	in := &Inspector{cfg: cfg, log: cfg.Logger, sessions: newSessions(),
+		states: newStates(cfg.Service, cfg.Scratches), pages: mustParsePages()}
+	in.routes = in.routeTree()
+	return in
+}
+
+// Routes returns the inspector's route tree, for tests that walk it.
+func (in *Inspector) Routes() chi.Routes { return in.routes }
+
+// ServeHTTP serves a request under /ui: the guard (headers, Host, Origin,
+// method) runs first, then the session check, then the page.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	in.guard(in.routes).ServeHTTP(w, r)
+}
+
+// LoginLink returns the path of a new one-time login link: it logs one
+// browser in once, within its lifetime, and is then invalid. It holds no
+// token.
+func (in *Inspector) LoginLink() string {
+	return Prefix + "/login/once?code=" + in.sessions.newCode()
+}
+
+// Close closes the past states the inspector keeps open.
+func (in *Inspector) Close() error { return in.states.close() }
+
+func (in *Inspector) routeTree() chi.Router {
+	r := chi.NewRouter()
+	r.Get(Prefix+"/style.css", serveCSS)
+	r.Get(Prefix+"/login", in.loginPage)
+	r.Post(Prefix+"/login", in.login)
+	r.Get(Prefix+"/login/once", in.loginOnce)
+	r.Get(Prefix+"/logout", in.logout)
+	r.Group(func(r chi.Router) {
+		r.Use(in.requireSession)
+		r.Get(Prefix, in.tasksPage)
+		r.Get(Prefix+"/tasks/{task}/agents/*", in.timelinePage)
+		r.Get(Prefix+"/tasks/{task}/notes", in.notesPage)
+		r.Get(Prefix+"/tasks/{task}/history", in.historyPage)
+		r.Get(Prefix+"/events", in.eventsPage)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		in.renderError(w, r, http.StatusNotFound, "no such page")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		in.renderError(w, r, http.StatusMethodNotAllowed, "the inspector only reads: this method is not allowed here")
+	})
+	return r
+}
+
+// fail renders err as an error page with the status and message the API
+// would give it.
+func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return // the browser gave up: nobody reads the page
+	}
+	st, msg := in.cfg.ErrorStatus(err)
+	if st >= 500 {
+		in.log.LogAttrs(r.Context(), slog.LevelError, "inspector page failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
+	in.renderError(w, r, st, msg)
+}

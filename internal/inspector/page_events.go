@@ -1,0 +1,102 @@
+package inspector
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/memoryd/memoryd/internal/events"
+)
+
+const (
+	eventsPerPage = 100
+	// eventsScanned bounds how many events one page reads while
+	// filtering by type: past it, the page ends early and links on.
+	eventsScanned = 20000
+	eventsRead    = 500
+)
+
+type eventsData struct {
+	Task, Stream, Type string
+	After, Until       int64
+	Events             []shownEvent
+	Next               int64 // the after of the next page, 0: none
+}
+
+type shownEvent struct {
+	events.Event
+	Payload string
+}
+
+// eventsPage is the log, paged by position (after), filtered by task,
+// stream, type and a position range (after, until), each event with its
+// payload pretty-printed.
+func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
+	at, svc, release, err := in.source(r)
+	if err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	defer release()
+	q := r.URL.Query()
+	d := eventsData{Task: q.Get("task"), Stream: q.Get("stream"), Type: q.Get("type")}
+	if d.After, err = positionParam(q.Get("after"), "after"); err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	if d.Until, err = positionParam(q.Get("until"), "until"); err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	after, scanned, done := d.After, 0, false
+	for !done && len(d.Events) < eventsPerPage && scanned < eventsScanned {
+		var page []events.Event
+		if d.Stream != "" {
+			page, err = svc.StreamEvents(r.Context(), "", d.Stream, after, eventsRead)
+		} else {
+			page, err = svc.Events(r.Context(), after, d.Task, eventsRead)
+		}
+		if err != nil {
+			in.fail(w, r, err)
+			return
+		}
+		done = len(page) < eventsRead
+		for _, ev := range page {
+			if d.Until > 0 && ev.Position > d.Until {
+				done = true
+				break
+			}
+			after, scanned = ev.Position, scanned+1
+			if d.Type == "" || ev.Type == d.Type {
+				d.Events = append(d.Events, shownEvent{Event: ev, Payload: pretty(ev.Data)})
+				if len(d.Events) == eventsPerPage {
+					break
+				}
+			}
+		}
+	}
+	if !done || (len(d.Events) == eventsPerPage && after > d.After) {
+		d.Next = after // more may follow
+	}
+	in.renderAt(w, r, "events", "Events", at, d)
+}
+
+func positionParam(s, name string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errBadParam(name, "a log position (0 or more)")
+	}
+	return n, nil
+}
+
+func pretty(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

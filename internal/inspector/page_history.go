@@ -1,0 +1,94 @@
+package inspector
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+type historyData struct {
+	TaskID, Agent string
+	Windows       windowsDetails
+	Window        string
+	Items         itemsDetails
+	Item          *readDetails
+	Images        []template.URL
+	Cut           bool // the item's text is longer than shown
+	Query         string
+	Hits          []searchHit
+	More          bool
+}
+
+type searchHit struct {
+	ItemID, WindowID, Role, ToolName string
+	Regions                          [][]segment
+}
+
+// historyPage shows an agent's history: its windows, the items of one
+// (?window=, default the current), an item's text and images (?item=),
+// and a search (?q=) by history_search_contents' code path, matches
+// marked. It reads through memory's inspector path: nothing is audited.
+func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
+	at, svc, release, err := in.source(r)
+	if err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	defer release()
+	q := r.URL.Query()
+	ctx := r.Context()
+	d := historyData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent"), Window: q.Get("window"), Query: q.Get("q")}
+	if d.Agent == "" {
+		d.Agent = "/root"
+	}
+	if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_list_windows", map[string]any{"limit": 200}, &d.Windows); err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	if d.Window == "" {
+		for _, win := range d.Windows.Windows {
+			if win.Current {
+				d.Window = win.WindowID
+			}
+		}
+	}
+	if d.Window != "" {
+		if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_list_items",
+			map[string]any{"window_id": d.Window, "limit": 200, "max_chars_per_item": 160}, &d.Items); err != nil {
+			in.fail(w, r, err)
+			return
+		}
+	}
+	if item := q.Get("item"); item != "" {
+		it, images, cut, err := readWholeItem(ctx, svc, d.TaskID, d.Agent, d.Window, item)
+		if err != nil {
+			in.fail(w, r, err)
+			return
+		}
+		d.Item, d.Images, d.Cut = &it, images, cut
+	}
+	if d.Query != "" {
+		var sd searchDetails
+		if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_search_contents", map[string]any{"query": d.Query, "limit": 50}, &sd); err != nil {
+			in.fail(w, r, err)
+			return
+		}
+		d.More = sd.More || sd.Omitted > 0
+		for _, res := range sd.Results {
+			h := searchHit{ItemID: res.ItemID, WindowID: res.WindowID, Role: res.Role}
+			if res.ToolName != nil {
+				h.ToolName = *res.ToolName
+			}
+			for _, reg := range res.Regions {
+				var ms [][2]int
+				for _, m := range reg.Matches {
+					ms = append(ms, [2]int{m.Start, m.End})
+				}
+				h.Regions = append(h.Regions, highlight(reg.Preview, reg.OffsetChars, ms))
+			}
+			d.Hits = append(d.Hits, h)
+		}
+	}
+	in.renderAt(w, r, "history", d.Agent+" · history", at, d)
+}

@@ -1,0 +1,85 @@
+package inspector
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+)
+
+type notesData struct {
+	TaskID, Agent string
+	Own, Others   []*noteFile // the agent's files, and those of the task's other agents it may read
+	File          *noteFile   // the file shown, nil: none
+	Rev           int         // the revision shown
+	Content       string
+	Rev1, Rev2    int        // the diff shown (0: none)
+	Diff          []diffLine // from Rev1 to Rev2
+}
+
+// notesPage lists the notes the agent may read (its own first), and for
+// ?file=PATH shows the note at a revision (?rev=N, default the last),
+// its revisions with who wrote each, and a line diff between two
+// revisions (?from=A&to=B).
+func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
+	at, svc, release, err := in.source(r)
+	if err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	defer release()
+	q := r.URL.Query()
+	d := notesData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent")}
+	if d.Agent == "" {
+		d.Agent = "/root"
+	}
+	full := q.Get("file")
+	files, file, err := readNotes(r.Context(), svc, d.TaskID, full)
+	if err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	for _, f := range files {
+		if f.Owner == d.Agent {
+			d.Own = append(d.Own, f)
+		} else {
+			d.Others = append(d.Others, f)
+		}
+	}
+	if full != "" {
+		if file == nil {
+			in.fail(w, r, errNotFound("no note %s in task %s at this position", full, d.TaskID))
+			return
+		}
+		d.File = file
+		if d.Rev, err = revParam(q.Get("rev"), "rev", len(file.Revs)); err != nil {
+			in.fail(w, r, err)
+			return
+		}
+		d.Content = file.contentAt(d.Rev)
+		if q.Get("from") != "" || q.Get("to") != "" {
+			if d.Rev1, err = revParam(q.Get("from"), "from", len(file.Revs)); err != nil {
+				in.fail(w, r, err)
+				return
+			}
+			if d.Rev2, err = revParam(q.Get("to"), "to", len(file.Revs)); err != nil {
+				in.fail(w, r, err)
+				return
+			}
+			d.Diff = lineDiff(file.contentAt(d.Rev1), file.contentAt(d.Rev2))
+		}
+	}
+	in.renderAt(w, r, "notes", d.Agent+" · notes", at, d)
+}
+
+// revParam reads a revision number, 1 to n; "" is n.
+func revParam(s, name string, n int) (int, error) {
+	if s == "" {
+		return n, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 || v > n {
+		return 0, errBadParam(name, "a revision of the note, 1 to "+strconv.Itoa(n))
+	}
+	return v, nil
+}

@@ -1,0 +1,208 @@
+package inspector
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// timeline is an agent's history along the log, folded from its stream
+// by the fence's own Apply, as the projection folds it.
+type timeline struct {
+	TaskID, Agent string
+	First, Last   int64 // positions of the stream's first and last events
+	Budget        events.Budget
+	Windows       []windowBand
+	Rollovers     []rolloverMark
+	Steps         []step
+	Calls         []auditCall
+	Usage         []usagePoint
+	State         fence.State
+	Events        int
+}
+
+// windowBand is one context window, from the event that opened it to the
+// last event before the next one.
+type windowBand struct {
+	ID       string
+	From, To int64
+	Current  bool
+}
+
+// rolloverMark is one rollover: prepared (reason, bootstrap), then
+// committed or failed.
+type rolloverMark struct {
+	Position         int64
+	Reason           string
+	WindowID         string
+	PreviousWindowID string
+	Bootstrap        string
+	Committed        int64 // position of its commit, 0 if none
+	Failed           []int64
+}
+
+// step is one lifecycle event and the phase it left the agent in.
+type step struct {
+	Position   int64
+	Type       string
+	Summary    string
+	Phase      string
+	WindowID   string
+	RecordedAt string
+}
+
+// auditCall is one audited tool call of the agent.
+type auditCall struct {
+	Position     int64
+	Tool         string
+	CallID       string
+	Outcome      string
+	ReadPosition int64
+}
+
+// usagePoint is one usage report.
+type usagePoint struct {
+	Position      int64
+	Used          int64
+	ContextWindow int64
+	Due           string
+}
+
+const streamPage = 1000
+
+// readTimeline reads the agent's stream in position order and folds it.
+func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string) (*timeline, error) {
+	tl := &timeline{TaskID: taskID, Agent: agent, State: fence.Initial()}
+	after := int64(0)
+	for {
+		page, err := svc.StreamEvents(ctx, taskID, agent, after, streamPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page {
+			if err := tl.add(ev); err != nil {
+				return nil, err
+			}
+		}
+		if len(page) < streamPage {
+			break
+		}
+		after = page[len(page)-1].Position
+	}
+	if tl.Events == 0 {
+		return nil, errNotFound("no agent %s in task %s at this position", agent, taskID)
+	}
+	if n := len(tl.Windows); n > 0 {
+		tl.Windows[n-1].To, tl.Windows[n-1].Current = tl.Last, true
+	}
+	return tl, nil
+}
+
+func (tl *timeline) add(ev events.Event) error {
+	payload, err := events.Decode(ev)
+	if err != nil {
+		return fmt.Errorf("event %d: %w", ev.Position, err)
+	}
+	if tl.Events == 0 {
+		tl.First = ev.Position
+		tl.Windows = append(tl.Windows, windowBand{ID: tl.State.WindowID, From: ev.Position})
+	}
+	tl.Events++
+	tl.Last = ev.Position
+	before := tl.State
+	tl.State = fence.Apply(tl.State, payload)
+	if tl.State.WindowID != before.WindowID {
+		tl.Windows[len(tl.Windows)-1].To = ev.Position - 1
+		tl.Windows = append(tl.Windows, windowBand{ID: tl.State.WindowID, From: ev.Position})
+	}
+	st := step{Position: ev.Position, Type: ev.Type, Phase: tl.State.Phase(), WindowID: tl.State.WindowID, RecordedAt: ev.RecordedAt}
+	switch p := payload.(type) {
+	case *events.AgentRegistered:
+		tl.Budget = p.Budget
+		st.Summary = "registered" + ifSet(" under ", p.ParentAgent)
+	case *events.AgentReattached:
+		tl.Budget = p.Budget
+		st.Summary = "re-attached"
+	case *events.UsageReported:
+		if p.TokensUsed != nil {
+			u := usagePoint{Position: ev.Position, Used: *p.TokensUsed, Due: p.Due}
+			if w := p.ContextWindow; w != nil {
+				u.ContextWindow = *w
+			} else if w := tl.State.ContextWindow; w != nil {
+				u.ContextWindow = *w
+			}
+			tl.Usage = append(tl.Usage, u)
+		}
+		if p.Due == "" {
+			return nil // usage without a threshold crossed: a point on the plot, not a step
+		}
+		st.Summary = "due: " + p.Due
+	case *events.ControlDelivered:
+		st.Summary = p.Kind + " delivered in " + p.WindowID
+	case *events.FenceArmed:
+		st.Summary = p.Kind + " armed in " + p.WindowID
+	case *events.ClaimTaken:
+		st.Summary = "claim taken by " + p.ToolName + ifSet(" call ", p.CallID)
+	case *events.ClaimReleased:
+		st.Summary = "claim released" + ifSet(" by call ", p.CallID)
+	case *events.CallBlocked:
+		st.Summary = p.ToolName + " blocked: " + p.Reason
+	case *events.CheckpointSaved:
+		st.Summary = "checkpoint saved to " + p.Path + ifSet(" by call ", p.CallID)
+	case *events.NewContextRequested:
+		st.Summary = "new_context requested" + ifSet(" by call ", p.CallID)
+	case *events.UserInputReceived:
+		st.Summary = "user input"
+	case *events.RolloverPrepared:
+		tl.Rollovers = append(tl.Rollovers, rolloverMark{Position: ev.Position, Reason: p.Reason, WindowID: p.WindowID,
+			PreviousWindowID: p.PreviousWindowID, Bootstrap: p.Bootstrap})
+		st.Summary = "rollover prepared (" + p.Reason + ") " + p.PreviousWindowID + " → " + p.WindowID
+	case *events.RolloverCommitted:
+		if n := len(tl.Rollovers); n > 0 && tl.Rollovers[n-1].WindowID == p.WindowID {
+			tl.Rollovers[n-1].Committed = ev.Position
+		}
+		st.Summary = "rollover committed: " + p.WindowID + " is live"
+	case *events.RolloverFailed:
+		if n := len(tl.Rollovers); n > 0 {
+			tl.Rollovers[n-1].Failed = append(tl.Rollovers[n-1].Failed, ev.Position)
+		}
+		st.Summary = "rollover failed" + map[bool]string{true: " (aborted)", false: ""}[p.Aborted] + ifSet(": ", p.Error)
+	case *events.ManualRequested:
+		st.Summary = "manual checkpoint requested (" + p.Phase + ")"
+	case *events.ManualPhaseChanged:
+		st.Summary = "manual checkpoint " + p.Phase
+	case *events.ManualCancelled:
+		st.Summary = "manual checkpoint cancelled"
+	case *events.ToolCalled:
+		tl.Calls = append(tl.Calls, auditCall{Position: ev.Position, Tool: p.Tool, CallID: p.CallID, Outcome: p.Outcome, ReadPosition: p.ReadPosition})
+		return nil
+	default:
+		return nil // notes and history: their own pages
+	}
+	tl.Steps = append(tl.Steps, st)
+	return nil
+}
+
+func ifSet(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// thresholds are the used-token levels the fence acts at, for a window of
+// w tokens: the reminder, the fallback and the hard rollover (0: off).
+type thresholds struct {
+	Window, Reminder, Fallback, Hard int64
+}
+
+func thresholdsOf(w int64, b events.Budget) thresholds {
+	if w <= 0 {
+		return thresholds{Hard: b.HardRolloverUsedTokens}
+	}
+	return thresholds{Window: w, Reminder: w - fence.ReminderThreshold(w, b), Fallback: w - fence.FallbackThreshold(w, b),
+		Hard: b.HardRolloverUsedTokens}
+}

@@ -1,0 +1,54 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// InspectTool runs a read tool for the inspector (internal/inspector) by
+// the code path CallTool takes, with three differences: it refuses the
+// tools that write, it is never recorded by the read audit (looking at a
+// memory must not change its log), and the caller's checkpoint fence does
+// not block it (the inspector looks at the agent; it is not the agent).
+func (s *Service) InspectTool(ctx context.Context, name string, cc CallContext, args json.RawMessage) (ToolResult, error) {
+	if !tools.Known(name) {
+		return ToolResult{}, notFoundf("unknown tool %q", name)
+	}
+	if tools.Writes(name) {
+		return ToolResult{}, invalidf("%s writes; the inspector only reads", name)
+	}
+	if err := checkCallID(cc); err != nil {
+		return ToolResult{}, err
+	}
+	if err := tools.Validate(name, args); err != nil {
+		return ToolResult{}, invalidf("%s: the arguments do not match the tool's schema", name)
+	}
+	switch name {
+	case tools.NotesListFilesByPrefix:
+		return runRead(ctx, s, name, cc, args, nil, false, listNotes)
+	case tools.NotesSearchContents:
+		return runRead(ctx, s, name, cc, args, nil, false, searchNotes)
+	case tools.HistoryListWindows:
+		return runRead(ctx, s, name, cc, args, nil, false, listWindows)
+	case tools.HistoryListItems:
+		return runRead(ctx, s, name, cc, args, nil, false, listItems)
+	case tools.HistoryReadItem:
+		return runRead(ctx, s, name, cc, args, nil, false, readItem)
+	case tools.HistorySearchContents:
+		return runRead(ctx, s, name, cc, args, nil, false, searchHistory)
+	case tools.GetContextRemaining:
+		return runRead(ctx, s, name, cc, args, nil, false, contextRemaining)
+	}
+	return ToolResult{}, invalidf("%s is not available to the inspector", name)
+}
+
+// StreamEvents returns one page of the events of one agent's stream
+// (<task_id><agent>) in position order: at most limit events after
+// position after. The inspector folds them into the agent's timeline.
+func (s *Service) StreamEvents(ctx context.Context, taskID, agent string, after int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, Stream: taskID + agent, Limit: limit})
+}
