@@ -12,11 +12,13 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// benchServer is a test server over a real database file with the default
-// synchronous=FULL, and a client that keeps its connections.
+// benchServer is a test server over a real database file with memoryd
+// serve's defaults (synchronous=FULL, the read audit on), and a client
+// that keeps its connections.
 func benchServer(b *testing.B) (*testServer, *http.Client, memory.CallContext) {
 	b.Helper()
-	ts := newTestServer(b, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	ts, _ := startServer(b, serverOptions{open: memory.OpenOptions{AuditCalls: true},
+		edit: func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) }})
 	tr := ts.Client().Transport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	client := &http.Client{Transport: tr}
@@ -84,7 +86,8 @@ func BenchmarkNoteAppendHTTPParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkNoteReadHTTP: notes_read_file of a ~4 KB note.
+// BenchmarkNoteReadHTTP: one client's notes_read_file of a ~4 KB note
+// (the read1-http bench row's request).
 func BenchmarkNoteReadHTTP(b *testing.B) {
 	ts, client, cc := benchServer(b)
 	var text strings.Builder
