@@ -264,6 +264,7 @@ func pageText(body string, offset, end *int, next **int, total, limit, budget in
 		want = min(want, limit)
 	}
 	n := want
+	var h string
 	for {
 		*end = *offset + n
 		*next = nil
@@ -271,13 +272,14 @@ func pageText(body string, offset, end *int, next **int, total, limit, budget in
 			e := *end
 			*next = &e
 		}
-		room := budget - chars(header()) - 1
+		h = header() // of the fragment as it now is
+		room := budget - chars(h) - 1
 		if n <= room || n <= 1 {
 			break
 		}
 		n = max(room, 1) // shrinking n can lengthen the header: check again
 	}
-	return header() + "\n" + sliceChars(body, *offset, n)
+	return h + "\n" + sliceChars(body, *offset, n)
 }
 
 type searchNotesArgs struct {
