@@ -221,14 +221,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	if a.LimitChars != nil {
 		limit = int(min(int64(*a.LimitChars), int64(maxOffsetChars)))
 	}
-	header := func() string {
-		h := d
-		h.Text = ""
-		return compactJSON(struct {
-			readNoteDetails
-			Text string `json:"text,omitempty"`
-		}{readNoteDetails: h})
-	}
+	header := d.header // d's fields without its text, as pageText sets them
 	text := pageText(sel, &d.OffsetChars, &d.EndChars, &d.NextOffsetChars, d.TotalChars, limit,
 		int(c.agent.Budget.MaxToolOutputChars), header)
 	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
