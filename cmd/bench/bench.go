@@ -25,21 +25,22 @@ type bench struct {
 	cl       *client
 	calls    atomic.Int64 // call ids
 
-	// append16, append1, read8: one memoryd on a notes database.
+	// append16, append1, read8, append1-http, read1-http: one memoryd on
+	// a notes database.
 	notes     *proc
 	notesTask string
 	appends   [17]int64 // per-client append counters (16 = the sequential client)
 	readBytes int       // size of memoryd's read8 response
-	bare      *proc     // read8's ceiling: answers with memoryd's read8 response
-	// append16's bound: a bare server answering with memoryd's append
-	// response, driven like memoryd (no target; it shows what loopback
-	// HTTP alone allows on this machine).
+	bare      *proc     // read8's and read1-http's floor: answers with memoryd's read8 response
+	// append1-http's floor and append16's bound: a bare server answering
+	// with memoryd's append response, driven like memoryd.
 	bareAppend *proc
-	// append16's durable reference: the same, but storing each request
-	// as one raw row with group commit before it answers (no target; the
-	// least a durable HTTP append server does on this machine).
+	// append16's ceiling, the durable reference: the same, but storing
+	// each request as one raw row with group commit before it answers
+	// (the least a durable HTTP append server does on this machine).
 	durableAppend *proc
-	appendBytes   int // size of memoryd's append response
+	appendBytes   int    // size of memoryd's append response
+	appendFile    string // memoryd's append response, which both answer with
 
 	// search-rare, search-common, search-everywhere, rss: one memoryd
 	// serving the history.

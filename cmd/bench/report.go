@@ -93,6 +93,8 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 				f, label = megabytes, l
 			} else if l, ok := strings.CutSuffix(name, " (req/s)"); ok {
 				f, label = rate("req/s"), l
+			} else if l, ok := strings.CutSuffix(name, " (rows/s)"); ok {
+				f, label = rate("rows/s"), l
 			} else if l, ok := strings.CutSuffix(name, " (×)"); ok {
 				f, label = func(x float64) string { return fmt.Sprintf("%.2f×", x) }, l
 			}

@@ -48,7 +48,9 @@ func TestFixturesFor(t *testing.T) {
 	}{
 		{[]string{"append1"}, []*fixture{fxNotes, fxAppendWarm}},
 		{[]string{"read8"}, []*fixture{fxNotes, fxRead8}},
-		{[]string{"startup", "append16"}, []*fixture{fxNotes, fxAppendWarm, fxAppendRefs, fxLog, fxReplayed}},
+		{[]string{"startup", "append16"}, []*fixture{fxNotes, fxAppendWarm, fxBareAppend, fxDurable, fxLog, fxReplayed}},
+		{[]string{"append1-http"}, []*fixture{fxNotes, fxAppendWarm, fxBareAppend}},
+		{[]string{"read1-http"}, []*fixture{fxNotes, fxRead8}},
 		{[]string{"rss", "search-rare"}, []*fixture{fxHistory}},
 		{rowNames(), allFixtures},
 	} {

@@ -14,7 +14,8 @@ import (
 var (
 	fxNotes      = &fixture{name: "notes server", setup: (*bench).setupNotes}
 	fxAppendWarm = &fixture{name: "append warm-up", needs: []*fixture{fxNotes}, setup: (*bench).warmAppends}
-	fxAppendRefs = &fixture{name: "append16's bound and durable reference", needs: []*fixture{fxNotes}, setup: (*bench).setupAppendRefs}
+	fxBareAppend = &fixture{name: "bare server answering like an append", needs: []*fixture{fxNotes}, setup: (*bench).setupBareAppend}
+	fxDurable    = &fixture{name: "append16's durable reference", needs: []*fixture{fxBareAppend}, setup: (*bench).setupDurableAppend}
 	fxRead8      = &fixture{name: "read8 note and bare server", needs: []*fixture{fxNotes}, setup: (*bench).setupRead8}
 )
 
@@ -39,9 +40,9 @@ func (b *bench) warmAppends(ctx context.Context) error {
 	return nil
 }
 
-// setupAppendRefs keeps one memoryd append response and starts the bare
-// and the durable server answering with it, and warms them up.
-func (b *bench) setupAppendRefs(ctx context.Context) error {
+// setupBareAppend keeps one memoryd append response and starts the bare
+// server answering with it, and warms it up.
+func (b *bench) setupBareAppend(ctx context.Context) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -51,21 +52,32 @@ func (b *bench) setupAppendRefs(ctx context.Context) error {
 		return err
 	}
 	b.appendBytes = len(resp)
-	file := filepath.Join(b.scratch, "append-response.json")
-	if err := os.WriteFile(file, resp, 0o600); err != nil {
+	b.appendFile = filepath.Join(b.scratch, "append-response.json")
+	if err := os.WriteFile(b.appendFile, resp, 0o600); err != nil {
 		return err
 	}
-	if b.bareAppend, err = startProc(ctx, "bare-server(append)", []string{self, bareVerb, file}, nil, b.progress); err != nil {
+	if b.bareAppend, err = startProc(ctx, "bare-server(append)", []string{self, bareVerb, b.appendFile}, nil, b.progress); err != nil {
+		return err
+	}
+	if _, err := b.append16Loop(ctx, b.bareAppend, b.warmUp()); err != nil {
+		return fmt.Errorf("%s warm-up: %w", b.bareAppend.name, err)
+	}
+	return nil
+}
+
+// setupDurableAppend starts the durable reference answering with the
+// kept append response, and warms it up.
+func (b *bench) setupDurableAppend(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
 		return err
 	}
 	durableDB := filepath.Join(b.scratch, "durable-append.db")
-	if b.durableAppend, err = startProc(ctx, "durable-server(append)", []string{self, durableVerb, durableDB, file}, nil, b.progress); err != nil {
+	if b.durableAppend, err = startProc(ctx, "durable-server(append)", []string{self, durableVerb, durableDB, b.appendFile}, nil, b.progress); err != nil {
 		return err
 	}
-	for _, p := range []*proc{b.bareAppend, b.durableAppend} {
-		if _, err := b.append16Loop(ctx, p, b.warmUp()); err != nil {
-			return fmt.Errorf("%s warm-up: %w", p.name, err)
-		}
+	if _, err := b.append16Loop(ctx, b.durableAppend, b.warmUp()); err != nil {
+		return fmt.Errorf("%s warm-up: %w", b.durableAppend.name, err)
 	}
 	return nil
 }

@@ -12,11 +12,13 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// benchServer is a test server over a real database file with the default
-// synchronous=FULL, and a client that keeps its connections.
+// benchServer is a test server over a real database file with memoryd
+// serve's defaults (synchronous=FULL, the read audit on), and a client
+// that keeps its connections.
 func benchServer(b *testing.B) (*testServer, *http.Client, memory.CallContext) {
 	b.Helper()
-	ts := newTestServer(b, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	ts, _ := startServer(b, serverOptions{open: memory.OpenOptions{AuditCalls: true},
+		edit: func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) }})
 	tr := ts.Client().Transport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	client := &http.Client{Transport: tr}
@@ -84,8 +86,38 @@ func BenchmarkNoteAppendHTTPParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkNoteReadHTTP: notes_read_file of a ~4 KB note.
+// BenchmarkNoteReadHTTP: one client's notes_read_file of a ~4 KB note
+// (the read1-http bench row's request).
 func BenchmarkNoteReadHTTP(b *testing.B) {
+	client, url, body, n := readBench(b)
+	b.SetBytes(n)
+	for b.Loop() {
+		if err := post(client, url, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNoteReadHTTPParallel: the same with 8 clients at once per
+// GOMAXPROCS of 2 (the read8 bench row's shape).
+func BenchmarkNoteReadHTTPParallel(b *testing.B) {
+	client, url, body, n := readBench(b)
+	b.SetBytes(n)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := post(client, url, body); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// readBench writes the ~4 KB note the read benchmarks read and returns
+// the client, the URL and body of the read and the note's size.
+func readBench(b *testing.B) (*http.Client, string, string, int64) {
 	ts, client, cc := benchServer(b)
 	var text strings.Builder
 	for i := 0; text.Len() < 4000; i++ {
@@ -94,12 +126,5 @@ func BenchmarkNoteReadHTTP(b *testing.B) {
 	if err := post(client, ts.URL+"/v1/tools/notes_write_file", toolBody(b, cc, fmt.Sprintf(`{"path":"big.md","text":%q}`, text.String()))); err != nil {
 		b.Fatal(err)
 	}
-	url := ts.URL + "/v1/tools/notes_read_file"
-	body := toolBody(b, cc, `{"path":"big.md"}`)
-	b.SetBytes(int64(text.Len()))
-	for b.Loop() {
-		if err := post(client, url, body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return client, ts.URL + "/v1/tools/notes_read_file", toolBody(b, cc, `{"path":"big.md"}`), int64(text.Len())
 }

@@ -114,6 +114,9 @@ var (
 
 func checkJSONContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" { // what clients send: no parameters to parse
+		return nil
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != "application/json" {
 		return httpErr(errUnsupportedMedia, "the request body must be application/json")

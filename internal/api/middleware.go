@@ -195,6 +195,9 @@ func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) h
 				status = statusClientClosed
 			}
 			m.observe(r.Method, route, status, elapsed)
+			if !log.Enabled(r.Context(), slog.LevelInfo) {
+				return // --log-level above info: no line to build
+			}
 			attrs := make([]slog.Attr, 0, 8)
 			attrs = append(attrs, slog.String("request_id", info.id),
 				slog.String("method", r.Method), slog.String("route", route),

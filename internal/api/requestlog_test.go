@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"testing"
+	"time"
 )
 
 // TestRequestLogDurationInMilliseconds: a request's log line gives its
@@ -13,9 +14,14 @@ func TestRequestLogDurationInMilliseconds(t *testing.T) {
 	if st, _, b := ts.send(t, ts.request(t, "GET", "/v1/tools", "")); st != http.StatusOK {
 		t.Fatalf("GET /v1/tools: %d %s", st, b)
 	}
+	// The line is written once the handler has returned, which may be
+	// after the client has read the response: wait for it (bounded).
 	lines := ts.logLines(t, "request")
+	for deadline := time.Now().Add(10 * time.Second); len(lines) == 0 && time.Now().Before(deadline); lines = ts.logLines(t, "request") {
+		time.Sleep(time.Millisecond)
+	}
 	if len(lines) == 0 {
-		t.Fatal("no request log line")
+		t.Fatal("no request log line within 10s")
 	}
 	for _, l := range lines {
 		ms, ok := l["duration_ms"].(float64)

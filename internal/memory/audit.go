@@ -14,6 +14,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/jsonenc"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
@@ -40,7 +41,7 @@ type auditor struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	pending []events.ToolCalled
+	pending []auditEntry
 	space   *sync.Cond // signalled when pending is taken
 	closed  bool
 	wake    chan struct{} // capacity 1: run has work (or must stop)
@@ -72,34 +73,76 @@ func (a *auditor) signal() {
 // once for both: res keeps it), escaped on the way into the hash: the two
 // encodings differ only in <, > and & inside strings.
 func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
-	h := sha256.New()
-	outcome = "ok"
 	if err != nil {
-		outcome = ErrorKind(err)
-		var me *Error
-		msg, details := "", map[string]any(nil)
-		if errors.As(err, &me) {
-			msg, details = me.Message, me.Details
-		}
-		b, _ := json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
-		h.Write(b)
-	} else {
-		res.writeMarshalJSON(h) // on an error, the digest of nothing, as json.Marshal fails alike
+		return errorDigest(err)
 	}
-	return outcome, hex.EncodeToString(h.Sum(nil))
+	body, jerr := res.JSON()
+	if jerr != nil {
+		body = nil // the digest of nothing, as json.Marshal fails alike
+	}
+	return "ok", bodyDigest(body)
 }
 
+// errorDigest is ResultDigest of a failed call.
+func errorDigest(err error) (outcome, digest string) {
+	outcome = ErrorKind(err)
+	var me *Error
+	msg, details := "", map[string]any(nil)
+	if errors.As(err, &me) {
+		msg, details = me.Message, me.Details
+	}
+	b, _ := json.Marshal(map[string]any{"error": outcome, "message": msg, "details": details})
+	sum := sha256.Sum256(b)
+	return outcome, hex.EncodeToString(sum[:])
+}
+
+// bodyDigest is ResultDigest of a result whose response body is body
+// (nil: a result that could not be encoded).
+func bodyDigest(body []byte) string {
+	h := sha256.New()
+	jsonenc.WriteHTMLEscaped(h, bytes.TrimSuffix(body, []byte("\n")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// auditEntry is a call waiting to be recorded: its record, less what the
+// audit's goroutine derives off the request path (the arguments kept and
+// the result digest), and what it derives them from.
+type auditEntry struct {
+	rec  events.ToolCalled
+	args json.RawMessage // the call's arguments (a copy)
+	body []byte          // the successful result's response body; nil: rec.ResultDigest is set
+}
+
+// finish sets what the audit's goroutine derives: the arguments kept
+// and, for a successful call, the result digest.
+func (e *auditEntry) finish() {
+	e.rec.Arguments, e.rec.ElidedArguments, e.rec.ArgumentsDigest = auditArguments(e.rec.Tool, e.args)
+	if e.body != nil {
+		e.rec.ResultDigest = bodyDigest(e.body)
+	}
+}
+
+// record queues the audit record of a call. The result is encoded here
+// (its response body, which the caller sends, is then at hand), but
+// hashed, like the arguments parsed, by the audit's goroutine: the
+// response does not wait for either. The body is not changed once
+// encoded, so the digest is that of the bytes sent.
 func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
 	if cc.TaskID == "" || cc.Agent == "" {
 		return // no agent stream to record it on
 	}
-	outcome, digest := ResultDigest(res, err)
-	if outcome == CodeInternal || outcome == CodeUnavailable {
-		return // not a result of the log's state
+	e := auditEntry{rec: events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
+		Tool: tool, ReadPosition: pos}, args: append(json.RawMessage(nil), args...)}
+	if err != nil {
+		e.rec.Outcome, e.rec.ResultDigest = errorDigest(err)
+		if e.rec.Outcome == CodeInternal || e.rec.Outcome == CodeUnavailable {
+			return // not a result of the log's state
+		}
+	} else if body, jerr := res.JSON(); jerr != nil {
+		e.rec.Outcome, e.rec.ResultDigest = "ok", bodyDigest(nil)
+	} else {
+		e.rec.Outcome, e.body = "ok", body
 	}
-	rec := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
-		Tool: tool, ReadPosition: pos, Outcome: outcome, ResultDigest: digest}
-	rec.Arguments, rec.ElidedArguments, rec.ArgumentsDigest = auditArguments(tool, args)
 	a.mu.Lock()
 	for len(a.pending) >= auditQueue && !a.closed {
 		a.space.Wait()
@@ -108,7 +151,7 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 		a.mu.Unlock()
 		return // a call that outlived Close (a shutdown timeout) is not recorded
 	}
-	a.pending = append(a.pending, rec)
+	a.pending = append(a.pending, e)
 	n := len(a.pending)
 	a.mu.Unlock()
 	switch n {
@@ -200,7 +243,7 @@ func digestOf(b []byte) events.Digest {
 
 func (a *auditor) run() {
 	defer close(a.done)
-	flush := func(batch []events.ToolCalled) {
+	flush := func(batch []auditEntry) {
 		var found []string // agents found registered, known once the batch commits
 		err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
 			found = found[:0]
@@ -218,7 +261,8 @@ func (a *auditor) run() {
 				run = run[:0]
 				return err
 			}
-			for _, rec := range batch {
+			for i := range batch {
+				rec := &batch[i].rec
 				// Only calls of registered agents are recorded: nobody can
 				// fill the log with streams of tasks that do not exist.
 				// Agents are never unregistered, so one that was found
@@ -240,7 +284,7 @@ func (a *auditor) run() {
 					}
 					stream = key
 				}
-				run = append(run, events.Pending{Type: events.TypeToolCalled, Data: rec})
+				run = append(run, events.Pending{Type: events.TypeToolCalled, Data: *rec})
 			}
 			return appendRun()
 		})
@@ -252,7 +296,7 @@ func (a *auditor) run() {
 			}
 		}
 	}
-	var spare []events.ToolCalled
+	var spare []auditEntry
 	for range a.wake {
 		// Take what waits, leaving run's other slice for the next records.
 		a.mu.Lock()
@@ -261,6 +305,9 @@ func (a *auditor) run() {
 		closed := a.closed
 		a.space.Broadcast()
 		a.mu.Unlock()
+		for i := range taken {
+			taken[i].finish() // before the transaction: the writer does not wait for it
+		}
 		for batch := taken; len(batch) > 0; { // at most auditBatch per transaction
 			n := min(len(batch), auditBatch)
 			flush(batch[:n])

@@ -49,3 +49,29 @@ func benchmarkNoteRead(b *testing.B, cached bool) {
 		}
 	})
 }
+
+// BenchmarkNoteReadAudited: one client's notes_read_file of the same note
+// with the read audit on, as memoryd serve runs: what a lone reader waits
+// for (the audit's batches commit in their own goroutine).
+func BenchmarkNoteReadAudited(b *testing.B) {
+	s := mustOpenServiceWith(b, serviceOptions{AuditCalls: true})
+	cc := mustAttach(b, s, "/bench/noteread.jsonl")
+	var text strings.Builder
+	for i := 0; text.Len() < 4000; i++ {
+		fmt.Fprintf(&text, "line %03d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	args, _ := json.Marshal(map[string]string{"path": "bench.md", "text": text.String()})
+	mustCall(b, s, cc, "notes_write_file", string(args))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.CallTool(ctx, "notes_read_file", cc, json.RawMessage(`{"path":"bench.md"}`), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := res.JSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -221,14 +221,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	if a.LimitChars != nil {
 		limit = int(min(int64(*a.LimitChars), int64(maxOffsetChars)))
 	}
-	header := func() string {
-		h := d
-		h.Text = ""
-		return compactJSON(struct {
-			readNoteDetails
-			Text string `json:"text,omitempty"`
-		}{readNoteDetails: h})
-	}
+	header := d.header // d's fields without its text, as pageText sets them
 	text := pageText(sel, &d.OffsetChars, &d.EndChars, &d.NextOffsetChars, d.TotalChars, limit,
 		int(c.agent.Budget.MaxToolOutputChars), header)
 	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
@@ -264,6 +257,7 @@ func pageText(body string, offset, end *int, next **int, total, limit, budget in
 		want = min(want, limit)
 	}
 	n := want
+	var h string
 	for {
 		*end = *offset + n
 		*next = nil
@@ -271,13 +265,14 @@ func pageText(body string, offset, end *int, next **int, total, limit, budget in
 			e := *end
 			*next = &e
 		}
-		room := budget - chars(header()) - 1
+		h = header() // of the fragment as it now is
+		room := budget - chars(h) - 1
 		if n <= room || n <= 1 {
 			break
 		}
 		n = max(room, 1) // shrinking n can lengthen the header: check again
 	}
-	return header() + "\n" + sliceChars(body, *offset, n)
+	return h + "\n" + sliceChars(body, *offset, n)
 }
 
 type searchNotesArgs struct {

@@ -17,11 +17,23 @@ import (
 // appendJSON appends d as encoding/json encodes it (its fields in order).
 // A field added to readNoteDetails must be added here too:
 // TestToolResultJSONIsEncodingJSON fails until it is.
-func (d *readNoteDetails) appendJSON(dst []byte) []byte {
+func (d *readNoteDetails) appendJSON(dst []byte) []byte { return d.appendFields(dst, true) }
+
+// header is the first line of a note read's content: d without its text,
+// as compactJSON encodes it (TestNoteHeaderIsCompactJSON compares them).
+func (d *readNoteDetails) header() string {
+	// The keys and seven numbers take under 200 bytes; the path an eighth
+	// more for escapes.
+	return string(d.appendFields(make([]byte, 0, 200+len(d.Path)+len(d.Path)/8), false))
+}
+
+func (d *readNoteDetails) appendFields(dst []byte, withText bool) []byte {
 	dst = append(dst, `{"path":`...)
 	dst = jsonenc.AppendString(dst, d.Path)
-	dst = append(dst, `,"text":`...)
-	dst = jsonenc.AppendString(dst, d.Text)
+	if withText {
+		dst = append(dst, `,"text":`...)
+		dst = jsonenc.AppendString(dst, d.Text)
+	}
 	for _, f := range []struct {
 		key string
 		v   int

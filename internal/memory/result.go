@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -94,18 +93,6 @@ func (r *ToolResult) appendContent(dst []byte) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, `,"details":`...)
-}
-
-// writeMarshalJSON writes to w what json.Marshal writes for r (HTML
-// escaping on, no final newline), from its response body (r.JSON): the
-// two encodings differ only in <, > and & inside strings.
-func (r *ToolResult) writeMarshalJSON(w io.Writer) error {
-	body, err := r.JSON()
-	if err != nil {
-		return err
-	}
-	jsonenc.WriteHTMLEscaped(w, bytes.TrimSuffix(body, []byte("\n")))
-	return nil
 }
 
 func textResult(text string, details any) ToolResult {

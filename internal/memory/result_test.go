@@ -37,6 +37,29 @@ func trickyString(r *rand.Rand) string {
 	return b.String()
 }
 
+// TestNoteHeaderIsCompactJSON: a note read's header line, encoded by
+// hand, is what compactJSON writes for its details without the text.
+func TestNoteHeaderIsCompactJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	next := 12
+	for i := range 2000 {
+		d := readNoteDetails{Path: trickyString(r), Text: trickyString(r), StartLine: r.IntN(100), StopLine: -r.IntN(3),
+			TotalLines: i, OffsetChars: r.IntN(1 << 20), EndChars: 1 << 40, TotalChars: -1 << 40}
+		if i%2 == 0 {
+			d.NextOffsetChars = &next
+		}
+		h := d
+		h.Text = ""
+		want := compactJSON(struct {
+			readNoteDetails
+			Text string `json:"text,omitempty"`
+		}{readNoteDetails: h})
+		if got := d.header(); got != want {
+			t.Fatalf("details %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
 // TestToolResultJSONIsEncodingJSON: the hand encoding of a result (its
 // content blocks and a note read's details) is byte for byte what
 // encoding/json writes, for strings of every kind and every shape of
