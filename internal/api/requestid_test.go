@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
@@ -35,6 +36,18 @@ func (ts *testServer) logLines(tb testing.TB, msg string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// awaitLogLines waits (at most 10 s) until the log holds n lines with
+// msg, and returns them all: a request's line is written once its handler
+// has returned, which may be after the client has read the response.
+func (ts *testServer) awaitLogLines(tb testing.TB, msg string, n int) []map[string]any {
+	tb.Helper()
+	lines := ts.logLines(tb, msg)
+	for deadline := time.Now().Add(10 * time.Second); len(lines) < n && time.Now().Before(deadline); lines = ts.logLines(tb, msg) {
+		time.Sleep(time.Millisecond)
+	}
+	return lines
 }
 
 // logsMention reports whether a string value of any log line contains s.
@@ -117,7 +130,7 @@ func TestRequestIDIsMemorydsOwn(t *testing.T) {
 			if got := h.Get("X-Request-Id"); got != id {
 				t.Errorf("response X-Request-Id %.80q, want the event's %.80q", got, id)
 			}
-			lines := ts.logLines(t, "request")[before:]
+			lines := ts.awaitLogLines(t, "request", before+1)[before:]
 			if len(lines) != 1 {
 				t.Fatalf("%d request log lines, want 1", len(lines))
 			}

@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"testing"
-	"time"
 )
 
 // TestRequestLogDurationInMilliseconds: a request's log line gives its
@@ -14,12 +13,7 @@ func TestRequestLogDurationInMilliseconds(t *testing.T) {
 	if st, _, b := ts.send(t, ts.request(t, "GET", "/v1/tools", "")); st != http.StatusOK {
 		t.Fatalf("GET /v1/tools: %d %s", st, b)
 	}
-	// The line is written once the handler has returned, which may be
-	// after the client has read the response: wait for it (bounded).
-	lines := ts.logLines(t, "request")
-	for deadline := time.Now().Add(10 * time.Second); len(lines) == 0 && time.Now().Before(deadline); lines = ts.logLines(t, "request") {
-		time.Sleep(time.Millisecond)
-	}
+	lines := ts.awaitLogLines(t, "request", 1)
 	if len(lines) == 0 {
 		t.Fatal("no request log line within 10s")
 	}
