@@ -156,6 +156,7 @@ func TestBrowserTimeline(t *testing.T) {
 	browserLogin(t, ctx, s)
 	run(t, ctx, "open the agent", chromedp.Click(chromedp.CSS(".agent-link")), chromedp.WaitVisible(chromedp.CSS("#tokens-plot")))
 	styled(t, ctx)
+	browsertest.Screenshot(t, ctx, "timeline")
 
 	if got := textOf(t, ctx, "#current-window"); got != "w2" {
 		t.Errorf("current window %q", got)
@@ -196,7 +197,6 @@ func TestBrowserTimeline(t *testing.T) {
 	if points != 4 {
 		t.Errorf("%d usage points drawn", points)
 	}
-	browsertest.Screenshot(t, ctx, "timeline")
 
 	// The committed step links to its event in the event log.
 	pos := js[string](t, ctx, `document.querySelector('.step[data-type="lifecycle.rollover_committed"]').dataset.position`)
