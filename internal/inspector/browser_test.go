@@ -197,6 +197,12 @@ func TestBrowserTimeline(t *testing.T) {
 	if points != 4 {
 		t.Errorf("%d usage points drawn", points)
 	}
+	// The usage line stops at the rollover: w1's three reports are one
+	// line; w2's single report is a point only.
+	lines := js[[]string](t, ctx, `[...document.querySelectorAll('#tokens-plot polyline.usage')].map(l => l.dataset.window + ' ' + l.points.numberOfItems + ' ' + getComputedStyle(l).stroke)`)
+	if want := []string{"w1 3 rgb(16, 96, 192)"}; !slices.Equal(lines, want) {
+		t.Errorf("usage lines %q, want %q", lines, want)
+	}
 
 	// The committed step links to its event in the event log.
 	pos := js[string](t, ctx, `document.querySelector('.step[data-type="lifecycle.rollover_committed"]').dataset.position`)
