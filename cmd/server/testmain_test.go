@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/browsertest"
 )
 
 // childEnv set to "serve" makes the test binary the memoryd server: it
@@ -28,5 +30,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(browsertest.Main(m)) // stops the browser of inspect_browser_test.go after the tests
 }

@@ -60,6 +60,11 @@ var rules = []rule{
 			"keeps a fixed clock): the binaries and the packages they build with have no use for it",
 	},
 	{
+		pkgs: []string{"..."}, except: []string{"internal/browsertest"}, banned: []string{"internal/browsertest", "github.com/chromedp/..."},
+		reason: "internal/browsertest and chromedp drive a real browser for the web inspector's tests: " +
+			"the binaries have no use for them, and memoryd ships no browser automation",
+	},
+	{
 		pkgs: []string{"internal/..."}, except: []string{"internal/api", "internal/inspector"}, banned: []string{"net/http"},
 		reason: "only internal/api, the web inspector it mounts (internal/inspector) and the commands speak HTTP: " +
 			"the domain's errors are its own vocabulary, mapped to statuses in one place (internal/api/errors.go, " +

@@ -167,6 +167,10 @@ func TestNotesRevisionsAndTimeTravel(t *testing.T) {
 	if got := attr(byID(doc, "at-shown"), "data-at"); got != fmt.Sprint(between) {
 		t.Errorf("the position control shows %q", got)
 	}
+	// "now" leaves the position and keeps the page's other parameters.
+	if got, want := attr(byID(doc, "at-now"), "href"), "/ui/tasks/"+root.TaskID+"/notes?agent=%2Froot&file=%2Froot%2Fnotes%2Fplan.md"; got != want {
+		t.Errorf("the now link is %q, want %q", got, want)
+	}
 	// Links on a page at P keep P.
 	for _, a := range byClass(doc, "show-rev") {
 		if !strings.Contains(attr(a, "href"), fmt.Sprintf("at=%d", between)) {

@@ -75,11 +75,24 @@ func plotSVG(tl *timeline, th thresholds, at int64) template.HTML {
 			template.HTMLEscapeString(r.PreviousWindowID), template.HTMLEscapeString(r.WindowID), template.HTMLEscapeString(r.Reason), p)
 	}
 	if len(tl.Usage) > 0 {
-		pts := make([]string, len(tl.Usage))
-		for i, u := range tl.Usage {
-			pts[i] = fmt.Sprintf("%.1f,%.1f", x(u.Position), y(u.Used))
+		// One line per window: usage starts again in a new window, and a
+		// line across the rollover would show a fall that never happened.
+		var pts []string
+		win := ""
+		line := func() {
+			if len(pts) > 1 {
+				fmt.Fprintf(&b, `<polyline class="usage" data-window="%s" points="%s"/>`, template.HTMLEscapeString(win), strings.Join(pts, " "))
+			}
+			pts = pts[:0]
 		}
-		fmt.Fprintf(&b, `<polyline class="usage" points="%s"/>`, strings.Join(pts, " "))
+		for _, u := range tl.Usage {
+			if w := windowAt(tl.Windows, u.Position); w != win {
+				line()
+				win = w
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(u.Position), y(u.Used)))
+		}
+		line()
 		for _, u := range tl.Usage {
 			fmt.Fprintf(&b, `<a href="%s"><circle class="usage-point" data-position="%d" data-tokens="%d" cx="%.1f" cy="%.1f" r="3"><title>%d tokens @%d</title></circle></a>`,
 				template.HTMLEscapeString(string(eventHref(at, u.Position))), u.Position, u.Used, x(u.Position), y(u.Used), u.Used, u.Position)
@@ -87,4 +100,16 @@ func plotSVG(tl *timeline, th thresholds, at int64) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// windowAt is the id of the window band that holds position p: the last
+// one starting at or before it.
+func windowAt(bands []windowBand, p int64) string {
+	id := ""
+	for _, b := range bands {
+		if b.From <= p {
+			id = b.ID
+		}
+	}
+	return id
 }

@@ -62,7 +62,10 @@ type page struct {
 	// its other parameters, at another position.
 	Path   string
 	Hidden []param
-	Body   any
+	// Now is this page at the end of the log: Path with its other
+	// parameters, without at.
+	Now  string
+	Body any
 }
 
 type param struct{ Name, Value string }
@@ -75,8 +78,11 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, status int, 
 // renderAt renders a page of the inspector proper: with the navigation
 // and the position control.
 func (in *Inspector) renderAt(w http.ResponseWriter, r *http.Request, name, title string, at int64, body any) {
-	p := page{Title: title, At: at, Nav: true, Path: r.URL.Path, Body: body}
+	p := page{Title: title, At: at, Nav: true, Path: r.URL.Path, Now: r.URL.Path, Body: body}
 	q := r.URL.Query()
+	if now := withoutAt(q); now != "" {
+		p.Now += "?" + now
+	}
 	for k, vs := range q {
 		if k == "at" {
 			continue
@@ -86,6 +92,17 @@ func (in *Inspector) renderAt(w http.ResponseWriter, r *http.Request, name, titl
 		}
 	}
 	in.renderPage(w, r, http.StatusOK, name, p)
+}
+
+// withoutAt is the query q without its at parameter, encoded.
+func withoutAt(q url.Values) string {
+	rest := url.Values{}
+	for k, vs := range q {
+		if k != "at" {
+			rest[k] = vs
+		}
+	}
+	return rest.Encode()
 }
 
 func (in *Inspector) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
