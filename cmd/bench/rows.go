@@ -149,6 +149,14 @@ var allRows = []*row{
 		fig: megabytes, target: 150, targetText: "≤ 150 MB",
 	},
 	{
+		name: "inspector",
+		help: "the web inspector's slowest page (tasks, timeline, notes,\n" +
+			"history, events) on the replayed -events database (≤ 100 ms)",
+		needs:   []*fixture{fxReplayed},
+		measure: (*bench).measureInspector, notes: (*bench).inspectorNotes,
+		fig: ms, target: 0.1, targetText: "≤ 100 ms",
+	},
+	{
 		name: "startup",
 		help: "exec to the first 200 from /healthz on the replayed\n" +
 			"-events database                               (≤ 300 ms)",
