@@ -60,9 +60,10 @@ func (s *Service) NoteEvents(ctx context.Context, taskID string, after int64, li
 }
 
 // FencedStreamEvents is StreamEvents without the notes and history
-// events: every event the checkpoint fence folds, for the timeline.
-func (s *Service) FencedStreamEvents(ctx context.Context, taskID, agent string, after int64, limit int) ([]events.Event, error) {
-	return s.store.Read(ctx, eventlog.Filter{After: after, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyFenced})
+// events, up to position until (0: no bound): every event the checkpoint
+// fence folds, for the timeline.
+func (s *Service) FencedStreamEvents(ctx context.Context, taskID, agent string, after, until int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyFenced})
 }
 
 // StreamBounds returns the first and last positions of an agent's stream
