@@ -21,3 +21,20 @@ SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(aft
 
 -- name: CountEvents :one
 SELECT count(*) FROM events;
+
+-- name: TaskNoteEventsAfter :many
+-- A task's note writes and appends in position order (the inspector's
+-- notes page), by the (task_id, position) index: the other events are
+-- skipped in SQLite, unread by Go.
+SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+
+-- name: StreamLifecycleEventsAfter :many
+-- One stream's events but its notes and history ones, in position order
+-- (the inspector's timeline): every event the checkpoint fence folds, by
+-- the (stream, stream_version) index.
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
+
+-- name: StreamBounds :one
+-- One stream's first and last positions and its number of events.
+SELECT CAST(coalesce(min(position), 0) AS INTEGER) AS first_position, CAST(coalesce(max(position), 0) AS INTEGER) AS last_position, count(*) AS events
+FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until);

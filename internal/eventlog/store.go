@@ -395,7 +395,22 @@ type Filter struct {
 	TaskID string // only this task's streams ("" for all)
 	Stream string // only this stream ("" for all); takes precedence over TaskID
 	Limit  int    // page size
+	Only   Only   // with TaskID or Stream: only these types
 }
+
+// Only narrows a read to the event types one reader needs, so the others
+// are skipped by SQLite instead of being read and decoded.
+type Only int
+
+const (
+	// OnlyAll reads every type.
+	OnlyAll Only = iota
+	// OnlyNotes reads note.written and note.appended (with TaskID).
+	OnlyNotes
+	// OnlyFenced reads all but the notes and history events: every event
+	// the checkpoint fence folds (with Stream).
+	OnlyFenced
+)
 
 // Read returns one page of events in position order.
 func (s *Store) Read(ctx context.Context, f Filter) ([]events.Event, error) {
@@ -415,6 +430,10 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	var rows []eventsdb.Event
 	var err error
 	switch {
+	case f.Stream != "" && f.Only == OnlyFenced:
+		rows, err = q.StreamLifecycleEventsAfter(ctx, eventsdb.StreamLifecycleEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
+	case f.TaskID != "" && f.Stream == "" && f.Only == OnlyNotes:
+		rows, err = q.TaskNoteEventsAfter(ctx, eventsdb.TaskNoteEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
 	case f.Stream != "":
 		rows, err = q.StreamEventsAfter(ctx, eventsdb.StreamEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
 	case f.TaskID != "":
@@ -434,6 +453,20 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 		}
 	}
 	return out, nil
+}
+
+// StreamBounds returns the first and last positions of a stream (0 when
+// it has no event) and its number of events, up to position until (0: no
+// bound).
+func (s *Store) StreamBounds(ctx context.Context, stream string, until int64) (first, last, n int64, err error) {
+	if until <= 0 {
+		until = 1<<63 - 1
+	}
+	b, err := eventsdb.New(s.readStmts.queries()).StreamBounds(ctx, eventsdb.StreamBoundsParams{Stream: stream, Until: until})
+	if err != nil {
+		return 0, 0, 0, classify(err)
+	}
+	return b.FirstPosition, b.LastPosition, b.Events, nil
 }
 
 // Each calls fn for every event matching f (Limit is the page size), in

@@ -37,7 +37,7 @@ type noteRev struct {
 
 const taskPage = 2000
 
-// readNotes reads the notes events of a task in position order: every
+// readNotes reads the note events of a task (only those: NoteEvents) in position order: every
 // file with its size, and the revisions of the file full ("" for none).
 // A note is its last whole write followed by the appends after it, as
 // the projection builds it.
@@ -45,14 +45,11 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string) ([
 	files := map[string]*noteFile{}
 	after := int64(0)
 	for {
-		page, err := svc.Events(ctx, after, taskID, taskPage)
+		page, err := svc.NoteEvents(ctx, taskID, after, taskPage)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, ev := range page {
-			if ev.Type != events.TypeNoteWritten && ev.Type != events.TypeNoteAppended {
-				continue
-			}
 			payload, err := events.Decode(ev)
 			if err != nil {
 				return nil, nil, err
@@ -110,4 +107,22 @@ func (f *noteFile) contentAt(n int) string {
 		b.WriteString(r.Text)
 	}
 	return b.String()
+}
+
+// revisionsBefore lists at most n revisions made before position before
+// (0: all), newest first, and the cursor of the older ones (0: none).
+func (f *noteFile) revisionsBefore(before int64, n int) ([]noteRev, int64) {
+	end := len(f.Revs)
+	if before > 0 {
+		end = sort.Search(len(f.Revs), func(i int) bool { return f.Revs[i].Position >= before })
+	}
+	start := max(end-n, 0)
+	page := make([]noteRev, 0, end-start)
+	for i := end - 1; i >= start; i-- {
+		page = append(page, f.Revs[i])
+	}
+	if start == 0 {
+		return page, 0
+	}
+	return page, f.Revs[start].Position
 }

@@ -15,7 +15,12 @@ type notesData struct {
 	Content       string
 	Rev1, Rev2    int        // the diff shown (0: none)
 	Diff          []diffLine // from Rev1 to Rev2
+	Page          []noteRev  // the revisions listed, newest first
+	Older         int64      // cursor of the next (older) page of revisions, 0: none
 }
+
+// revisionsPage is how many revisions the notes page lists at once.
+const revisionsPage = 50
 
 // notesPage lists the notes the agent may read (its own first), and for
 // ?file=PATH shows the note at a revision (?rev=N, default the last),
@@ -57,6 +62,14 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Content = file.contentAt(d.Rev)
+		older := int64(0)
+		if v := q.Get("older"); v != "" {
+			if older, err = strconv.ParseInt(v, 10, 64); err != nil || older < 1 {
+				in.fail(w, r, errBadParam("older", "a position"))
+				return
+			}
+		}
+		d.Page, d.Older = file.revisionsBefore(older, revisionsPage)
 		if q.Get("from") != "" || q.Get("to") != "" {
 			if d.Rev1, err = revParam(q.Get("from"), "from", len(file.Revs)); err != nil {
 				in.fail(w, r, err)

@@ -3,6 +3,8 @@ package inspector
 import (
 	"html/template"
 	"net/http"
+	"sort"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -12,11 +14,34 @@ type timelineData struct {
 	Thresholds thresholds
 	Plot       template.HTML
 	Phase      string
+	// Earlier is the cursor of the steps and calls before those listed
+	// (0: none): the page lists the last listCap of each before ?before=P.
+	Earlier int64
+	Cap     int
+}
+
+// listCap is how many steps, and how many calls, the timeline lists at once.
+const listCap = 500
+
+// lastBefore returns the last n items of s (in position order) at
+// positions before before (0: all), and the position of the first one
+// listed when earlier ones are left out (else 0).
+func lastBefore[T any](s []T, pos func(T) int64, before int64, n int) ([]T, int64) {
+	end := len(s)
+	if before > 0 {
+		end = sort.Search(len(s), func(i int) bool { return pos(s[i]) >= before })
+	}
+	start := max(end-n, 0)
+	if start == 0 {
+		return s[:end], 0
+	}
+	return s[start:end], pos(s[start])
 }
 
 // timelinePage is an agent's timeline: its windows as bands along the
 // log, its rollovers with their bootstrap text, the fence's steps, the
-// audited calls and the tokens plot.
+// audited calls and the tokens plot. The steps and calls are the last
+// listCap of each (before ?before=P), with an "earlier" link.
 func (in *Inspector) timelinePage(w http.ResponseWriter, r *http.Request) {
 	at, svc, release, err := in.source(r)
 	if err != nil {
@@ -36,6 +61,18 @@ func (in *Inspector) timelinePage(w http.ResponseWriter, r *http.Request) {
 	} else if tl.Budget.ContextWindow != nil {
 		window = *tl.Budget.ContextWindow
 	}
+	var before int64
+	if v := r.URL.Query().Get("before"); v != "" {
+		if before, err = strconv.ParseInt(v, 10, 64); err != nil || before < 1 {
+			in.fail(w, r, errBadParam("before", "a position"))
+			return
+		}
+	}
 	th := thresholdsOf(window, tl.Budget)
-	in.renderAt(w, r, "timeline", agent+" · timeline", at, timelineData{timeline: tl, Thresholds: th, Plot: plotSVG(tl, th, at), Phase: tl.State.Phase()})
+	d := timelineData{timeline: tl, Thresholds: th, Plot: plotSVG(tl, th, at), Phase: tl.State.Phase(), Cap: listCap}
+	var e1, e2 int64
+	tl.Steps, e1 = lastBefore(tl.Steps, func(s step) int64 { return s.Position }, before, listCap)
+	tl.Calls, e2 = lastBefore(tl.Calls, func(c auditCall) int64 { return c.Position }, before, listCap)
+	d.Earlier = max(e1, e2)
+	in.renderAt(w, r, "timeline", agent+" · timeline", at, d)
 }

@@ -136,9 +136,10 @@ func TestNotesRevisionsAndTimeTravel(t *testing.T) {
 	if len(revs) != 3 {
 		t.Fatalf("%d revisions", len(revs))
 	}
-	for i, want := range []struct{ by, call string }{{"/root", "w1"}, {"/root", "w2"}, {"/root/helper", "a1"}} {
+	// Newest first.
+	for i, want := range []struct{ by, call string }{{"/root/helper", "a1"}, {"/root", "w2"}, {"/root", "w1"}} {
 		if by, call := text(byClass(revs[i], "by")[0]), text(byClass(revs[i], "call-id")[0]); by != want.by || call != want.call {
-			t.Errorf("revision %d by %q call %q, want %v", i+1, by, call, want)
+			t.Errorf("revision %d by %q call %q, want %v", 3-i, by, call, want)
 		}
 	}
 	if got := text(byID(s.page(t, c, file+"&rev=1"), "note-content")); got != "alpha beta" {

@@ -73,12 +73,24 @@ type usagePoint struct {
 
 const streamPage = 1000
 
-// readTimeline reads the agent's stream in position order and folds it.
+// readTimeline folds the agent's stream. It reads the stream's bounds
+// and count, then only the events the fence folds and the page shows
+// (FencedStreamEvents: not the notes and history ones, which change
+// neither the fence nor the windows), up to the last position counted.
 func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string) (*timeline, error) {
 	tl := &timeline{TaskID: taskID, Agent: agent, State: fence.Initial()}
+	first, last, n, err := svc.StreamBounds(ctx, taskID, agent)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errNotFound("no agent %s in task %s at this position", agent, taskID)
+	}
+	tl.First, tl.Last, tl.Events = first, last, int(n)
+	tl.Windows = append(tl.Windows, windowBand{ID: tl.State.WindowID, From: first})
 	after := int64(0)
 	for {
-		page, err := svc.StreamEvents(ctx, taskID, agent, after, streamPage)
+		page, err := svc.FencedStreamEvents(ctx, taskID, agent, after, last, streamPage)
 		if err != nil {
 			return nil, err
 		}
@@ -92,12 +104,8 @@ func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string
 		}
 		after = page[len(page)-1].Position
 	}
-	if tl.Events == 0 {
-		return nil, errNotFound("no agent %s in task %s at this position", agent, taskID)
-	}
-	if n := len(tl.Windows); n > 0 {
-		tl.Windows[n-1].To, tl.Windows[n-1].Current = tl.Last, true
-	}
+	n1 := len(tl.Windows)
+	tl.Windows[n1-1].To, tl.Windows[n1-1].Current = tl.Last, true
 	return tl, nil
 }
 
@@ -106,12 +114,6 @@ func (tl *timeline) add(ev events.Event) error {
 	if err != nil {
 		return fmt.Errorf("event %d: %w", ev.Position, err)
 	}
-	if tl.Events == 0 {
-		tl.First = ev.Position
-		tl.Windows = append(tl.Windows, windowBand{ID: tl.State.WindowID, From: ev.Position})
-	}
-	tl.Events++
-	tl.Last = ev.Position
 	before := tl.State
 	tl.State = fence.Apply(tl.State, payload)
 	if tl.State.WindowID != before.WindowID {

@@ -52,3 +52,22 @@ func (s *Service) InspectTool(ctx context.Context, name string, cc CallContext, 
 func (s *Service) StreamEvents(ctx context.Context, taskID, agent string, after int64, limit int) ([]events.Event, error) {
 	return s.store.Read(ctx, eventlog.Filter{After: after, Stream: taskID + agent, Limit: limit})
 }
+
+// NoteEvents returns one page of a task's note.written and note.appended
+// events in position order: at most limit events after position after.
+func (s *Service) NoteEvents(ctx context.Context, taskID string, after int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, TaskID: taskID, Limit: limit, Only: eventlog.OnlyNotes})
+}
+
+// FencedStreamEvents is StreamEvents without the notes and history
+// events, up to position until (0: no bound): every event the checkpoint
+// fence folds, for the timeline.
+func (s *Service) FencedStreamEvents(ctx context.Context, taskID, agent string, after, until int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyFenced})
+}
+
+// StreamBounds returns the first and last positions of an agent's stream
+// and its number of events (all 0 when it has none).
+func (s *Service) StreamBounds(ctx context.Context, taskID, agent string) (first, last, n int64, err error) {
+	return s.store.StreamBounds(ctx, taskID+agent, 0)
+}

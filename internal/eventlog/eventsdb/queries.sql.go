@@ -109,6 +109,30 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const streamBounds = `-- name: StreamBounds :one
+SELECT CAST(coalesce(min(position), 0) AS INTEGER) AS first_position, CAST(coalesce(max(position), 0) AS INTEGER) AS last_position, count(*) AS events
+FROM events WHERE stream = ?1 AND position <= ?2
+`
+
+type StreamBoundsParams struct {
+	Stream string
+	Until  int64
+}
+
+type StreamBoundsRow struct {
+	FirstPosition int64
+	LastPosition  int64
+	Events        int64
+}
+
+// One stream's first and last positions and its number of events.
+func (q *Queries) StreamBounds(ctx context.Context, arg StreamBoundsParams) (StreamBoundsRow, error) {
+	row := q.db.QueryRowContext(ctx, streamBounds, arg.Stream, arg.Until)
+	var i StreamBoundsRow
+	err := row.Scan(&i.FirstPosition, &i.LastPosition, &i.Events)
+	return i, err
+}
+
 const streamEventsAfter = `-- name: StreamEventsAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
 `
@@ -124,6 +148,59 @@ type StreamEventsAfterParams struct {
 // index: a stream's versions grow with its positions.
 func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, streamEventsAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const streamLifecycleEventsAfter = `-- name: StreamLifecycleEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
+`
+
+type StreamLifecycleEventsAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	MaxEvents int64
+}
+
+// One stream's events but its notes and history ones, in position order
+// (the inspector's timeline): every event the checkpoint fence folds, by
+// the (stream, stream_version) index.
+func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, streamLifecycleEventsAfter,
 		arg.Stream,
 		arg.After,
 		arg.Until,
@@ -185,6 +262,59 @@ type TaskEventsAfterParams struct {
 
 func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, taskEventsAfter,
+		arg.TaskID,
+		arg.After,
+		arg.Until,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskNoteEventsAfter = `-- name: TaskNoteEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
+`
+
+type TaskNoteEventsAfterParams struct {
+	TaskID    string
+	After     int64
+	Until     int64
+	MaxEvents int64
+}
+
+// A task's note writes and appends in position order (the inspector's
+// notes page), by the (task_id, position) index: the other events are
+// skipped in SQLite, unread by Go.
+func (q *Queries) TaskNoteEventsAfter(ctx context.Context, arg TaskNoteEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, taskNoteEventsAfter,
 		arg.TaskID,
 		arg.After,
 		arg.Until,
