@@ -23,6 +23,7 @@ import (
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/memorytest"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 var (
@@ -88,18 +89,10 @@ func (h *harness) sync(cc memory.CallContext, s *piSession) memory.SyncResult {
 	return res
 }
 
-func readOnlyTool(tool string) bool {
-	switch tool {
-	case "notes_write_file", "notes_append_to_file", "new_context":
-		return false
-	}
-	return true
-}
-
 // tool runs one tool as cc with callID and arguments args.
 func (h *harness) tool(cc memory.CallContext, callID, tool, args string) (memory.ToolResult, error) {
 	cc.CallID = callID
-	if readOnlyTool(tool) {
+	if !tools.Writes(tool) {
 		h.reads++
 	}
 	return h.svc.CallTool(h.ctx, tool, cc, json.RawMessage(args), callID)
