@@ -10,10 +10,36 @@ import (
 	"io/fs"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 //go:embed *.sql
 var files embed.FS
+
+//go:embed postgres/*.sql
+var postgresFiles embed.FS
+
+// UpPostgres applies every pending PostgreSQL migration to db. Servers
+// sharing a database may start together: goose's session lock (an
+// advisory lock) lets one migrate while the others wait.
+func UpPostgres(ctx context.Context, db *sql.DB) error {
+	fsys, err := fs.Sub(postgresFiles, "postgres")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
 
 // Up applies every pending migration to db.
 func Up(ctx context.Context, db *sql.DB) error {

@@ -206,8 +206,9 @@ func (c *keptConn) exec(ctx context.Context, query string) error {
 // it sees one snapshot of the log and the projections. It must be used by
 // one goroutine at a time and closed.
 type ReadTx struct {
-	p *readConns
-	c *keptConn
+	p  *readConns
+	c  *keptConn
+	db DBTX // c's queries, marked with the store's engine
 }
 
 // BeginRead starts a read transaction. It waits for a reader connection
@@ -219,11 +220,8 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 		if c, err = s.readConns.get(ctx); err != nil {
 			return nil, err
 		}
-		// BEGIN (deferred) takes no lock: the snapshot starts at the
-		// first read. It needs no context, and one would cost a goroutine
-		// in the driver.
-		if err = c.exec(context.Background(), "BEGIN"); err == nil {
-			return &ReadTx{p: s.readConns, c: c}, nil
+		if err = s.engine.beginRead(c); err == nil {
+			return &ReadTx{p: s.readConns, c: c, db: s.engine.wrap(c.db)}, nil
 		}
 		s.readConns.discard(c)
 	}
@@ -231,7 +229,7 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 }
 
 // DB returns the transaction's queries.
-func (r *ReadTx) DB() DBTX { return r.c.db }
+func (r *ReadTx) DB() DBTX { return r.db }
 
 // Close ends the read transaction; closing it again does nothing.
 func (r *ReadTx) Close() error {

@@ -30,7 +30,15 @@ const (
 // cannot be read: before the first connection made the -shm file, or while
 // a commit is rewriting it (its two copies differ), or on any error. The
 // caller then reads through SQLite, as it would without stamps.
-func (s *Store) CommitStamp() (CommitStamp, bool) { return s.walIndex.stamp() }
+//
+// A log on PostgreSQL has no stamp (always false): other servers commit
+// to it, and no file tells this one when.
+func (s *Store) CommitStamp() (CommitStamp, bool) {
+	if s.walIndex == nil {
+		return CommitStamp{}, false
+	}
+	return s.walIndex.stamp()
+}
 
 // walIndex reads the wal-index header of one database. The -shm file is
 // kept open, and opened anew when it has been removed (SQLite removes it

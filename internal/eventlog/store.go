@@ -78,6 +78,7 @@ type Options struct {
 type Store struct {
 	writer    *sql.DB
 	reader    *sql.DB
+	engine    engine
 	projector Projector
 	now       func() time.Time
 
@@ -85,7 +86,7 @@ type Store struct {
 
 	readConns *readConns
 	readStmts *stmtCache
-	walIndex  *walIndex // CommitStamp's source
+	walIndex  *walIndex // CommitStamp's source (nil on PostgreSQL)
 	// wconn is the writer's connection (writerConn), taken from writer:
 	// used by the writer goroutine only.
 	wconn *keptConn
@@ -118,20 +119,6 @@ const maxTipStreams = 1 << 16
 
 func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion} }
 
-// check forgets the tip if another connection has committed since the
-// last check. db is the writer's transaction.
-func (t *logTip) check(ctx context.Context, db DBTX) error {
-	var v int64
-	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-		return err
-	}
-	if v != t.dataVersion {
-		t.forget()
-		t.dataVersion = v
-	}
-	return nil
-}
-
 // merge records what a committed transaction wrote.
 func (t *logTip) merge(last int64, versions map[string]int64) {
 	t.last = last
@@ -150,14 +137,22 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 	}
 }
 
-// Open opens (creating if needed, mode 0600) the SQLite database at path,
-// applies the migrations and returns the store.
+// Open opens the log at path and applies the migrations: the SQLite
+// database at path (created if needed, mode 0600), or, when path is a
+// postgres:// URL, that PostgreSQL database, which other servers may
+// share.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Projector == nil {
 		return nil, errors.New("events: Options.Projector is required")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, opts)
 	}
 	sync := strings.ToUpper(opts.Synchronous)
 	switch sync {
@@ -169,9 +164,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
-	}
-	if opts.Readers <= 0 {
-		opts.Readers = max(8, 4*runtime.GOMAXPROCS(0))
 	}
 	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	wq := url.Values{}
@@ -223,9 +215,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// background prepares), which must not wait for a transaction.
 	reader.SetMaxOpenConns(opts.Readers + 2)
 	reader.SetMaxIdleConns(2)
+	return newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path)), nil
+}
+
+// newStore starts the store's writer over its two pools.
+func newStore(writer, reader *sql.DB, opts Options, e engine, wal *walIndex) *Store {
 	s := &Store{
 		writer:    writer,
 		reader:    reader,
+		engine:    e,
 		projector: opts.Projector,
 		now:       opts.Now,
 		entropy:   ulid.Monotonic(rand.Reader, 0),
@@ -233,13 +231,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 		readConns: newReadConns(reader, opts.Readers),
 		readStmts: newStmtCache(reader),
-		walIndex:  newWALIndex(path),
+		walIndex:  wal,
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		tip:       logTip{last: -1},
 	}
 	go s.writeLoop()
-	return s, nil
+	return s
 }
 
 // Close waits for the writes in progress, stops the writer and closes both
@@ -253,13 +251,19 @@ func (s *Store) Close() error {
 		s.readConns.close()
 		s.readStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
-		s.walIndex.close() // after the connections: see walIndex
+		if s.walIndex != nil {
+			s.walIndex.close() // after the connections: see walIndex
+		}
 	})
 	return err
 }
 
 // Reader returns the read-only connection pool, for projection queries.
 func (s *Store) Reader() *sql.DB { return s.reader }
+
+// queries runs queries on the reader pool, outside any read transaction,
+// through its prepared statements, marked with the store's engine.
+func (s *Store) queries() DBTX { return s.engine.wrap(s.readStmts.queries()) }
 
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.now() }
@@ -268,7 +272,7 @@ func (s *Store) Now() time.Time { return s.now() }
 type Tx struct {
 	s         *Store
 	db        DBTX
-	q         *eventsdb.Queries
+	q         eventsdb.Querier
 	requestID string
 	last      int64 // last position, -1 until read
 	// proj is the projector's state of the transaction, shared by the
@@ -384,7 +388,7 @@ func (t *Tx) insert(ctx context.Context, ev events.Event) error {
 
 // LastPosition returns the position of the newest event (0 when empty).
 func (s *Store) LastPosition(ctx context.Context) (int64, error) {
-	p, err := eventsdb.New(s.readStmts.queries()).LastPosition(ctx)
+	p, err := queriesOf(s.queries()).LastPosition(ctx)
 	return p, classify(err)
 }
 
@@ -414,7 +418,7 @@ const (
 
 // Read returns one page of events in position order.
 func (s *Store) Read(ctx context.Context, f Filter) ([]events.Event, error) {
-	return readEvents(ctx, s.readStmts.queries(), f)
+	return readEvents(ctx, s.queries(), f)
 }
 
 func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event, error) {
@@ -426,7 +430,7 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	if limit <= 0 {
 		limit = 500
 	}
-	q := eventsdb.New(db)
+	q := queriesOf(db)
 	var rows []eventsdb.Event
 	var err error
 	switch {
@@ -462,7 +466,7 @@ func (s *Store) StreamBounds(ctx context.Context, stream string, until int64) (f
 	if until <= 0 {
 		until = 1<<63 - 1
 	}
-	b, err := eventsdb.New(s.readStmts.queries()).StreamBounds(ctx, eventsdb.StreamBoundsParams{Stream: stream, Until: until})
+	b, err := queriesOf(s.queries()).StreamBounds(ctx, eventsdb.StreamBoundsParams{Stream: stream, Until: until})
 	if err != nil {
 		return 0, 0, 0, classify(err)
 	}
@@ -492,10 +496,17 @@ func (s *Store) Each(ctx context.Context, f Filter, fn func(events.Event) error)
 	}
 }
 
-// classify maps SQLite errors to the store's error vocabulary by code.
+// classify maps SQLite's and PostgreSQL's errors to the store's error
+// vocabulary by code.
 func classify(err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
+		return err // classified already
+	}
+	if c, ok := classifyPostgres(err); ok {
+		return c
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -579,6 +590,6 @@ func (t *Tx) Position(ctx context.Context) (int64, error) {
 // PositionIn returns the newest position that db (a connection or a read
 // transaction) sees: the position a read in that transaction reads at.
 func PositionIn(ctx context.Context, db eventsdb.DBTX) (int64, error) {
-	p, err := eventsdb.New(db).LastPosition(ctx)
+	p, err := queriesOf(db).LastPosition(ctx)
 	return p, classify(err)
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-
-	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
 // maxBatch bounds how many write requests one transaction commits.
@@ -87,7 +85,7 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 			}
 			s.wconn = newKeptConn(conn)
 		}
-		if err = s.wconn.exec(ctx, "BEGIN IMMEDIATE"); err == nil {
+		if err = s.engine.beginWrite(ctx, s.wconn); err == nil {
 			return s.wconn, nil
 		}
 		if s.wconn.valid() {
@@ -147,9 +145,9 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		finish()
 		return
 	}
-	db := conn.db
+	db := s.engine.wrap(conn.db)
 	proj := s.projector.Begin()
-	if err := s.tip.check(ctx, db); err != nil {
+	if err := s.engine.checkTip(ctx, db, &s.tip); err != nil {
 		s.failBatch(ctx, results, classify(err))
 		finish()
 		return
@@ -172,7 +170,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				continue
 			}
 		}
-		t := &Tx{s: s, db: db, q: eventsdb.New(db), requestID: req.requestID, last: last, batch: batchVersions, proj: proj}
+		t := &Tx{s: s, db: db, q: queriesOf(db), requestID: req.requestID, last: last, batch: batchVersions, proj: proj}
 		err := req.fn(t)
 		if err == nil {
 			err = t.FlushProjections(ctx) // what it deferred is part of it (nothing, if it flushed)

@@ -1,0 +1,84 @@
+package eventlog
+
+import (
+	"context"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
+)
+
+// engine is what the log does differently on each database it runs on
+// (SQLite, the embedded default, and PostgreSQL, for several servers
+// sharing one log): how a write transaction begins and learns of commits
+// made by other connections, how a read transaction takes its snapshot,
+// and which dialect its queries are in. Everything else (the single
+// writer, group commit, savepoints, the projector) is the same code.
+type engine interface {
+	// beginWrite begins the writer's transaction on c, holding the log's
+	// write lock until it ends: positions are given in commit order.
+	beginWrite(ctx context.Context, c *keptConn) error
+	// checkTip forgets what t knows of the log's end if another
+	// connection (or server) has committed since the last check. db is
+	// the writer's transaction, begun by beginWrite.
+	checkTip(ctx context.Context, db DBTX, t *logTip) error
+	// beginRead begins a read-only transaction on c that sees one
+	// snapshot of the log and the projections.
+	beginRead(c *keptConn) error
+	// wrap marks a connection or transaction of this engine, so that
+	// queriesOf (here and in the projections) picks its dialect.
+	wrap(db DBTX) DBTX
+}
+
+// IsPostgres reports whether a --db names a PostgreSQL database (a
+// postgres:// or postgresql:// URL) rather than an SQLite file.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// PostgresDB is implemented by the connections and transactions of a log
+// on PostgreSQL (Tx.DB, ReadTx.DB, Store.Queries): the projections run
+// their PostgreSQL queries on those.
+type PostgresDB interface {
+	DBTX
+	PostgreSQL()
+}
+
+// queriesOf returns the log's queries on db in db's dialect.
+func queriesOf(db DBTX) eventsdb.Querier {
+	if _, ok := db.(PostgresDB); ok {
+		return postgresQueries{db}
+	}
+	return eventsdb.New(db)
+}
+
+// sqliteEngine is SQLite's engine: one file, WAL mode.
+type sqliteEngine struct{}
+
+// beginWrite takes SQLite's write lock at BEGIN (IMMEDIATE), so that a
+// transaction never has to upgrade a read lock and fail as busy.
+func (sqliteEngine) beginWrite(ctx context.Context, c *keptConn) error {
+	return c.exec(ctx, "BEGIN IMMEDIATE")
+}
+
+// checkTip compares SQLite's data_version, which changes when another
+// connection commits (never for the connection's own commits).
+func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
+	var v int64
+	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return err
+	}
+	if v != t.dataVersion {
+		t.forget()
+		t.dataVersion = v
+	}
+	return nil
+}
+
+// beginRead begins a deferred transaction, which takes no lock: the
+// snapshot starts at the first read. It needs no context, and one would
+// cost a goroutine in the driver.
+func (sqliteEngine) beginRead(c *keptConn) error {
+	return c.exec(context.Background(), "BEGIN")
+}
+
+func (sqliteEngine) wrap(db DBTX) DBTX { return db }
