@@ -16,7 +16,17 @@ import (
 // bench is one run: its scratch folder, the processes it started (the
 // fixtures' state) and the samples it took.
 type bench struct {
-	cfg      *config
+	cfg *config
+
+	// postgres-append16: two memoryd servers on one PostgreSQL database,
+	// the raw ceiling's database, and how to stop a private server.
+	pg        [2]*proc
+	pgTask    string
+	pgAppends atomic.Int64
+	pgRaw     string
+	pgVersion string
+	pgStop    func()
+
 	progress io.Writer
 	scratch  string
 	bin      string
@@ -178,7 +188,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running; the first error lands in
 // *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist} {
+	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.pg[0], &b.pg[1]} {
 		if *p == nil {
 			continue
 		}
@@ -190,6 +200,10 @@ func (b *bench) closeAll(err *error) {
 	if b.ceiling != nil {
 		b.ceiling.Close()
 		b.ceiling = nil
+	}
+	if b.pgStop != nil {
+		b.pgStop()
+		b.pgStop = nil
 	}
 }
 

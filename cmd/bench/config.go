@@ -56,6 +56,7 @@ type config struct {
 	keep         bool
 	server       string
 	serverFlags  string
+	postgres     string
 	args         []string
 }
 
@@ -87,6 +88,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
 	fs.StringVar(&c.serverFlags, "server-flags", "", "extra `flags` for every memoryd serve, space-separated (e.g. \"--cpuprofile /tmp/memoryd.prof\"); the report names them")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw); default: a private server started with scripts/local-postgres in the scratch folder")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil

@@ -157,6 +157,16 @@ var allRows = []*row{
 		fig: ms, target: 0.1, targetText: "≤ 100 ms",
 	},
 	{
+		name: "postgres-append16",
+		help: "durable note appends/s over HTTP, 16 clients, through one\n" +
+			"memoryd on PostgreSQL, vs raw PostgreSQL inserting one row per\n" +
+			"transaction from 16 connections (information); also through\n" +
+			"two servers on one database (-postgres, else a private server)",
+		needs:   []*fixture{fxPostgres},
+		measure: (*bench).measurePostgresAppend16, notes: (*bench).postgresAppend16Notes,
+		fig: rate("appends/s"), ceil: rate("rows/s"), targetText: "none (information)",
+	},
+	{
 		name: "startup",
 		help: "exec to the first 200 from /healthz on the replayed\n" +
 			"-events database                               (≤ 300 ms)",

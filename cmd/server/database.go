@@ -42,6 +42,9 @@ func openService(ctx context.Context, path, synchronous string, stderr io.Writer
 
 // openExistingService opens a database that must already exist.
 func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
+	if memory.IsPostgres(path) {
+		return openService(ctx, path, "", stderr) // a PostgreSQL database is migrated as it is opened
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
@@ -75,9 +78,12 @@ type freshDatabase struct {
 }
 
 // newDatabase returns what creating the database at path creates, or nil
-// when it exists already: then its files are SQLite's to keep or remove
+// when it exists already or is a PostgreSQL database: then its files are SQLite's to keep or remove
 // (another process may have it open), and a failure leaves them.
 func newDatabase(path string) *freshDatabase {
+	if memory.IsPostgres(path) {
+		return nil // an import into PostgreSQL is one transaction: a failed one leaves the tables empty
+	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -10,17 +10,36 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// loadToken returns MEMORYD_TOKEN, else the token file beside the database,
-// created with 32 random bytes in hex and mode 0600 on first start. A token
-// file that another user could have written or can read is refused
+// loadToken returns MEMORYD_TOKEN, else the token file beside the database
+// (for a PostgreSQL database, in the folder of the default one), created
+// with 32 random bytes in hex and mode 0600 on first start. A token file
+// that another user could have written or can read is refused
 // (openTokenFile).
 func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
 	}
-	path := filepath.Join(filepath.Dir(dbPath), "token")
+	dir := filepath.Dir(dbPath)
+	if memory.IsPostgres(dbPath) {
+		def, err := defaultDBPath(func(k string) string {
+			if k == "MEMORYD_DB" {
+				return ""
+			}
+			return getenv(k)
+		})
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Dir(def)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("create the token's folder: %w", err)
+		}
+	}
+	path := filepath.Join(dir, "token")
 	b, err := readTokenFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {

@@ -93,8 +93,10 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	// The token comes first: a token file memoryd must refuse leaves nothing
 	// behind (no database, no listener).
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return fmt.Errorf("create the database folder: %w", err)
+	if !memory.IsPostgres(dbPath) {
+		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+			return fmt.Errorf("create the database folder: %w", err)
+		}
 	}
 	token, err := loadToken(getenv, dbPath)
 	if err != nil {
@@ -167,7 +169,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
-	log.Info("serving", "addr", tcp.String(), "db", dbPath, "sync", o.sync, "pid", os.Getpid())
+	log.Info("serving", "addr", tcp.String(), "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -107,6 +107,20 @@ func PostgresName(cfg *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
+// DatabaseName is how the database db (an SQLite path or a PostgreSQL
+// URL) is named in messages and logs: a URL without its password and
+// parameters.
+func DatabaseName(db string) string {
+	if !IsPostgres(db) {
+		return db
+	}
+	cfg, err := pgx.ParseConfig(db)
+	if err != nil {
+		return "postgres://(a URL that cannot be parsed)"
+	}
+	return PostgresName(cfg)
+}
+
 // pgSafe drops what a connection string error could repeat of the
 // string itself (a password).
 func pgSafe(err error) error {

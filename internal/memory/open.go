@@ -54,13 +54,15 @@ type OpenOptions struct {
 }
 
 // Open opens (creating it, in a 0700 folder, and migrating it) the
-// database at path with the projections as its projector, and returns a
+// database at path (or the PostgreSQL database a postgres:// path names) with the projections as its projector, and returns a
 // Service over it that owns it: Close flushes the audit and closes the
 // database. It is the one way memoryd opens its storage, and the one way
 // to build a Service outside this package.
 func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create the database folder: %w", err)
+	if !eventlog.IsPostgres(path) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create the database folder: %w", err)
+		}
 	}
 	store, err := projections.Open(ctx, path, eventlog.Options{
 		Synchronous: opts.Synchronous, Warnf: opts.Warnf,
@@ -77,6 +79,14 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	}
 	return s, nil
 }
+
+// IsPostgres reports whether a database name (--db, MEMORYD_DB) is a
+// PostgreSQL URL (postgres:// or postgresql://) rather than an SQLite file.
+func IsPostgres(db string) bool { return eventlog.IsPostgres(db) }
+
+// DatabaseName is how a database is named in logs and messages: an SQLite
+// file's path, or a PostgreSQL URL without its password or parameters.
+func DatabaseName(db string) string { return eventlog.DatabaseName(db) }
 
 // serviceOptions configure a Service.
 type serviceOptions struct {

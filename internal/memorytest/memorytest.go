@@ -9,20 +9,45 @@ package memorytest
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
-// Open opens a new database in tb.TempDir() through memory.Open with
-// opts and returns its Service, closed when the test ends.
+// Open opens a new database through memory.Open with opts and returns its
+// Service, closed when the test ends: an SQLite file in tb.TempDir(), or,
+// when MEMORYD_TEST_ENGINE is "postgres", a new PostgreSQL database
+// (internal/pgtest), so that the tests written against Open run on both
+// engines (.ci/run runs them twice).
 func Open(tb testing.TB, opts memory.OpenOptions) *memory.Service {
 	tb.Helper()
-	return OpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), opts)
+	return OpenAt(tb, NewDatabase(tb), opts)
 }
+
+// NewDatabase returns where a new, empty database of the engine the tests
+// run on (MEMORYD_TEST_ENGINE) is: a path in tb.TempDir() for SQLite, a
+// postgres:// URL for PostgreSQL.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	switch e := os.Getenv("MEMORYD_TEST_ENGINE"); e {
+	case "", "sqlite":
+		return filepath.Join(tb.TempDir(), "memory.db")
+	case "postgres":
+		return pgtest.NewDatabase(tb)
+	default:
+		tb.Fatalf("MEMORYD_TEST_ENGINE=%q: want sqlite or postgres", e)
+		return ""
+	}
+}
+
+// Postgres reports whether the tests run on PostgreSQL
+// (MEMORYD_TEST_ENGINE=postgres).
+func Postgres() bool { return os.Getenv("MEMORYD_TEST_ENGINE") == "postgres" }
 
 // OpenAt is Open on the database at path (created if needed). Closing
 // the Service before the test ends is allowed.
@@ -30,7 +55,7 @@ func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service
 	tb.Helper()
 	svc, err := memory.Open(context.Background(), path, opts)
 	if err != nil {
-		tb.Fatalf("open %s: %v", filepath.Base(path), err)
+		tb.Fatalf("open %s: %v", filepath.Base(path), err) // a URL's base is its database
 	}
 	tb.Cleanup(func() { svc.Close() })
 	return svc
