@@ -90,7 +90,7 @@ func TestHelpOfEveryVerb(t *testing.T) {
 // its value) and its positional arguments. TestFlagOrderEveryVerb needs
 // one for every verb.
 var verbSamples = map[string]struct{ flags, pos [][]string }{
-	"serve":          {flags: [][]string{{"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}}},
+	"serve":          {flags: [][]string{{"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}, {"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}, {"--insecure-plaintext"}}},
 	"export":         {flags: [][]string{{"--db", "m.db"}, {"--task", "T"}, {"--until", "5"}}},
 	"import":         {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"log.jsonl"}}},
 	"replay":         {flags: [][]string{{"--until", "5"}, {"--check-reads"}, {"--db", "out.db"}}, pos: [][]string{{"log.jsonl"}}},
@@ -214,6 +214,10 @@ func TestUsageExitsTwo(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:70000", "--db", db}, `--addr "127.0.0.1:70000" (or MEMORYD_ADDR): the port "70000" is not a number from 0 to 65535`},
 		{[]string{"--max-body", "0", "--db", db}, `--max-body must be at least 1 byte`},
 		{[]string{"--shutdown-grace", "-1s", "--db", db}, `--shutdown-grace must not be negative`},
+		{[]string{"--tls-cert", "c.pem", "--db", db}, `--tls-cert and --tls-key (or MEMORYD_TLS_CERT and MEMORYD_TLS_KEY) go together`},
+		{[]string{"serve", "--tls-key", "k.pem", "--db", db}, `--tls-cert and --tls-key (or MEMORYD_TLS_CERT and MEMORYD_TLS_KEY) go together`},
+		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--insecure-plaintext", "--db", db}, `--insecure-plaintext contradicts --tls-cert`},
+		{[]string{"--addr", "0.0.0.0:0", "--db", db}, `--addr "0.0.0.0:0" (or MEMORYD_ADDR) listens beyond this machine`},
 		{[]string{"serve", "--nope"}, `flag provided but not defined: -nope`},
 		{[]string{"export", "--nope", "--db", db}, `flag provided but not defined: -nope`},
 		{[]string{"export"}, `export needs --db F (or MEMORYD_DB)`},

@@ -34,6 +34,7 @@ func env(vars map[string]string) func(string) string {
 // server is a running "memoryd serve".
 type server struct {
 	url    string
+	client *http.Client // trusts the server's certificate when it serves HTTPS
 	stderr *memorytest.Buffer
 	cancel context.CancelFunc
 	done   chan error
@@ -52,9 +53,17 @@ func startServe(t *testing.T, db string, getenv func(string) string) *server {
 // address, and waits for its "listening on" line and a healthy /healthz.
 func startRun(t *testing.T, args []string, getenv func(string) string) *server {
 	t.Helper()
+	return startRunWith(t, args, getenv, listeningLine, http.DefaultClient)
+}
+
+// startRunWith is startRun for a "listening on" line matching line, whose
+// first group is the server's URL (an unspecified host, 0.0.0.0 or [::],
+// is reached on 127.0.0.1), and a client to reach it with.
+func startRunWith(t *testing.T, args []string, getenv func(string) string, line *regexp.Regexp, client *http.Client) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &server{stderr: &memorytest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &server{client: client, stderr: &memorytest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		err := run(ctx, args, getenv, strings.NewReader(""), pw, s.stderr)
 		pw.Close()
@@ -81,18 +90,18 @@ func startRun(t *testing.T, args []string, getenv func(string) string) *server {
 		}
 	})
 	select {
-	case line, ok := <-lines:
-		m := listeningLine.FindStringSubmatch(line)
+	case first, ok := <-lines:
+		m := line.FindStringSubmatch(first)
 		if !ok || m == nil {
-			t.Fatalf("first stdout line %q, want \"listening on http://127.0.0.1:PORT\"; stderr:\n%s", line, s.stderr.String())
+			t.Fatalf("first stdout line %q, want it to match %s; stderr:\n%s", first, line, s.stderr.String())
 		}
-		s.url = m[1]
+		s.url = strings.Replace(strings.Replace(m[1], "://0.0.0.0:", "://127.0.0.1:", 1), "://[::]:", "://127.0.0.1:", 1)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no listening line; stderr:\n%s", s.stderr.String())
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/healthz")
+		resp, err := s.client.Get(s.url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -138,7 +147,7 @@ func (s *server) call(t *testing.T, token, method, path, body string, out any) i
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

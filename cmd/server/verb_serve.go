@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,9 +32,10 @@ database --db, created with its token on first start. Prints "listening on http:
 stdout once it listens, logs JSON lines on stderr, and runs until SIGINT (Ctrl+C) or SIGTERM: it
 then finishes the requests in flight (--shutdown-grace), closes the database and exits 0.
 A port alone (":7411", ":0" for a free port) listens on 127.0.0.1; to listen beyond this machine
-name the host ("0.0.0.0:7411", "[::]:7411", a LAN address): the Host check is then off.
-Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOKEN, else the file "token"
-beside the database. The other verbs: memoryd help.`,
+name the host ("0.0.0.0:7411", "[::]:7411", a LAN address) and give --tls-cert and --tls-key, which
+serve HTTPS ("listening on https://..."), or --insecure-plaintext for plain HTTP; the Host check is
+then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOKEN, else the file
+"token" beside the database. SECURITY.md says what each defends. The other verbs: memoryd help.`,
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		o := &serveOptions{}
 		fs.StringVar(&o.addr, "addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address `HOST:PORT` (env MEMORYD_ADDR); a port alone (:7411, :0 for a free one) is on 127.0.0.1")
@@ -45,6 +47,9 @@ beside the database. The other verbs: memoryd help.`,
 		fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to `FILE`, for performance work")
 		fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
 		fs.DurationVar(&o.idleExit, "idle-exit", 0, "stop (as on SIGTERM) after this long without a request, e.g. 30m; 0 never (the Pi extension's shared service uses it)")
+		fs.StringVar(&o.tlsCert, "tls-cert", getenv("MEMORYD_TLS_CERT"), "serve HTTPS with the certificate in `FILE` (PEM: the server's certificate, then any intermediates; env MEMORYD_TLS_CERT); needs --tls-key")
+		fs.StringVar(&o.tlsKey, "tls-key", getenv("MEMORYD_TLS_KEY"), "the private key of --tls-cert, in `FILE` (PEM; env MEMORYD_TLS_KEY)")
+		fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "serve plain HTTP on a non-loopback --addr: the token and the notes cross the network unencrypted (only where the network encrypts, e.g. a VPN)")
 		return o.run
 	},
 }
@@ -52,8 +57,9 @@ beside the database. The other verbs: memoryd help.`,
 // serveOptions are the serve verb's flags.
 type serveOptions struct {
 	addr, db, sync, logLevel, cpuProfile string
+	tlsCert, tlsKey                      string
 	maxBody                              int64
-	audit                                bool
+	audit, insecurePlaintext             bool
 	grace, idleExit                      time.Duration
 }
 
@@ -83,6 +89,18 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return &usageError{fmt.Sprintf("--log-level: %v", err)}
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return &usageError{"--tls-cert and --tls-key (or MEMORYD_TLS_CERT and MEMORYD_TLS_KEY) go together: give both, or neither for plain HTTP"}
+	}
+	if o.tlsCert != "" && o.insecurePlaintext {
+		return &usageError{"--insecure-plaintext contradicts --tls-cert (or MEMORYD_TLS_CERT): give one of them"}
+	}
+	var tlsConfig *tls.Config
+	if o.tlsCert != "" {
+		if tlsConfig, err = loadTLS(o.tlsCert, o.tlsKey); err != nil {
+			return err
+		}
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	dbPath := o.db
@@ -91,8 +109,26 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 			return err
 		}
 	}
-	// The token comes first: a token file memoryd must refuse leaves nothing
-	// behind (no database, no listener).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, idleStop := context.WithCancel(ctx)
+	defer idleStop()
+
+	// The listener comes before the token and the database: whether the
+	// address is loopback is the listener's (a host name resolves), and a
+	// refusal leaves nothing behind (the listener closes on return).
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	tcp := ln.Addr().(*net.TCPAddr)
+	loopback := tcp.IP.IsLoopback()
+	if !loopback && tlsConfig == nil && !o.insecurePlaintext {
+		return &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR) listens beyond this machine (%s): give --tls-cert and --tls-key "+
+			"to serve HTTPS, or --insecure-plaintext to send the token and the notes unencrypted", o.addr, tcp)}
+	}
+	// A token file memoryd must refuse leaves nothing behind (no database).
 	if !memory.IsPostgres(dbPath) {
 		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 			return fmt.Errorf("create the database folder: %w", err)
@@ -102,16 +138,6 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, idleStop := context.WithCancel(ctx)
-	defer idleStop()
-
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	defer ln.Close()
 	svc, err := memory.Open(ctx, dbPath, memory.OpenOptions{
 		Synchronous: o.sync,
 		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
@@ -133,10 +159,12 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		}
 	}()
 	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
-	tcp := ln.Addr().(*net.TCPAddr)
-	loopback := tcp.IP.IsLoopback()
-	if !loopback {
-		log.Warn("listening on a non-loopback address: the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
+	switch {
+	case !loopback && tlsConfig != nil:
+		log.Warn("listening on a non-loopback address (HTTPS): the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
+	case !loopback:
+		log.Warn("listening on a non-loopback address in plain HTTP (--insecure-plaintext): the token and every request and answer cross the network unencrypted, "+
+			"and the Host check is off: anyone who can reach it, or read its traffic, and has the token can use memoryd", "addr", tcp.String())
 	}
 	cfg := api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback}
 	ui := api.NewInspector(cfg) // the web inspector at /ui
@@ -150,6 +178,15 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		srv.TLSConfig = tlsConfig
+		// HTTP/1.1 only, as in plain HTTP: the drain counts a connection in
+		// a request as one request, which HTTP/2's streams would break.
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
 	}
 	drain := newDrain()
 	drain.install(srv)
@@ -168,11 +205,17 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		return err
 	}
 	defer stopProfile()
-	fmt.Fprintf(stdout, "listening on http://%s\n", tcp.String())
-	log.Info("serving", "addr", tcp.String(), "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid())
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, tcp.String())
+	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the pair is in srv.TLSConfig
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -188,6 +231,25 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	ui.Close()
 	return svc.Close() // flushes the read audit of the calls answered, then closes the store
+}
+
+// loadTLS reads the certificate and key files of --tls-cert and --tls-key
+// into a server configuration (TLS 1.2 at least). Its errors name the file
+// and the flag at fault.
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert: read the TLS certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-key: read the TLS private key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s and --tls-key %s are not a PEM certificate and its private key: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}, nil
 }
 
 // Garbage collection while serving, unless GOGC or GOMEMLIMIT say

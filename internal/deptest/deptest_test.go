@@ -60,6 +60,11 @@ var rules = []rule{
 			"keeps a fixed clock): the binaries and the packages they build with have no use for it",
 	},
 	{
+		pkgs: []string{"..."}, banned: []string{"internal/pgtest"},
+		reason: "internal/pgtest is for tests only (it fails or skips a testing.TB, and creates and drops databases " +
+			"on the server of MEMORYD_TEST_POSTGRES): the binaries and the packages they build with have no use for it",
+	},
+	{
 		pkgs: []string{"..."}, except: []string{"internal/browsertest"}, banned: []string{"internal/browsertest", "github.com/chromedp/..."},
 		reason: "internal/browsertest and chromedp drive a real browser for the web inspector's tests: " +
 			"the binaries have no use for them, and memoryd ships no browser automation",
