@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memoryd/memoryd/internal/pgtest"
+)
+
+// TestTwoServersOnePostgres runs two memoryd servers on one PostgreSQL
+// database (issue 23) with the crash harness's workers, some writing
+// through one server and some through the other, two of them to the same
+// note: reads through either server see what the other committed; then one
+// server is killed with SIGKILL under load, and its workers go on through
+// the other, retrying their unacknowledged call with its call_id. In the
+// end every acknowledged write is in the log once, positions are gapless,
+// the projections equal a rebuild of the log (on SQLite: the two engines
+// agree), and the verify verb finds nothing.
+func TestTwoServersOnePostgres(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
+	root := crashAttach(t, cl[0], "/pg/a.jsonl", nil)
+	// The second server registers children of the task the first made.
+	child := func(name string) crashCtx {
+		return crashAttach(t, cl[1], "/pg/"+name+".jsonl", &map[string]string{"task_id": root.TaskID, "parent_agent": "/root", "agent_name": name})
+	}
+	scribe, hist, fenceA, fenceB := child("scribe"), child("hist"), child("fence_a"), child("fence_b")
+
+	w0 := &noteWriter{id: 0, cc: root, path: "shared.md"} // through server 0
+	w1 := &noteWriter{id: 1, cc: root, path: "shared.md"} // the same file, through server 1
+	w2 := &noteWriter{id: 2, cc: scribe, path: "zero.md"} // through server 0
+	w3 := &noteWriter{id: 3, cc: scribe, path: "one.md"}  // through server 1
+	h0 := &historySyncer{id: 0, cc: hist, rng: rand.New(rand.NewPCG(crashSeed, 4))}
+	f0 := &fenceDriver{id: 0, cc: fenceA, reconciled: true}
+	f1 := &fenceDriver{id: 1, cc: fenceB, reconciled: true}
+	notes := [][]*noteWriter{{w0, w1}, {w2}, {w3}}
+	workers := []crashWorker{w0, w1, w2, w3, h0, f0, f1}
+	via := map[crashWorker]int{w0: 0, w1: 1, w2: 0, w3: 1, h0: 1, f0: 0, f1: 1}
+
+	// drive runs every worker through its server until stop returns.
+	drive := func(stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Go(func() { w.run(ctx, t, cl[via[w]]) })
+		}
+		stop()
+		cancel()
+		wg.Wait()
+	}
+	waitAcks := func(c *crashClient, n int64) {
+		for deadline := time.Now().Add(30 * time.Second); c.oks.Load() < n && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if c.oks.Load() < n {
+			t.Fatalf("%s acknowledged %d writes in 30 s, want %d", c.url, c.oks.Load(), n)
+		}
+	}
+
+	// Both servers up: each reads what the other's writers committed.
+	drive(func() { waitAcks(cl[0], 40); waitAcks(cl[1], 40) })
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, c := range cl {
+		for _, w := range []*noteWriter{w0, w1, w2, w3} {
+			readSees(t, c, w, i)
+		}
+	}
+
+	// Server 0 dies under load; its workers go on through server 1.
+	before := cl[0].oks.Load()
+	drive(func() {
+		waitAcks(cl[0], before+20)
+		srv[0].kill(t)
+	})
+	via = map[crashWorker]int{w0: 1, w1: 1, w2: 1, w3: 1, h0: 1, f0: 1, f1: 1}
+	for _, f := range []*fenceDriver{f0, f1} {
+		f.reconciled = false // its last transition may be in flight
+	}
+	after := cl[1].oks.Load()
+	drive(func() { waitAcks(cl[1], after+40) })
+	for _, w := range []*noteWriter{w0, w1, w2, w3} {
+		if w.uncertain != nil {
+			st, b, err := w.send(context.Background(), cl[1], *w.uncertain)
+			if err != nil || st != http.StatusOK {
+				t.Fatalf("retry of %s through the other server: %d %s %v", w.uncertain.callID, st, b, err)
+			}
+			w.ackedToks = append(w.ackedToks, w.uncertain.token)
+			w.uncertain = nil
+		}
+		readSees(t, cl[1], w, 1)
+	}
+	for _, f := range []*fenceDriver{f0, f1} {
+		if !f.reconciled && !f.reconcile(context.Background(), t, cl[1]) {
+			t.Fatalf("fence %d: state not confirmed through the other server", f.id)
+		}
+	}
+	if h0.pending > 0 {
+		st, b, err := cl[1].do(context.Background(), "POST", "/v1/history/sync", map[string]any{
+			"context": h0.cc, "entries": h0.entries[h0.ackLen:h0.pending], "branch": h0.ids[:h0.pending]})
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("resend of the in-flight sync: %d %s %v", st, b, err)
+		}
+		h0.ackLen, h0.pending = h0.pending, 0
+		h0.syncs++
+	}
+	srv[1].kill(t)
+	for _, c := range cl {
+		c.close()
+	}
+	n := checkOffline(t, db, notes, workers, true)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"verify", "--db", db}, func(string) string { return "" }, nil, &out, io.Discard); err != nil {
+		t.Fatalf("verify verb: %v\n%s", err, out.String())
+	}
+	t.Logf("two servers on one PostgreSQL database: %d events; %d note appends, %d history syncs, %d fence transitions acknowledged",
+		n, w0.acked()+w1.acked()+w2.acked()+w3.acked(), h0.acked(), f0.acked()+f1.acked())
+}
+
+// readSees reads w's note through server c and checks that every token
+// acknowledged to w so far is in it.
+func readSees(t *testing.T, c *crashClient, w *noteWriter, server int) {
+	t.Helper()
+	cc := w.cc
+	cc.CallID = ""
+	st, b, err := c.do(context.Background(), "POST", "/v1/tools/notes_read_file", map[string]any{
+		"context": cc, "arguments": map[string]any{"path": w.path}})
+	if err != nil || st != http.StatusOK {
+		t.Fatalf("read %s through server %d: %d %s %v", w.path, server, st, b, err)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		text.WriteString(c.Text)
+	}
+	for _, tok := range w.ackedToks {
+		if !strings.Contains(text.String(), tok) {
+			t.Fatalf("server %d does not show %s in %s, acknowledged to writer %d", server, tok, w.path, w.id)
+		}
+	}
+}
