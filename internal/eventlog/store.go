@@ -396,6 +396,7 @@ type Filter struct {
 	Stream string // only this stream ("" for all); takes precedence over TaskID
 	Limit  int    // page size
 	Only   Only   // with TaskID or Stream: only these types
+	Path   string // with Stream and OnlyNote: the note's path
 }
 
 // Only narrows a read to the event types one reader needs, so the others
@@ -405,8 +406,9 @@ type Only int
 const (
 	// OnlyAll reads every type.
 	OnlyAll Only = iota
-	// OnlyNotes reads note.written and note.appended (with TaskID).
-	OnlyNotes
+	// OnlyNote reads one note's note.written and note.appended (with
+	// Stream, its owner's, and Path).
+	OnlyNote
 	// OnlyFenced reads all but the notes and history events: every event
 	// the checkpoint fence folds (with Stream).
 	OnlyFenced
@@ -432,8 +434,8 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	switch {
 	case f.Stream != "" && f.Only == OnlyFenced:
 		rows, err = q.StreamLifecycleEventsAfter(ctx, eventsdb.StreamLifecycleEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
-	case f.TaskID != "" && f.Stream == "" && f.Only == OnlyNotes:
-		rows, err = q.TaskNoteEventsAfter(ctx, eventsdb.TaskNoteEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
+	case f.Stream != "" && f.Only == OnlyNote:
+		rows, err = q.NoteEventsAfter(ctx, eventsdb.NoteEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, Path: f.Path, MaxEvents: limit})
 	case f.Stream != "":
 		rows, err = q.StreamEventsAfter(ctx, eventsdb.StreamEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
 	case f.TaskID != "":

@@ -109,6 +109,63 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const noteEventsAfter = `-- name: NoteEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 AND json_extract(data, '$.path') = CAST(?4 AS TEXT) ORDER BY stream_version LIMIT ?5
+`
+
+type NoteEventsAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	Path      string
+	MaxEvents int64
+}
+
+// One note's writes and appends in position order (the inspector's list
+// of its revisions): its owner's stream by the (stream, stream_version)
+// index, the other events of the stream skipped in SQLite, unread by Go.
+// (An index by note would read fewer rows, but every note event would
+// pay for it on the write path.)
+func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, noteEventsAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.Path,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamBounds = `-- name: StreamBounds :one
 SELECT CAST(coalesce(min(position), 0) AS INTEGER) AS first_position, CAST(coalesce(max(position), 0) AS INTEGER) AS last_position, count(*) AS events
 FROM events WHERE stream = ?1 AND position <= ?2
@@ -262,59 +319,6 @@ type TaskEventsAfterParams struct {
 
 func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, taskEventsAfter,
-		arg.TaskID,
-		arg.After,
-		arg.Until,
-		arg.MaxEvents,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Event{}
-	for rows.Next() {
-		var i Event
-		if err := rows.Scan(
-			&i.Position,
-			&i.ID,
-			&i.Stream,
-			&i.StreamVersion,
-			&i.TaskID,
-			&i.Type,
-			&i.Schema,
-			&i.RecordedAt,
-			&i.Data,
-			&i.RequestID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const taskNoteEventsAfter = `-- name: TaskNoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
-`
-
-type TaskNoteEventsAfterParams struct {
-	TaskID    string
-	After     int64
-	Until     int64
-	MaxEvents int64
-}
-
-// A task's note writes and appends in position order (the inspector's
-// notes page), by the (task_id, position) index: the other events are
-// skipped in SQLite, unread by Go.
-func (q *Queries) TaskNoteEventsAfter(ctx context.Context, arg TaskNoteEventsAfterParams) ([]Event, error) {
-	rows, err := q.db.QueryContext(ctx, taskNoteEventsAfter,
 		arg.TaskID,
 		arg.After,
 		arg.Until,
