@@ -409,8 +409,8 @@ const (
 	// OnlyNote reads one note's note.written and note.appended (with
 	// Stream, its owner's, and Path).
 	OnlyNote
-	// OnlyFenced reads all but the notes and history events: every event
-	// the checkpoint fence folds (with Stream).
+	// OnlyFenced reads all but the notes, history and audit events: every
+	// event the checkpoint fence folds (with Stream).
 	OnlyFenced
 )
 
@@ -446,6 +446,10 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	if err != nil {
 		return nil, classify(err)
 	}
+	return toEvents(rows), nil
+}
+
+func toEvents(rows []eventsdb.Event) []events.Event {
 	out := make([]events.Event, len(rows))
 	for i, r := range rows {
 		out[i] = events.Event{
@@ -454,7 +458,17 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 			Data: json.RawMessage(r.Data), RequestID: r.RequestID,
 		}
 	}
-	return out, nil
+	return out
+}
+
+// StreamCallsBefore returns at most limit audit.tool_called events of a
+// stream at positions before before, newest first.
+func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int64, limit int) ([]events.Event, error) {
+	rows, err := eventsdb.New(s.readStmts.queries()).StreamCallsBefore(ctx, eventsdb.StreamCallsBeforeParams{Stream: stream, Before: before, MaxEvents: int64(limit)})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return toEvents(rows), nil
 }
 
 // StreamBounds returns the first and last positions of a stream (0 when

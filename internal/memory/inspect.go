@@ -73,11 +73,17 @@ func (s *Service) TaskNotes(ctx context.Context, taskID string) ([]projections.T
 	return notes, err
 }
 
-// FencedStreamEvents is StreamEvents without the notes and history
-// events, up to position until (0: no bound): every event the checkpoint
-// fence folds, for the timeline.
+// FencedStreamEvents is StreamEvents without the notes, history and
+// audit events, up to position until (0: no bound): every event the
+// checkpoint fence folds, for the timeline.
 func (s *Service) FencedStreamEvents(ctx context.Context, taskID, agent string, after, until int64, limit int) ([]events.Event, error) {
 	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyFenced})
+}
+
+// StreamCalls returns the audited calls (audit.tool_called events) of an
+// agent's stream before position before, at most limit, newest first.
+func (s *Service) StreamCalls(ctx context.Context, taskID, agent string, before int64, limit int) ([]events.Event, error) {
+	return s.store.StreamCallsBefore(ctx, taskID+agent, before, limit)
 }
 
 // StreamBounds returns the first and last positions of an agent's stream
