@@ -22,19 +22,31 @@ SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(aft
 -- name: CountEvents :one
 SELECT count(*) FROM events;
 
--- name: TaskNoteEventsAfter :many
--- A task's note writes and appends in position order (the inspector's
--- notes page), by the (task_id, position) index: the other events are
--- skipped in SQLite, unread by Go.
-SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+-- name: NoteEventsAfter :many
+-- One note's writes and appends in position order (the inspector's list
+-- of its revisions): its owner's stream by the (stream, stream_version)
+-- index, the other events of the stream skipped in SQLite, unread by Go.
+-- (An index by note would read fewer rows, but every note event would
+-- pay for it on the write path.)
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) AND json_extract(data, '$.path') = CAST(sqlc.arg(path) AS TEXT) ORDER BY stream_version LIMIT sqlc.arg(max_events);
 
 -- name: StreamLifecycleEventsAfter :many
--- One stream's events but its notes and history ones, in position order
--- (the inspector's timeline): every event the checkpoint fence folds, by
--- the (stream, stream_version) index.
-SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
+-- One stream's lifecycle events (all but its notes, history and audit
+-- ones) in position order: every event the checkpoint fence folds (the
+-- inspector's timeline), by the partial index events_lifecycle, whose
+-- WHERE this repeats word for word (SQLite uses it only then).
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+
+-- name: StreamCallsBefore :many
+-- One stream's audited calls before a position, newest first (the
+-- inspector's timeline lists the last ones), by the partial index
+-- events_calls.
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type = 'audit.tool_called' AND position < sqlc.arg(before) ORDER BY position DESC LIMIT sqlc.arg(max_events);
 
 -- name: StreamBounds :one
--- One stream's first and last positions and its number of events.
-SELECT CAST(coalesce(min(position), 0) AS INTEGER) AS first_position, CAST(coalesce(max(position), 0) AS INTEGER) AS last_position, count(*) AS events
-FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until);
+-- One stream's first and last positions and its number of events, which
+-- is its last version (versions are gapless from 1): two lookups in the
+-- (stream, stream_version) index instead of counting the stream.
+SELECT CAST(coalesce((SELECT f.position FROM events f WHERE f.stream = sqlc.arg(stream) AND f.stream_version = 1 AND f.position <= sqlc.arg(until)), 0) AS INTEGER) AS first_position,
+    CAST(coalesce(l.position, 0) AS INTEGER) AS last_position, CAST(coalesce(l.stream_version, 0) AS INTEGER) AS events
+FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until) ORDER BY stream_version DESC LIMIT 1) l;

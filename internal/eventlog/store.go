@@ -400,6 +400,7 @@ type Filter struct {
 	Stream string // only this stream ("" for all); takes precedence over TaskID
 	Limit  int    // page size
 	Only   Only   // with TaskID or Stream: only these types
+	Path   string // with Stream and OnlyNote: the note's path
 }
 
 // Only narrows a read to the event types one reader needs, so the others
@@ -409,10 +410,11 @@ type Only int
 const (
 	// OnlyAll reads every type.
 	OnlyAll Only = iota
-	// OnlyNotes reads note.written and note.appended (with TaskID).
-	OnlyNotes
-	// OnlyFenced reads all but the notes and history events: every event
-	// the checkpoint fence folds (with Stream).
+	// OnlyNote reads one note's note.written and note.appended (with
+	// Stream, its owner's, and Path).
+	OnlyNote
+	// OnlyFenced reads all but the notes, history and audit events: every
+	// event the checkpoint fence folds (with Stream).
 	OnlyFenced
 )
 
@@ -436,8 +438,8 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	switch {
 	case f.Stream != "" && f.Only == OnlyFenced:
 		rows, err = q.StreamLifecycleEventsAfter(ctx, eventsdb.StreamLifecycleEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
-	case f.TaskID != "" && f.Stream == "" && f.Only == OnlyNotes:
-		rows, err = q.TaskNoteEventsAfter(ctx, eventsdb.TaskNoteEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
+	case f.Stream != "" && f.Only == OnlyNote:
+		rows, err = q.NoteEventsAfter(ctx, eventsdb.NoteEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, Path: f.Path, MaxEvents: limit})
 	case f.Stream != "":
 		rows, err = q.StreamEventsAfter(ctx, eventsdb.StreamEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
 	case f.TaskID != "":
@@ -448,6 +450,10 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 	if err != nil {
 		return nil, classify(err)
 	}
+	return toEvents(rows), nil
+}
+
+func toEvents(rows []eventsdb.Event) []events.Event {
 	out := make([]events.Event, len(rows))
 	for i, r := range rows {
 		out[i] = events.Event{
@@ -456,7 +462,17 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 			Data: json.RawMessage(r.Data), RequestID: r.RequestID,
 		}
 	}
-	return out, nil
+	return out
+}
+
+// StreamCallsBefore returns at most limit audit.tool_called events of a
+// stream at positions before before, newest first.
+func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int64, limit int) ([]events.Event, error) {
+	rows, err := eventsdb.New(s.readStmts.queries()).StreamCallsBefore(ctx, eventsdb.StreamCallsBeforeParams{Stream: stream, Before: before, MaxEvents: int64(limit)})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return toEvents(rows), nil
 }
 
 // StreamBounds returns the first and last positions of a stream (0 when

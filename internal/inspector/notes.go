@@ -9,8 +9,9 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// noteFile is one note of a task as its events made it: its owner, path
-// and size, and (for the file asked for) every revision.
+// noteFile is one note of a task: its owner, path and size as the notes
+// projection holds them, and (for the file asked for) every revision, from
+// its events.
 type noteFile struct {
 	Owner, Path string // Path relative to the owner's notes root
 	Bytes       int
@@ -35,17 +36,35 @@ type noteRev struct {
 	Written  bool // a whole-file write (else an append)
 }
 
-const taskPage = 2000
+// notePage is how many of a note's events readNotes reads at once.
+const notePage = 2000
 
-// readNotes reads the note events of a task (only those: NoteEvents) in position order: every
-// file with its size, and the revisions of the file full ("" for none).
-// A note is its last whole write followed by the appends after it, as
-// the projection builds it.
+// readNotes lists the notes of a task from the notes projection (each
+// file's owner, path, size, revision count and last write, by full path)
+// and reads the revisions of the file full ("" for none) from its own
+// events: its note.written and note.appended events in position order,
+// between the note's first and last writes.
 func readNotes(ctx context.Context, svc *memory.Service, taskID, full string) ([]*noteFile, *noteFile, error) {
-	files := map[string]*noteFile{}
-	after := int64(0)
+	notes, err := svc.TaskNotes(ctx, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	list := make([]*noteFile, len(notes))
+	var file *noteFile
+	var from, to int64
+	for i, n := range notes {
+		list[i] = &noteFile{Owner: n.Agent, Path: n.Path, Bytes: int(n.Bytes), Revisions: int(n.Revision), Updated: n.UpdatedPosition}
+		if full != "" && list[i].Full() == full {
+			file, from, to = list[i], n.CreatedPosition, n.UpdatedPosition
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Full() < list[j].Full() })
+	if file == nil {
+		return list, nil, nil
+	}
+	after := from - 1
 	for {
-		page, err := svc.NoteEvents(ctx, taskID, after, taskPage)
+		page, err := svc.NoteEvents(ctx, taskID, file.Owner, file.Path, after, to, notePage)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -61,36 +80,18 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string) ([
 			case *events.NoteAppended:
 				p = events.NoteWritten(*v)
 			}
-			key := p.Agent + "/notes/" + p.Path
-			f := files[key]
-			if f == nil {
-				f = &noteFile{Owner: p.Agent, Path: p.Path}
-				files[key] = f
-			}
-			written := ev.Type == events.TypeNoteWritten
-			if written {
-				f.Bytes = len(p.Text)
-			} else {
-				f.Bytes += len(p.Text)
-			}
-			f.Revisions++
-			f.Updated = ev.Position
-			if key == full {
-				f.Revs = append(f.Revs, noteRev{N: f.Revisions, Position: ev.Position, Type: ev.Type, By: p.By,
-					CallID: p.CallID, At: ev.RecordedAt, Text: p.Text, Written: written})
-			}
+			file.Revs = append(file.Revs, noteRev{N: len(file.Revs) + 1, Position: ev.Position, Type: ev.Type, By: p.By,
+				CallID: p.CallID, At: ev.RecordedAt, Text: p.Text, Written: ev.Type == events.TypeNoteWritten})
 		}
-		if len(page) < taskPage {
+		if len(page) < notePage {
 			break
 		}
 		after = page[len(page)-1].Position
 	}
-	list := make([]*noteFile, 0, len(files))
-	for _, f := range files {
-		list = append(list, f)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Full() < list[j].Full() })
-	return list, files[full], nil
+	// The list and the events are two reads: on a live log a write may
+	// land between them. The file shows what its events say.
+	file.Revisions = len(file.Revs)
+	return list, file, nil
 }
 
 // contentAt is the note's text after revision n (1-based).

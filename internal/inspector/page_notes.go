@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -17,7 +18,15 @@ type notesData struct {
 	Diff          []diffLine // from Rev1 to Rev2
 	Page          []noteRev  // the revisions listed, newest first
 	Older         int64      // cursor of the next (older) page of revisions, 0: none
+	// Files is how many files the agent may read; Own and Others list at
+	// most filesPage of them from the offset ?files=N, and MoreFiles is
+	// the offset of the next ones (0: none).
+	Files, MoreFiles int
+	Later            bool // a later page of the list (?files=N, N > 0)
 }
+
+// filesPage is how many files the notes page lists at once.
+const filesPage = 200
 
 // revisionsPage is how many revisions the notes page lists at once.
 const revisionsPage = 50
@@ -44,13 +53,28 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 		in.fail(w, r, err)
 		return
 	}
-	for _, f := range files {
+	offset := 0
+	if v := q.Get("files"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			in.fail(w, r, errBadParam("files", "a number of files to skip"))
+			return
+		}
+	}
+	// The agent's own files first, then the others', each by path; the
+	// page lists filesPage of them from offset.
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Owner == d.Agent && files[j].Owner != d.Agent })
+	d.Files = len(files)
+	for _, f := range files[min(offset, len(files)):min(offset+filesPage, len(files))] {
 		if f.Owner == d.Agent {
 			d.Own = append(d.Own, f)
 		} else {
 			d.Others = append(d.Others, f)
 		}
 	}
+	if offset+filesPage < len(files) {
+		d.MoreFiles = offset + filesPage
+	}
+	d.Later = offset > 0
 	if full != "" {
 		if file == nil {
 			in.fail(w, r, errNotFound("no note %s in task %s at this position", full, d.TaskID))

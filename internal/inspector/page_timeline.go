@@ -72,7 +72,10 @@ func (in *Inspector) timelinePage(w http.ResponseWriter, r *http.Request) {
 	d := timelineData{timeline: tl, Thresholds: th, Plot: plotSVG(tl, th, at), Phase: tl.State.Phase(), Cap: listCap}
 	var e1, e2 int64
 	tl.Steps, e1 = lastBefore(tl.Steps, func(s step) int64 { return s.Position }, before, listCap)
-	tl.Calls, e2 = lastBefore(tl.Calls, func(c auditCall) int64 { return c.Position }, before, listCap)
+	if tl.Calls, e2, err = tl.readCalls(r.Context(), svc, before, listCap); err != nil {
+		in.fail(w, r, err)
+		return
+	}
 	d.Earlier = max(e1, e2)
 	in.renderAt(w, r, "timeline", agent+" · timeline", at, d)
 }

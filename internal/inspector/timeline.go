@@ -74,9 +74,10 @@ type usagePoint struct {
 const streamPage = 1000
 
 // readTimeline folds the agent's stream. It reads the stream's bounds
-// and count, then only the events the fence folds and the page shows
-// (FencedStreamEvents: not the notes and history ones, which change
-// neither the fence nor the windows), up to the last position counted.
+// and count, then only the events the fence folds (FencedStreamEvents:
+// not the notes, history and audit ones, which change neither the fence
+// nor the windows), up to the last position counted. The audited calls
+// are read apart (readCalls): the page lists only the last ones.
 func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string) (*timeline, error) {
 	tl := &timeline{TaskID: taskID, Agent: agent, State: fence.Initial()}
 	first, last, n, err := svc.StreamBounds(ctx, taskID, agent)
@@ -178,14 +179,42 @@ func (tl *timeline) add(ev events.Event) error {
 		st.Summary = "manual checkpoint " + p.Phase
 	case *events.ManualCancelled:
 		st.Summary = "manual checkpoint cancelled"
-	case *events.ToolCalled:
-		tl.Calls = append(tl.Calls, auditCall{Position: ev.Position, Tool: p.Tool, CallID: p.CallID, Outcome: p.Outcome, ReadPosition: p.ReadPosition})
-		return nil
 	default:
-		return nil // notes and history: their own pages
+		return nil // notes and history: their own pages; calls: readCalls
 	}
 	tl.Steps = append(tl.Steps, st)
 	return nil
+}
+
+// readCalls returns the agent's last n audited calls before position
+// before (0: up to tl.Last), in position order, and the position of the
+// first one listed when earlier ones are left out (else 0).
+func (tl *timeline) readCalls(ctx context.Context, svc *memory.Service, before int64, n int) ([]auditCall, int64, error) {
+	if before <= 0 || before > tl.Last {
+		before = tl.Last + 1
+	}
+	page, err := svc.StreamCalls(ctx, tl.TaskID, tl.Agent, before, n+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	var earlier int64
+	if len(page) > n {
+		page = page[:n]
+		earlier = page[n-1].Position
+	}
+	calls := make([]auditCall, len(page))
+	for i, ev := range page {
+		payload, err := events.Decode(ev)
+		if err != nil {
+			return nil, 0, fmt.Errorf("event %d: %w", ev.Position, err)
+		}
+		p, ok := payload.(*events.ToolCalled)
+		if !ok {
+			return nil, 0, fmt.Errorf("event %d: %s is not an audited call", ev.Position, ev.Type)
+		}
+		calls[len(page)-1-i] = auditCall{Position: ev.Position, Tool: p.Tool, CallID: p.CallID, Outcome: p.Outcome, ReadPosition: p.ReadPosition}
+	}
+	return calls, earlier, nil
 }
 
 func ifSet(prefix, s string) string {

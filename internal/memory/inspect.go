@@ -6,6 +6,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
@@ -53,17 +54,36 @@ func (s *Service) StreamEvents(ctx context.Context, taskID, agent string, after 
 	return s.store.Read(ctx, eventlog.Filter{After: after, Stream: taskID + agent, Limit: limit})
 }
 
-// NoteEvents returns one page of a task's note.written and note.appended
-// events in position order: at most limit events after position after.
-func (s *Service) NoteEvents(ctx context.Context, taskID string, after int64, limit int) ([]events.Event, error) {
-	return s.store.Read(ctx, eventlog.Filter{After: after, TaskID: taskID, Limit: limit, Only: eventlog.OnlyNotes})
+// NoteEvents returns one page of the note.written and note.appended
+// events of one note (agent's, at path) in position order: at most limit
+// events after position after, up to position until (0: no bound).
+func (s *Service) NoteEvents(ctx context.Context, taskID, agent, path string, after, until int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Path: path, Limit: limit, Only: eventlog.OnlyNote})
 }
 
-// FencedStreamEvents is StreamEvents without the notes and history
-// events, up to position until (0: no bound): every event the checkpoint
-// fence folds, for the timeline.
+// TaskNotes lists every note of a task, its text left out, from the
+// notes projection, by owner and path: the inspector's list of files.
+func (s *Service) TaskNotes(ctx context.Context, taskID string) ([]projections.TaskNote, error) {
+	var notes []projections.TaskNote
+	err := s.read(ctx, func(r *projections.Reader) error {
+		var err error
+		notes, err = r.TaskNotes(ctx, taskID)
+		return err
+	})
+	return notes, err
+}
+
+// FencedStreamEvents is StreamEvents without the notes, history and
+// audit events, up to position until (0: no bound): every event the
+// checkpoint fence folds, for the timeline.
 func (s *Service) FencedStreamEvents(ctx context.Context, taskID, agent string, after, until int64, limit int) ([]events.Event, error) {
 	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyFenced})
+}
+
+// StreamCalls returns the audited calls (audit.tool_called events) of an
+// agent's stream before position before, at most limit, newest first.
+func (s *Service) StreamCalls(ctx context.Context, taskID, agent string, before int64, limit int) ([]events.Event, error) {
+	return s.store.StreamCallsBefore(ctx, taskID+agent, before, limit)
 }
 
 // StreamBounds returns the first and last positions of an agent's stream

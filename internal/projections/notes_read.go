@@ -69,6 +69,27 @@ func (r *Reader) Notes(ctx context.Context, taskID, agent, prefix string) ([]Not
 	return out, nil
 }
 
+// TaskNote is one note of a task, without its text.
+type TaskNote struct {
+	Agent, Path     string // Path relative to the owner's notes root
+	Bytes, Revision int64
+	CreatedPosition int64
+	UpdatedPosition int64
+}
+
+// TaskNotes lists every note of a task, by owner and path.
+func (r *Reader) TaskNotes(ctx context.Context, taskID string) ([]TaskNote, error) {
+	rows, err := r.q.TaskNotes(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TaskNote, len(rows))
+	for i, n := range rows {
+		out[i] = TaskNote(n)
+	}
+	return out, nil
+}
+
 // NoteMatch is a note whose content contains a search query.
 type NoteMatch struct {
 	Path            string

@@ -100,6 +100,11 @@ WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
   AND substr(path, 1, CAST(sqlc.arg(prefix_chars) AS INTEGER)) = CAST(sqlc.arg(prefix) AS TEXT)
 ORDER BY path;
 
+-- name: TaskNotes :many
+-- Every note of a task, without its text (the inspector's list of files).
+SELECT agent, path, bytes, revision, created_position, updated_position
+FROM notes WHERE task_id = ? ORDER BY agent, path;
+
 -- name: NotePartsUnder :many
 SELECT n.path, n.created_at, n.created_position, p.text
 FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path

@@ -109,9 +109,67 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const noteEventsAfter = `-- name: NoteEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 AND json_extract(data, '$.path') = CAST(?4 AS TEXT) ORDER BY stream_version LIMIT ?5
+`
+
+type NoteEventsAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	Path      string
+	MaxEvents int64
+}
+
+// One note's writes and appends in position order (the inspector's list
+// of its revisions): its owner's stream by the (stream, stream_version)
+// index, the other events of the stream skipped in SQLite, unread by Go.
+// (An index by note would read fewer rows, but every note event would
+// pay for it on the write path.)
+func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, noteEventsAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.Path,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamBounds = `-- name: StreamBounds :one
-SELECT CAST(coalesce(min(position), 0) AS INTEGER) AS first_position, CAST(coalesce(max(position), 0) AS INTEGER) AS last_position, count(*) AS events
-FROM events WHERE stream = ?1 AND position <= ?2
+SELECT CAST(coalesce((SELECT f.position FROM events f WHERE f.stream = ?1 AND f.stream_version = 1 AND f.position <= ?2), 0) AS INTEGER) AS first_position,
+    CAST(coalesce(l.position, 0) AS INTEGER) AS last_position, CAST(coalesce(l.stream_version, 0) AS INTEGER) AS events
+FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = ?1 AND position <= ?2 ORDER BY stream_version DESC LIMIT 1) l
 `
 
 type StreamBoundsParams struct {
@@ -125,12 +183,61 @@ type StreamBoundsRow struct {
 	Events        int64
 }
 
-// One stream's first and last positions and its number of events.
+// One stream's first and last positions and its number of events, which
+// is its last version (versions are gapless from 1): two lookups in the
+// (stream, stream_version) index instead of counting the stream.
 func (q *Queries) StreamBounds(ctx context.Context, arg StreamBoundsParams) (StreamBoundsRow, error) {
 	row := q.db.QueryRowContext(ctx, streamBounds, arg.Stream, arg.Until)
 	var i StreamBoundsRow
 	err := row.Scan(&i.FirstPosition, &i.LastPosition, &i.Events)
 	return i, err
+}
+
+const streamCallsBefore = `-- name: StreamCallsBefore :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type = 'audit.tool_called' AND position < ?2 ORDER BY position DESC LIMIT ?3
+`
+
+type StreamCallsBeforeParams struct {
+	Stream    string
+	Before    int64
+	MaxEvents int64
+}
+
+// One stream's audited calls before a position, newest first (the
+// inspector's timeline lists the last ones), by the partial index
+// events_calls.
+func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforeParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, streamCallsBefore, arg.Stream, arg.Before, arg.MaxEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const streamEventsAfter = `-- name: StreamEventsAfter :many
@@ -186,7 +293,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 }
 
 const streamLifecycleEventsAfter = `-- name: StreamLifecycleEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
 `
 
 type StreamLifecycleEventsAfterParams struct {
@@ -196,9 +303,10 @@ type StreamLifecycleEventsAfterParams struct {
 	MaxEvents int64
 }
 
-// One stream's events but its notes and history ones, in position order
-// (the inspector's timeline): every event the checkpoint fence folds, by
-// the (stream, stream_version) index.
+// One stream's lifecycle events (all but its notes, history and audit
+// ones) in position order: every event the checkpoint fence folds (the
+// inspector's timeline), by the partial index events_lifecycle, whose
+// WHERE this repeats word for word (SQLite uses it only then).
 func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, streamLifecycleEventsAfter,
 		arg.Stream,
@@ -262,59 +370,6 @@ type TaskEventsAfterParams struct {
 
 func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, taskEventsAfter,
-		arg.TaskID,
-		arg.After,
-		arg.Until,
-		arg.MaxEvents,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Event{}
-	for rows.Next() {
-		var i Event
-		if err := rows.Scan(
-			&i.Position,
-			&i.ID,
-			&i.Stream,
-			&i.StreamVersion,
-			&i.TaskID,
-			&i.Type,
-			&i.Schema,
-			&i.RecordedAt,
-			&i.Data,
-			&i.RequestID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const taskNoteEventsAfter = `-- name: TaskNoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
-`
-
-type TaskNoteEventsAfterParams struct {
-	TaskID    string
-	After     int64
-	Until     int64
-	MaxEvents int64
-}
-
-// A task's note writes and appends in position order (the inspector's
-// notes page), by the (task_id, position) index: the other events are
-// skipped in SQLite, unread by Go.
-func (q *Queries) TaskNoteEventsAfter(ctx context.Context, arg TaskNoteEventsAfterParams) ([]Event, error) {
-	rows, err := q.db.QueryContext(ctx, taskNoteEventsAfter,
 		arg.TaskID,
 		arg.After,
 		arg.Until,

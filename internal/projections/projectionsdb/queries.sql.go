@@ -2208,6 +2208,51 @@ func (q *Queries) TaskAgents(ctx context.Context, taskID string) ([]string, erro
 	return items, nil
 }
 
+const taskNotes = `-- name: TaskNotes :many
+SELECT agent, path, bytes, revision, created_position, updated_position
+FROM notes WHERE task_id = ? ORDER BY agent, path
+`
+
+type TaskNotesRow struct {
+	Agent           string
+	Path            string
+	Bytes           int64
+	Revision        int64
+	CreatedPosition int64
+	UpdatedPosition int64
+}
+
+// Every note of a task, without its text (the inspector's list of files).
+func (q *Queries) TaskNotes(ctx context.Context, taskID string) ([]TaskNotesRow, error) {
+	rows, err := q.db.QueryContext(ctx, taskNotes, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskNotesRow{}
+	for rows.Next() {
+		var i TaskNotesRow
+		if err := rows.Scan(
+			&i.Agent,
+			&i.Path,
+			&i.Bytes,
+			&i.Revision,
+			&i.CreatedPosition,
+			&i.UpdatedPosition,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tasksByActivity = `-- name: TasksByActivity :many
 SELECT t.task_id, t.created_at, t.position AS created_position,
     e.position AS last_position, e.recorded_at AS last_at
