@@ -212,6 +212,10 @@ func (q postgresQueries) TaskEventsAfter(ctx context.Context, arg eventsdb.TaskE
 	return pgEvents(q.pg().TaskEventsAfter(ctx, eventspg.TaskEventsAfterParams(arg)))
 }
 
-func (q postgresQueries) TaskNoteEventsAfter(ctx context.Context, arg eventsdb.TaskNoteEventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().TaskNoteEventsAfter(ctx, eventspg.TaskNoteEventsAfterParams(arg)))
+func (q postgresQueries) NoteEventsAfter(ctx context.Context, arg eventsdb.NoteEventsAfterParams) ([]eventsdb.Event, error) {
+	return pgEvents(q.pg().NoteEventsAfter(ctx, eventspg.NoteEventsAfterParams(arg)))
+}
+
+func (q postgresQueries) StreamCallsBefore(ctx context.Context, arg eventsdb.StreamCallsBeforeParams) ([]eventsdb.Event, error) {
+	return pgEvents(q.pg().StreamCallsBefore(ctx, eventspg.StreamCallsBeforeParams(arg)))
 }

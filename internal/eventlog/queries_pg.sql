@@ -20,12 +20,16 @@ SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(aft
 -- name: CountEvents :one
 SELECT count(*) FROM events;
 
--- name: TaskNoteEventsAfter :many
-SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events)::bigint;
+-- name: NoteEventsAfter :many
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) AND (data::jsonb ->> 'path') = sqlc.arg(path)::text ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamLifecycleEventsAfter :many
-SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events)::bigint;
+
+-- name: StreamCallsBefore :many
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type = 'audit.tool_called' AND position < sqlc.arg(before) ORDER BY position DESC LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamBounds :one
-SELECT coalesce(min(position), 0)::bigint AS first_position, coalesce(max(position), 0)::bigint AS last_position, count(*) AS events
-FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until);
+SELECT coalesce((SELECT f.position FROM events f WHERE f.stream = sqlc.arg(stream) AND f.stream_version = 1 AND f.position <= sqlc.arg(until)), 0)::bigint AS first_position,
+    coalesce(l.position, 0)::bigint AS last_position, coalesce(l.stream_version, 0)::bigint AS events
+FROM (SELECT 1) AS one LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until) ORDER BY stream_version DESC LIMIT 1) l ON true;

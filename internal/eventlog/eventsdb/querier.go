@@ -13,21 +13,30 @@ type Querier interface {
 	EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Event, error)
 	InsertEvent(ctx context.Context, arg InsertEventParams) error
 	LastPosition(ctx context.Context) (int64, error)
-	// One stream's first and last positions and its number of events.
+	// One note's writes and appends in position order (the inspector's list
+	// of its revisions): its owner's stream by the (stream, stream_version)
+	// index, the other events of the stream skipped in SQLite, unread by Go.
+	// (An index by note would read fewer rows, but every note event would
+	// pay for it on the write path.)
+	NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams) ([]Event, error)
+	// One stream's first and last positions and its number of events, which
+	// is its last version (versions are gapless from 1): two lookups in the
+	// (stream, stream_version) index instead of counting the stream.
 	StreamBounds(ctx context.Context, arg StreamBoundsParams) (StreamBoundsRow, error)
+	// One stream's audited calls before a position, newest first (the
+	// inspector's timeline lists the last ones), by the partial index
+	// events_calls.
+	StreamCallsBefore(ctx context.Context, arg StreamCallsBeforeParams) ([]Event, error)
 	// One stream's events in position order, by the (stream, stream_version)
 	// index: a stream's versions grow with its positions.
 	StreamEventsAfter(ctx context.Context, arg StreamEventsAfterParams) ([]Event, error)
-	// One stream's events but its notes and history ones, in position order
-	// (the inspector's timeline): every event the checkpoint fence folds, by
-	// the (stream, stream_version) index.
+	// One stream's lifecycle events (all but its notes, history and audit
+	// ones) in position order: every event the checkpoint fence folds (the
+	// inspector's timeline), by the partial index events_lifecycle, whose
+	// WHERE this repeats word for word (SQLite uses it only then).
 	StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 	TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error)
-	// A task's note writes and appends in position order (the inspector's
-	// notes page), by the (task_id, position) index: the other events are
-	// skipped in SQLite, unread by Go.
-	TaskNoteEventsAfter(ctx context.Context, arg TaskNoteEventsAfterParams) ([]Event, error)
 }
 
 var _ Querier = (*Queries)(nil)

@@ -109,9 +109,62 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const noteEventsAfter = `-- name: NoteEventsAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 AND (data::jsonb ->> 'path') = $4::text ORDER BY stream_version LIMIT $5::bigint
+`
+
+type NoteEventsAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	Path      string
+	MaxEvents int64
+}
+
+func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, noteEventsAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.Path,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamBounds = `-- name: StreamBounds :one
-SELECT coalesce(min(position), 0)::bigint AS first_position, coalesce(max(position), 0)::bigint AS last_position, count(*) AS events
-FROM events WHERE stream = $1 AND position <= $2
+SELECT coalesce((SELECT f.position FROM events f WHERE f.stream = $1 AND f.stream_version = 1 AND f.position <= $2), 0)::bigint AS first_position,
+    coalesce(l.position, 0)::bigint AS last_position, coalesce(l.stream_version, 0)::bigint AS events
+FROM (SELECT 1) AS one LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = $1 AND position <= $2 ORDER BY stream_version DESC LIMIT 1) l ON true
 `
 
 type StreamBoundsParams struct {
@@ -130,6 +183,50 @@ func (q *Queries) StreamBounds(ctx context.Context, arg StreamBoundsParams) (Str
 	var i StreamBoundsRow
 	err := row.Scan(&i.FirstPosition, &i.LastPosition, &i.Events)
 	return i, err
+}
+
+const streamCallsBefore = `-- name: StreamCallsBefore :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type = 'audit.tool_called' AND position < $2 ORDER BY position DESC LIMIT $3::bigint
+`
+
+type StreamCallsBeforeParams struct {
+	Stream    string
+	Before    int64
+	MaxEvents int64
+}
+
+func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforeParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, streamCallsBefore, arg.Stream, arg.Before, arg.MaxEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const streamEventsAfter = `-- name: StreamEventsAfter :many
@@ -183,7 +280,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 }
 
 const streamLifecycleEventsAfter = `-- name: StreamLifecycleEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed') AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
 `
 
 type StreamLifecycleEventsAfterParams struct {
@@ -256,56 +353,6 @@ type TaskEventsAfterParams struct {
 
 func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, taskEventsAfter,
-		arg.TaskID,
-		arg.After,
-		arg.Until,
-		arg.MaxEvents,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Event{}
-	for rows.Next() {
-		var i Event
-		if err := rows.Scan(
-			&i.Position,
-			&i.ID,
-			&i.Stream,
-			&i.StreamVersion,
-			&i.TaskID,
-			&i.Type,
-			&i.Schema,
-			&i.RecordedAt,
-			&i.Data,
-			&i.RequestID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const taskNoteEventsAfter = `-- name: TaskNoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
-`
-
-type TaskNoteEventsAfterParams struct {
-	TaskID    string
-	After     int64
-	Until     int64
-	MaxEvents int64
-}
-
-func (q *Queries) TaskNoteEventsAfter(ctx context.Context, arg TaskNoteEventsAfterParams) ([]Event, error) {
-	rows, err := q.db.QueryContext(ctx, taskNoteEventsAfter,
 		arg.TaskID,
 		arg.After,
 		arg.Until,
