@@ -40,6 +40,14 @@ func (s *Store) ImportReporting(ctx context.Context, next func() (ev events.Even
 	return s.importEvents(ctx, true, next, broken)
 }
 
+// ContinueReporting is ImportReporting into a store that may already
+// hold events, as Continue is Import: the first event must continue its
+// log. The inspector brings a copy of a log at one position forward to a
+// later one with it, applying each event as a fresh copy would.
+func (s *Store) ContinueReporting(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
+	return s.importEvents(ctx, false, next, broken)
+}
+
 func (s *Store) importEvents(ctx context.Context, empty bool, next func() (events.Event, bool, error), broken func(*events.RuleError)) (int64, error) {
 	var n int64
 	err := s.Update(ctx, "", func(tx *Tx) error {

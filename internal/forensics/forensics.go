@@ -228,9 +228,15 @@ func Counted(next Next, progress func(int64)) Next {
 
 // StoreEvents yields every event of svc's log (up to until, 0 for all).
 func StoreEvents(ctx context.Context, svc *memory.Service, until int64) Next {
+	return StoreEventsAfter(ctx, svc, 0, until)
+}
+
+// StoreEventsAfter yields the events of svc's log after position after
+// (up to until, 0 for all).
+func StoreEventsAfter(ctx context.Context, svc *memory.Service, after, until int64) Next {
 	store := svc.Store()
 	var page []events.Event
-	after, done := int64(0), false
+	done := false
 	return func() (events.Event, bool, error) {
 		if len(page) == 0 && !done {
 			var err error
@@ -620,4 +626,24 @@ func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report 
 		report = func(*events.RuleError) {}
 	}
 	return dst.Store().ImportReporting(ctx, StoreEvents(ctx, src, until), report)
+}
+
+// ForwardLog brings dst, a copy of src's log up to some position Q (as
+// CopyLog made it, or ForwardLog), forward to until (0: src's end) by
+// importing only src's events in (Q, until], each applied and reported as
+// CopyLog would: the result is what CopyLog up to until gives. All or
+// nothing; until before Q is refused (ErrInvalidEvent). It returns the
+// number of events copied.
+func ForwardLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
+	if report == nil {
+		report = func(*events.RuleError) {}
+	}
+	from, err := dst.Store().LastPosition(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if until > 0 && until < from {
+		return 0, fmt.Errorf("%w: the copy is at position %d, past %d", events.ErrInvalidEvent, from, until)
+	}
+	return dst.Store().ContinueReporting(ctx, StoreEventsAfter(ctx, src, from, until), report)
 }
