@@ -16,18 +16,26 @@ import (
 // the tools answered at P. The last few copies are kept (least recently
 // used first out) so that paging at one P replays once; an evicted copy
 // is closed when the last page using it is done.
+//
+// A new P is built from the kept copy at the largest Q < P that no page
+// is using, when there is one: that copy is taken out of the cache and
+// brought forward by the events in (Q, P] (forensics.ForwardLog), which
+// gives what a fresh copy at P gives at the cost of P-Q events instead of
+// P. A copy in use is never moved: its pages read it at its Q.
 type states struct {
 	live *memory.Service
 	max  int
 
-	mu     sync.Mutex
-	closed bool
-	order  []*state // most recently used last
-	builds int      // copies built, for tests
+	mu       sync.Mutex
+	closed   bool
+	order    []*state // most recently used last
+	builds   int      // copies built, for tests
+	forwards int      // of which brought forward from a kept copy, for tests
 }
 
 // state is one scratch copy; ready is closed once it is built (svc or err
-// set).
+// set). base, until it is built, is the kept copy it is brought forward
+// from (nil: a fresh copy).
 type state struct {
 	at      int64
 	ready   chan struct{}
@@ -36,6 +44,7 @@ type state struct {
 	err     error
 	refs    int
 	evicted bool
+	base    *state
 }
 
 var errClosed = errors.New("the inspector is closed")
@@ -98,7 +107,10 @@ func (ss *states) acquire(at int64) (st *state, build bool, err error) {
 			return s, false, nil
 		}
 	}
-	st = &state{at: at, ready: make(chan struct{}), refs: 1}
+	st = &state{at: at, ready: make(chan struct{}), refs: 1, base: ss.baseLocked(at)}
+	if st.base != nil {
+		ss.removeLocked(st.base) // it becomes st: nothing else can find it
+	}
 	ss.order = append(ss.order, st)
 	for len(ss.order) > ss.max {
 		if f := ss.evictLocked(ss.order[0]); f != nil {
@@ -108,19 +120,41 @@ func (ss *states) acquire(at int64) (st *state, build bool, err error) {
 	return st, true, nil
 }
 
-// build copies the log up to st.at into a new scratch database. It does
-// not depend on the request that asked first: a canceled page does not
-// spoil the copy for the next.
+// baseLocked returns the built copy at the largest position below at that
+// no page is using, or nil.
+func (ss *states) baseLocked(at int64) *state {
+	var base *state
+	for _, s := range ss.order {
+		if s.at < at && s.refs == 0 && s.svc != nil && (base == nil || s.at > base.at) {
+			base = s
+		}
+	}
+	return base
+}
+
+// build copies the log up to st.at into a new scratch database, or brings
+// st.base's copy forward to st.at. It does not depend on the request that
+// asked first: a canceled page does not spoil the copy for the next.
 func (ss *states) build(st *state) {
 	ctx := context.Background()
-	svc, cleanup, err := forensics.Scratch(ctx)
-	if err == nil {
-		if _, err = forensics.CopyLog(ctx, svc, ss.live, st.at, nil); err != nil {
-			cleanup()
-		}
+	var svc *memory.Service
+	var cleanup func()
+	var err error
+	if base := st.base; base != nil {
+		svc, cleanup = base.svc, base.cleanup
+		_, err = forensics.ForwardLog(ctx, svc, ss.live, st.at, nil)
+	} else if svc, cleanup, err = forensics.Scratch(ctx); err == nil {
+		_, err = forensics.CopyLog(ctx, svc, ss.live, st.at, nil)
+	}
+	if err != nil && cleanup != nil {
+		cleanup()
 	}
 	ss.mu.Lock()
 	ss.builds++
+	if st.base != nil {
+		ss.forwards++
+		st.base = nil
+	}
 	if err != nil {
 		st.err = err
 		ss.evictLocked(st) // not kept: the next page tries again; nothing to close
@@ -145,17 +179,22 @@ func (ss *states) release(st *state) {
 // built and unused (the caller runs it unlocked); otherwise its last
 // release closes it.
 func (ss *states) evictLocked(st *state) func() {
-	for i, s := range ss.order {
-		if s == st {
-			ss.order = append(ss.order[:i:i], ss.order[i+1:]...)
-			break
-		}
-	}
+	ss.removeLocked(st)
 	st.evicted = true
 	if st.refs == 0 && st.cleanup != nil {
 		return st.cleanup
 	}
 	return nil
+}
+
+// removeLocked takes st out of the cache's order.
+func (ss *states) removeLocked(st *state) {
+	for i, s := range ss.order {
+		if s == st {
+			ss.order = append(ss.order[:i:i], ss.order[i+1:]...)
+			return
+		}
+	}
 }
 
 // close closes every kept copy that no page uses; those in use close when

@@ -13,7 +13,9 @@ import (
 // TestStatesAreCopiedOncePerPosition: a past position is copied once and
 // then served from the copy; the least recently used copy is closed when
 // a fifth is made; close closes the rest, and a copy in use closes when
-// its page releases it.
+// its page releases it. Positions are asked for in decreasing order, so
+// that each is copied afresh (none is above a kept copy to bring forward:
+// travel_test.go).
 func TestStatesAreCopiedOncePerPosition(t *testing.T) {
 	ctx := context.Background()
 	live := memorytest.Open(t, memory.OpenOptions{})
@@ -48,39 +50,42 @@ func TestStatesAreCopiedOncePerPosition(t *testing.T) {
 	} else {
 		release()
 	}
-	first, release := get(2)
-	if p, err := first.LastPosition(ctx); err != nil || p != 2 {
-		t.Errorf("the copy at 2 ends at %d (%v)", p, err)
+	first, release := get(7)
+	if p, err := first.LastPosition(ctx); err != nil || p != 7 {
+		t.Errorf("the copy at 7 ends at %d (%v)", p, err)
 	}
 	release()
-	again, release := get(2)
+	again, release := get(7)
 	release()
 	if again != first || ss.builds != 1 {
-		t.Errorf("at 2 again: same copy %v, %d builds", again == first, ss.builds)
+		t.Errorf("at 7 again: same copy %v, %d builds", again == first, ss.builds)
 	}
-	held, holdRelease := get(3) // in use while evicted
-	for _, p := range []int64{4, 5, 6, 7} {
+	held, holdRelease := get(6) // in use while evicted
+	for _, p := range []int64{5, 4, 3, 2} {
 		_, release := get(p)
 		release()
 	}
-	if ss.builds != 6 {
-		t.Errorf("%d builds, want 6", ss.builds)
+	if ss.builds != 6 || ss.forwards != 0 {
+		t.Errorf("%d builds, %d forward; want 6, 0", ss.builds, ss.forwards)
 	}
 	if _, err := first.LastPosition(ctx); err == nil {
-		t.Error("the evicted copy at 2 is still open")
+		t.Error("the evicted copy at 7 is still open")
 	}
 	if _, err := held.LastPosition(ctx); err != nil {
-		t.Errorf("the copy at 3, evicted while in use, was closed under its page: %v", err)
+		t.Errorf("the copy at 6, evicted while in use, was closed under its page: %v", err)
 	}
 	holdRelease()
 	if _, err := held.LastPosition(ctx); err == nil {
-		t.Error("the copy at 3 is still open after its release")
+		t.Error("the copy at 6 is still open after its release")
 	}
-	kept, release := get(7)
+	kept, release := get(2)
 	release()
+	if ss.builds != 6 {
+		t.Errorf("the kept copy at 2 was built again: %d builds", ss.builds)
+	}
 	ss.close()
 	if _, err := kept.LastPosition(ctx); err == nil {
-		t.Error("close left the copy at 7 open")
+		t.Error("close left the copy at 2 open")
 	}
 	if _, _, err := ss.at(ctx, 2); err == nil {
 		t.Error("a closed inspector copied a state")
