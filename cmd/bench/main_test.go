@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
 // TestMain lets the test binary stand in for the bench binary when bench
@@ -27,6 +29,9 @@ func TestMain(m *testing.M) {
 func TestRunTiny(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"-history-bytes", "2<<20", "-events", "2000", "-dur", "200ms", "-reps", "1", "-dir", t.TempDir()}
+	if os.Getenv("MEMORYD_TEST_POSTGRES") != "" { // else the bench starts a private server
+		args = append(args, "-postgres", pgtest.NewDatabase(t))
+	}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}

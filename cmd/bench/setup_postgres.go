@@ -27,14 +27,24 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		dir := filepath.Join(b.scratch, "postgres")
-		b.logf("starting a private PostgreSQL: scripts/local-postgres start <scratch>/postgres")
+		// A folder of its own in the system's temporary folder, not in the
+		// scratch one: run as root, the script serves it as an unprivileged
+		// user, who must be able to reach it.
+		dir, err := os.MkdirTemp("", "memoryd-bench-pg-")
+		if err != nil {
+			return err
+		}
+		b.logf("starting a private PostgreSQL: scripts/local-postgres start %s", dir)
 		out, err := exec.CommandContext(ctx, script, "start", dir).Output()
 		if err != nil {
+			os.RemoveAll(dir)
 			return fmt.Errorf("scripts/local-postgres start: %w%s", err, stderrOf(err))
 		}
 		base = strings.TrimSpace(string(out))
-		b.pgStop = func() { exec.Command(script, "stop", dir).Run() }
+		b.pgStop = func() {
+			exec.Command(script, "stop", dir).Run()
+			os.RemoveAll(dir)
+		}
 	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {

@@ -60,9 +60,10 @@ var rules = []rule{
 			"keeps a fixed clock): the binaries and the packages they build with have no use for it",
 	},
 	{
-		pkgs: []string{"..."}, banned: []string{"internal/pgtest"},
+		pkgs: []string{"..."}, except: []string{"internal/memorytest"}, banned: []string{"internal/pgtest"},
 		reason: "internal/pgtest is for tests only (it fails or skips a testing.TB, and creates and drops databases " +
-			"on the server of MEMORYD_TEST_POSTGRES): the binaries and the packages they build with have no use for it",
+			"on the server of MEMORYD_TEST_POSTGRES): the binaries and the packages they build with have no use for it " +
+			"(internal/memorytest, for tests only too, opens its databases there when MEMORYD_TEST_ENGINE=postgres)",
 	},
 	{
 		pkgs: []string{"..."}, except: []string{"internal/browsertest"}, banned: []string{"internal/browsertest", "github.com/chromedp/..."},
