@@ -2,12 +2,8 @@ package eventlog_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 	"github.com/memoryd/memoryd/internal/eventlog/eventspg"
+	"github.com/memoryd/memoryd/internal/pgtest"
 	"github.com/memoryd/memoryd/migrations"
 )
 
@@ -144,43 +141,16 @@ func TestPostgresEventQueries(t *testing.T) {
 	}
 }
 
-// testPostgresDB returns a new PostgreSQL database, migrated, on the
-// server MEMORYD_TEST_POSTGRES names (a postgres:// URL), dropped when the
-// test ends; the test is skipped when the variable is unset.
+// testPostgresDB returns a new, migrated database on the PostgreSQL
+// server of the tests (internal/pgtest; skipped without one).
 func testPostgresDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := os.Getenv("MEMORYD_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MEMORYD_TEST_POSTGRES is not set")
-	}
-	ctx := context.Background()
-	admin, err := sql.Open("pgx", dsn)
+	db, err := sql.Open("pgx", pgtest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Close() })
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "memoryd_test_" + hex.EncodeToString(b)
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db, err := sql.Open("pgx", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
-	if err := migrations.UpPostgres(ctx, db); err != nil {
+	t.Cleanup(func() { db.Close() })
+	if err := migrations.UpPostgres(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 	"github.com/memoryd/memoryd/internal/projections/projectionspg"
 )
@@ -14,16 +15,11 @@ import (
 
 //go:generate go run pgqueries_gen.go
 
-// postgresDB is a connection, pool or transaction on PostgreSQL: the
-// PostgreSQL store's DBTX values carry the marker method.
-type postgresDB interface {
-	projectionsdb.DBTX
-	PostgreSQL()
-}
-
-// queriesOf returns the projections' queries over db, for its engine.
+// queriesOf returns the projections' queries over db, for its engine: the
+// PostgreSQL store's connections and transactions are
+// eventlog.PostgresDB.
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
-	if _, ok := db.(postgresDB); ok {
+	if _, ok := db.(eventlog.PostgresDB); ok {
 		return pgQueries{projectionspg.New(db)}
 	}
 	return projectionsdb.New(db)
