@@ -107,10 +107,12 @@ type column struct {
 	Default string
 }
 
-// index is a table's index or key: its columns and whether it is unique.
+// index is a table's index or key: its columns, whether it is unique
+// and whether it is partial (its WHERE is not compared).
 type index struct {
 	Columns string
 	Unique  bool
+	Partial bool
 }
 
 // TestPostgresSchemaIsSQLites: the PostgreSQL schema is the end state of
@@ -191,12 +193,12 @@ func sqliteTable(t *testing.T, db *sql.DB, table string) ([]column, []index) {
 	rows.Close()
 	var idx []index
 	for _, name := range queryStrings(t, db, `SELECT name FROM pragma_index_list(?)`, table) {
-		var unique bool
-		if err := db.QueryRow(`SELECT "unique" FROM pragma_index_list(?) WHERE name = ?`, table, name).Scan(&unique); err != nil {
+		var unique, partial bool
+		if err := db.QueryRow(`SELECT "unique", "partial" FROM pragma_index_list(?) WHERE name = ?`, table, name).Scan(&unique, &partial); err != nil {
 			t.Fatal(err)
 		}
 		cs := queryStrings(t, db, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, name)
-		idx = append(idx, index{Columns: strings.Join(cs, ","), Unique: unique})
+		idx = append(idx, index{Columns: strings.Join(cs, ","), Unique: unique, Partial: partial})
 	}
 	// An INTEGER PRIMARY KEY is the rowid, with no index of its own.
 	if pk := queryStrings(t, db, `SELECT name FROM pragma_table_info(?) WHERE pk > 0 AND lower(type) = 'integer'`, table); len(pk) == 1 &&
@@ -231,7 +233,7 @@ func postgresTable(t *testing.T, db *sql.DB, table string) ([]column, []index) {
 		cols = append(cols, c)
 	}
 	rows.Close()
-	rows, err = db.Query(`SELECT i.indisunique, array_to_string(array(
+	rows, err = db.Query(`SELECT i.indisunique, i.indpred IS NOT NULL, array_to_string(array(
 			SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n), ',')
 		FROM pg_index i WHERE i.indrelid = $1::regclass`, table)
@@ -241,7 +243,7 @@ func postgresTable(t *testing.T, db *sql.DB, table string) ([]column, []index) {
 	var idx []index
 	for rows.Next() {
 		var x index
-		if err := rows.Scan(&x.Unique, &x.Columns); err != nil {
+		if err := rows.Scan(&x.Unique, &x.Partial, &x.Columns); err != nil {
 			t.Fatal(err)
 		}
 		idx = append(idx, x)

@@ -1,8 +1,9 @@
 -- +goose Up
 -- memoryd's schema on PostgreSQL: the end state of the SQLite migrations
--- (../00001 to ../00008), table for table and column for column, so that
+-- ../00001 to ../00008, table for table and column for column, so that
 -- sqlc generates the same Go types from it and the same events build the
--- same rows on either engine.
+-- same rows on either engine. Each later SQLite migration has its
+-- counterpart here (00002 is ../00009).
 --
 -- Text is COLLATE "C": SQLite compares text byte by byte, and answers are
 -- ordered by paths and ids, so PostgreSQL must compare them the same way
