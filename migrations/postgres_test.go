@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,47 +14,48 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
+
+	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
-// postgresDB returns a new, empty UTF8 PostgreSQL database on the server
-// MEMORYD_TEST_POSTGRES names (a postgres:// URL), dropped when the test
-// ends; the test is skipped when the variable is unset.
-func postgresDB(t *testing.T) *sql.DB { return postgresDBEncoded(t, "UTF8") }
-
-// postgresDBEncoded is postgresDB with the given encoding.
-func postgresDBEncoded(t *testing.T, encoding string) *sql.DB {
+// postgresDB returns a new, empty database on the PostgreSQL server of
+// the tests (internal/pgtest).
+func postgresDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := os.Getenv("MEMORYD_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MEMORYD_TEST_POSTGRES is not set")
-	}
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
+	return openPostgres(t, pgtest.NewDatabase(t))
+}
+
+// sqlASCIIDB returns a new, empty database encoded SQL_ASCII on the same
+// server, dropped when the test ends.
+func sqlASCIIDB(t *testing.T) *sql.DB {
+	t.Helper()
+	server := postgresDB(t) // for its connection to the server, and pgtest's skip
 	b := make([]byte, 6)
 	rand.Read(b)
-	name := "memoryd_test_" + hex.EncodeToString(b)
+	name := pgtest.Prefix + "sql_ascii_" + hex.EncodeToString(b)
 	ctx := context.Background()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" ENCODING '"+encoding+"' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db, err := sql.Open("pgx", u.String())
-	if err != nil {
+	if _, err := server.ExecContext(ctx, "CREATE DATABASE "+name+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		db.Close()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+		if _, err := server.ExecContext(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop %s: %v", name, err)
 		}
 	})
+	dsn, err := pgtest.WithDatabase(os.Getenv(pgtest.EnvServer), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openPostgres(t, dsn)
+}
+
+func openPostgres(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
 	return db
 }
 
@@ -88,7 +88,7 @@ func TestUpPostgresTwice(t *testing.T) {
 // leave it empty.
 func TestUpPostgresRefusesSQLASCII(t *testing.T) {
 	ctx := context.Background()
-	db := postgresDBEncoded(t, "SQL_ASCII")
+	db := sqlASCIIDB(t)
 	err := UpPostgres(ctx, db)
 	if err == nil || !strings.Contains(err.Error(), "UTF8") {
 		t.Fatalf("Up on SQL_ASCII: %v, want an error naming UTF8", err)
