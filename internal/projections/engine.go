@@ -1,6 +1,10 @@
 package projections
 
 import (
+	"database/sql"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 	"github.com/memoryd/memoryd/internal/projections/projectionspg"
@@ -17,10 +21,22 @@ import (
 
 // queriesOf returns the projections' queries over db, for its engine: the
 // PostgreSQL store's connections and transactions are
-// eventlog.PostgresDB.
+// eventlog.PostgresDB, and its reader pool (Store.Reader) an *sql.DB of
+// pgx's driver.
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
-	if _, ok := db.(eventlog.PostgresDB); ok {
+	if postgres(db) {
 		return pgQueries{projectionspg.New(db)}
 	}
 	return projectionsdb.New(db)
+}
+
+func postgres(db projectionsdb.DBTX) bool {
+	switch db := db.(type) {
+	case eventlog.PostgresDB:
+		return true
+	case *sql.DB:
+		_, ok := db.Driver().(*stdlib.Driver)
+		return ok
+	}
+	return false
 }

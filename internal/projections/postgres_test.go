@@ -145,7 +145,10 @@ func TestPostgresQuerier(t *testing.T) {
 	}
 	lq := queriesOf(lite)
 	if _, ok := lq.(*projectionsdb.Queries); !ok {
-		t.Fatalf("queriesOf(*sql.DB) is %T, want *projectionsdb.Queries", lq)
+		t.Fatalf("queriesOf(SQLite's *sql.DB) is %T, want *projectionsdb.Queries", lq)
+	}
+	if q, ok := queriesOf(pg.DB).(pgQueries); !ok {
+		t.Fatalf("queriesOf(PostgreSQL's *sql.DB) is %T, want pgQueries", q)
 	}
 
 	// The log the projections' reads join: each agent's stream, and the
@@ -672,6 +675,10 @@ func TestPostgresNotesAsSQLite(t *testing.T) {
 			rt.Close()
 			if err != nil || n.Content != want || n.Bytes != int64(len(want)) {
 				t.Fatalf("%s: %s reads %q (%d bytes), %v; want %q", name, key, n.Content, n.Bytes, err, want)
+			}
+			// The same through the reader pool (Store.Reader).
+			if n, err := NewReader(store.Reader()).Note(ctx, "t1", agent, path); err != nil || n.Content != want {
+				t.Fatalf("%s, reader pool: %s reads %q, %v; want %q", name, key, n.Content, err, want)
 			}
 		}
 	}
