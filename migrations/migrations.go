@@ -1,5 +1,7 @@
-// Package migrations holds memoryd's SQLite schema as embedded goose
-// migrations. The same files are the schema sqlc generates queries from.
+// Package migrations holds memoryd's schema as embedded goose migrations:
+// the SQLite ones (*.sql, the embedded default) and the PostgreSQL ones
+// (postgres/*.sql, the same tables in PostgreSQL's dialect). The same
+// files are the schemas sqlc generates queries from (sqlc.yaml).
 package migrations
 
 import (
@@ -18,28 +20,6 @@ var files embed.FS
 
 //go:embed postgres/*.sql
 var postgresFiles embed.FS
-
-// UpPostgres applies every pending PostgreSQL migration to db. Servers
-// sharing a database may start together: goose's session lock (an
-// advisory lock) lets one migrate while the others wait.
-func UpPostgres(ctx context.Context, db *sql.DB) error {
-	fsys, err := fs.Sub(postgresFiles, "postgres")
-	if err != nil {
-		return err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
-}
 
 // Up applies every pending migration to db.
 func Up(ctx context.Context, db *sql.DB) error {
@@ -60,6 +40,44 @@ func NewProvider(db *sql.DB) (*goose.Provider, error) {
 		return nil, err
 	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, fsys)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, nil
+}
+
+// UpPostgres applies every pending PostgreSQL migration to db, a
+// PostgreSQL database.
+func UpPostgres(ctx context.Context, db *sql.DB) error {
+	p, err := NewPostgresProvider(db)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// postgresLockID is the key of the session advisory lock the PostgreSQL
+// migrations run under: several servers starting on one database at once
+// migrate it one after the other (the later ones find nothing to do).
+const postgresLockID int64 = 0x6d656d6f72796402 // "memoryd" 2 (eventlog's append lock is "memoryd" 1)
+
+// NewPostgresProvider returns a goose provider over the embedded
+// PostgreSQL migrations, which holds a session advisory lock while it
+// migrates.
+func NewPostgresProvider(db *sql.DB) (*goose.Provider, error) {
+	fsys, err := fs.Sub(postgresFiles, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	// Probe the lock every second for up to five minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(postgresLockID), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}

@@ -31,8 +31,9 @@ type rule struct {
 	reason string
 }
 
-// storage is what talks to SQLite, and the schema it is built from.
-var storage = []string{"database/sql", "modernc.org/sqlite/...", "github.com/pressly/goose/...", "migrations/...",
+// storage is what talks to SQLite and PostgreSQL, and the schema it is
+// built from.
+var storage = []string{"database/sql", "modernc.org/sqlite/...", "github.com/jackc/pgx/...", "github.com/pressly/goose/...", "migrations/...",
 	"internal/eventlog/...", "internal/projections/..."}
 
 // pure are the packages that decide and check without I/O.

@@ -1,3 +1,7 @@
+-- The queries of queries.sql for PostgreSQL: the same names, parameters
+-- and results (sqlc generates eventspg from them). Keep the two files in
+-- step: a query added to one is added to the other.
+
 -- name: LastPosition :one
 SELECT coalesce(max(position), 0)::bigint FROM events;
 
@@ -15,21 +19,36 @@ SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(u
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamEventsAfter :many
+-- One stream's events in position order, by the (stream, stream_version)
+-- index: a stream's versions grow with its positions.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: CountEvents :one
 SELECT count(*) FROM events;
 
 -- name: NoteEventsAfter :many
-SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) AND (data::jsonb ->> 'path') = sqlc.arg(path)::text ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
+-- One note's writes and appends in position order (the inspector's list
+-- of its revisions). PostgreSQL's JSON functions refuse a document with
+-- an escaped NUL anywhere in it (\u0000, which a note's text may hold),
+-- so the escapes of NUL (a \u0000 after an even number of backslashes)
+-- are dropped before the path is read: the path itself never holds one.
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until)
+  AND ((CASE WHEN strpos(data, '\u0000') = 0 THEN data ELSE regexp_replace(data, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g') END)::json ->> 'path') = sqlc.arg(path)::text
+ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamLifecycleEventsAfter :many
+-- One stream's lifecycle events (all but its notes, history and audit
+-- ones) in position order, by the partial index events_lifecycle.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamCallsBefore :many
+-- One stream's audited calls before a position, newest first, by the
+-- partial index events_calls.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type = 'audit.tool_called' AND position < sqlc.arg(before) ORDER BY position DESC LIMIT sqlc.arg(max_events)::bigint;
 
 -- name: StreamBounds :one
+-- One stream's first and last positions and its number of events, which
+-- is its last version (versions are gapless from 1).
 SELECT coalesce((SELECT f.position FROM events f WHERE f.stream = sqlc.arg(stream) AND f.stream_version = 1 AND f.position <= sqlc.arg(until)), 0)::bigint AS first_position,
     coalesce(l.position, 0)::bigint AS last_position, coalesce(l.stream_version, 0)::bigint AS events
 FROM (SELECT 1) AS one LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until) ORDER BY stream_version DESC LIMIT 1) l ON true;

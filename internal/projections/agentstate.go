@@ -12,7 +12,7 @@ import (
 )
 
 // applyLifecycle folds a lifecycle event into its agent's state.
-func applyLifecycle(ctx context.Context, q *projectionsdb.Queries, ev events.Event, ref events.AgentRef, payload any) error {
+func applyLifecycle(ctx context.Context, q projectionsdb.Querier, ev events.Event, ref events.AgentRef, payload any) error {
 	s, err := agentState(ctx, q, ref.TaskID, ref.Agent)
 	if err != nil {
 		return err
@@ -20,7 +20,7 @@ func applyLifecycle(ctx context.Context, q *projectionsdb.Queries, ev events.Eve
 	return putAgentState(ctx, q, ref.TaskID, ref.Agent, fence.Apply(s, payload), ev.Position)
 }
 
-func putAgentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent string, s fence.State, position int64) error {
+func putAgentState(ctx context.Context, q projectionsdb.Querier, taskID, agent string, s fence.State, position int64) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func putAgentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent 
 	return q.UpsertAgentState(ctx, projectionsdb.UpsertAgentStateParams{TaskID: taskID, Agent: agent, State: string(b), Position: position})
 }
 
-func agentState(ctx context.Context, q *projectionsdb.Queries, taskID, agent string) (fence.State, error) {
+func agentState(ctx context.Context, q projectionsdb.Querier, taskID, agent string) (fence.State, error) {
 	raw, err := q.GetAgentState(ctx, projectionsdb.GetAgentStateParams{TaskID: taskID, Agent: agent})
 	if errors.Is(err, sql.ErrNoRows) {
 		return fence.Initial(), nil

@@ -21,7 +21,7 @@ func apply(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) 
 	if err != nil {
 		return err
 	}
-	q := projectionsdb.New(db)
+	q := queriesOf(db)
 	switch p := payload.(type) {
 	case *events.TaskCreated:
 		return q.InsertTask(ctx, projectionsdb.InsertTaskParams{

@@ -54,14 +54,17 @@ func bloomProbes(needle []byte) []byte {
 }
 
 // bloomHas reports whether every probe bit is set in filter. Anything
-// malformed passes: the filter only ever skips, it never decides a match.
+// malformed (a filter of another size, an odd last byte, a bit past the
+// filter) passes: the filter only ever skips, it never decides a match.
+// The PostgreSQL function memoryd_bloom_has (migrations/postgres) is the
+// same function.
 func bloomHas(filter, probes []byte) bool {
 	if len(filter) != bloomBytes {
 		return true
 	}
 	for i := 0; i+2 <= len(probes); i += 2 {
 		bit := binary.LittleEndian.Uint16(probes[i:])
-		if filter[bit>>3]&(1<<(bit&7)) == 0 {
+		if bit < bloomBits && filter[bit>>3]&(1<<(bit&7)) == 0 {
 			return false
 		}
 	}

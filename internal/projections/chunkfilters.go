@@ -92,7 +92,7 @@ func fold(filter []byte) []byte {
 // an agent whose folded filter has every probe bit (bloomProbes), after
 // loading the filters of the chunks sealed since its last search. It
 // reports false when the agent's filters do not fit in the cache.
-func (f *ChunkFilters) candidates(ctx context.Context, q *projectionsdb.Queries, taskID, agent string, sealed int64, probes []byte) ([]int64, bool, error) {
+func (f *ChunkFilters) candidates(ctx context.Context, q projectionsdb.Querier, taskID, agent string, sealed int64, probes []byte) ([]int64, bool, error) {
 	key := chunkAgent{taskID, agent}
 	a := f.use(key)
 	a.mu.Lock()
@@ -140,7 +140,7 @@ func (f *ChunkFilters) use(key chunkAgent) *agentFilters {
 // held), making room for reserve chunks (a preload's) or, without them, a
 // quarter more. It reports
 // false, dropping a, when until chunks do not fit in the cache.
-func (f *ChunkFilters) extendLocked(ctx context.Context, q *projectionsdb.Queries, key chunkAgent, a *agentFilters, until, reserve int64) (bool, error) {
+func (f *ChunkFilters) extendLocked(ctx context.Context, q projectionsdb.Querier, key chunkAgent, a *agentFilters, until, reserve int64) (bool, error) {
 	loaded := int64(len(a.folded) / foldedBytes)
 	if loaded >= until {
 		return true, nil
@@ -232,7 +232,7 @@ func (f *ChunkFilters) Preload(ctx context.Context, store *eventlog.Store, opts 
 	if err != nil {
 		return stats, err
 	}
-	agents, err := projectionsdb.New(tx.DB()).ChunkAgents(ctx)
+	agents, err := queriesOf(tx.DB()).ChunkAgents(ctx)
 	tx.Close()
 	if err != nil {
 		return stats, err
@@ -290,7 +290,7 @@ func (f *ChunkFilters) preloadBatch(ctx context.Context, store *eventlog.Store, 
 		return true, 0, nil
 	}
 	until := min(from+batch, sealed)
-	ok, err := f.extendLocked(ctx, projectionsdb.New(tx.DB()), key, a, until, sealed)
+	ok, err := f.extendLocked(ctx, queriesOf(tx.DB()), key, a, until, sealed)
 	if err != nil {
 		return false, 0, err
 	}

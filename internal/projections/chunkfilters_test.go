@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
-	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
 // chunkHistory is a test history: texts placed in agents' chunks as the
@@ -38,7 +37,7 @@ func newChunkHistory(t *testing.T) *chunkHistory {
 func (h *chunkHistory) place(a chunkAgent, texts []string) {
 	ctx := context.Background()
 	err := h.store.Update(ctx, "", func(tx *eventlog.Tx) error {
-		q := projectionsdb.New(tx.DB())
+		q := queriesOf(tx.DB())
 		for _, text := range texts {
 			h.n++
 			id := fmt.Sprintf("e%06d", h.n)

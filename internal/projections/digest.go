@@ -141,13 +141,15 @@ type Counts struct {
 	Notes   int64 `json:"notes"`
 }
 
-// Count returns the projection counts of db.
+// Count returns the projection counts of db. Its SQL, like Digest's and
+// Diff's, runs on SQLite and PostgreSQL alike (PostgreSQL 15 wants the
+// subquery's alias).
 func Count(ctx context.Context, db *sql.DB) (Counts, error) {
 	var c Counts
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM tasks),
 		(SELECT count(*) FROM agents),
-		(SELECT count(*) FROM (SELECT DISTINCT task_id, agent, window_ordinal FROM history_items)),
+		(SELECT count(*) FROM (SELECT DISTINCT task_id, agent, window_ordinal FROM history_items) AS w),
 		(SELECT count(*) FROM notes)`).Scan(&c.Tasks, &c.Agents, &c.Windows, &c.Notes)
 	return c, err
 }

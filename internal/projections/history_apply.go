@@ -69,7 +69,7 @@ func WillRecordEntry(tx *eventlog.Tx, taskID, agent, entryID string, e RenderedE
 	st.rendered[renderedKey{taskID, agent, entryID}] = e
 }
 
-func applyEntryRecorded(ctx context.Context, q *projectionsdb.Queries, st *txState, ev events.Event, p *events.HistoryEntryRecorded) error {
+func applyEntryRecorded(ctx context.Context, q projectionsdb.Querier, st *txState, ev events.Event, p *events.HistoryEntryRecorded) error {
 	key := renderedKey{p.TaskID, p.Agent, p.EntryID}
 	e, ok := st.rendered[key]
 	if ok {
@@ -116,7 +116,7 @@ func BranchPrefixHash(prev []byte, entryID string) []byte {
 // items from the first changed position on. An item depends only on the
 // entries before it on the branch (its window, its call's attribution), so
 // the kept prefix stays as it is.
-func applyBranchChanged(ctx context.Context, q *projectionsdb.Queries, ev events.Event, p *events.HistoryBranchChanged) error {
+func applyBranchChanged(ctx context.Context, q projectionsdb.Querier, ev events.Event, p *events.HistoryBranchChanged) error {
 	keep := p.Keep
 	for _, del := range []func(context.Context, string, string, int64) error{
 		func(ctx context.Context, t, a string, k int64) error {

@@ -40,7 +40,7 @@ type textPlace struct {
 
 // placeText appends an entry's text to its agent's open chunk, sealing the
 // chunk once it holds chunkSealBytes. An empty text is stored nowhere.
-func placeText(ctx context.Context, q *projectionsdb.Queries, taskID, agent, entryID, text, breaks string) (textPlace, error) {
+func placeText(ctx context.Context, q projectionsdb.Querier, taskID, agent, entryID, text, breaks string) (textPlace, error) {
 	if text == "" {
 		return textPlace{}, nil
 	}
@@ -67,7 +67,7 @@ func placeText(ctx context.Context, q *projectionsdb.Queries, taskID, agent, ent
 }
 
 // sealChunk moves the open texts of an agent into one history_chunks row.
-func sealChunk(ctx context.Context, q *projectionsdb.Queries, taskID, agent string, chunkNo int64) error {
+func sealChunk(ctx context.Context, q projectionsdb.Querier, taskID, agent string, chunkNo int64) error {
 	rows, err := q.OpenTexts(ctx, projectionsdb.OpenTextsParams{TaskID: taskID, Agent: agent})
 	if err != nil {
 		return err

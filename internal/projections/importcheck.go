@@ -30,7 +30,7 @@ func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events
 	if err != nil {
 		return err
 	}
-	c := importChecker{ctx: ctx, q: projectionsdb.New(db), st: st, ev: ev}
+	c := importChecker{ctx: ctx, q: queriesOf(db), st: st, ev: ev}
 	switch p := payload.(type) {
 	case *events.TaskCreated:
 		exists, err := c.taskExists(p.TaskID)
@@ -87,7 +87,7 @@ func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events
 // importChecker checks one imported event.
 type importChecker struct {
 	ctx context.Context
-	q   *projectionsdb.Queries
+	q   projectionsdb.Querier
 	st  *txState // the transaction's
 	ev  events.Event
 }
@@ -183,7 +183,7 @@ func (c importChecker) note(taskID, agent, path, text, by string, appendMode boo
 // noteSizeNow returns the size of a note as the transaction sees it, its
 // deferred changes included (0: no such note). A size read from the
 // table is kept in the transaction's state, where the applier looks first.
-func noteSizeNow(ctx context.Context, q *projectionsdb.Queries, st *txState, mk noteKey) (int64, error) {
+func noteSizeNow(ctx context.Context, q projectionsdb.Querier, st *txState, mk noteKey) (int64, error) {
 	if pn := st.pending; pn != nil {
 		if p := pn.notes[mk]; p != nil {
 			return p.now.row.Bytes, nil

@@ -54,7 +54,7 @@ type noteRow struct {
 
 // noteBefore returns the note's row as the transaction sees it: from its
 // state when the transaction has read or written it, else from its table.
-func noteBefore(ctx context.Context, q *projectionsdb.Queries, st *txState, mk noteKey) (noteRow, error) {
+func noteBefore(ctx context.Context, q projectionsdb.Querier, st *txState, mk noteKey) (noteRow, error) {
 	if m, ok := st.note(mk); ok {
 		return m, nil
 	}
@@ -69,7 +69,7 @@ func noteBefore(ctx context.Context, q *projectionsdb.Queries, st *txState, mk n
 // written now, by the rule writePending keeps), or, in a request that
 // defers, gathered with the transaction's other changes of the note.
 func applyNote(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event, c noteChange) error {
-	q := projectionsdb.New(db)
+	q := queriesOf(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
 	if st.deferring {
 		return deferNote(ctx, db, q, st, mk, ev, c)
@@ -90,7 +90,7 @@ func applyNote(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Eve
 
 // insertNoteCall keeps the result of c for retries of its call (when it
 // has a call_id); old is the note before c.
-func insertNoteCall(ctx context.Context, q *projectionsdb.Queries, ev events.Event, c noteChange, old projectionsdb.NoteSizeRow) error {
+func insertNoteCall(ctx context.Context, q projectionsdb.Querier, ev events.Event, c noteChange, old projectionsdb.NoteSizeRow) error {
 	if c.callID == "" {
 		return nil
 	}

@@ -68,7 +68,7 @@ type pendingNote struct {
 
 // deferNote records c in the transaction's pending notes; it writes only
 // the call's result (note_calls), which does not depend on the parts.
-func deferNote(ctx context.Context, db eventlog.DBTX, q *projectionsdb.Queries, st *txState, mk noteKey, ev events.Event, c noteChange) error {
+func deferNote(ctx context.Context, db eventlog.DBTX, q projectionsdb.Querier, st *txState, mk noteKey, ev events.Event, c noteChange) error {
 	pn := st.pending
 	if pn == nil {
 		pn = &pendingNotes{notes: map[noteKey]*pendingNote{}}
@@ -103,7 +103,7 @@ func (st *txState) flushNotes(ctx context.Context, db eventlog.DBTX) error {
 		return nil
 	}
 	st.pending = nil
-	q := projectionsdb.New(db)
+	q := queriesOf(db)
 	for _, mk := range pn.order {
 		p := pn.notes[mk]
 		parts, err := writePending(ctx, q, mk, p)
@@ -143,7 +143,7 @@ func (p *pendingNote) written(parts int64) noteRow {
 // writePending writes one note's pending change and returns its number of
 // parts: its text replaces the parts, or is one more part, or (at
 // maxNoteParts) is merged with them into one.
-func writePending(ctx context.Context, q *projectionsdb.Queries, mk noteKey, p *pendingNote) (int64, error) {
+func writePending(ctx context.Context, q projectionsdb.Querier, mk noteKey, p *pendingNote) (int64, error) {
 	where := projectionsdb.DeleteNotePartsParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path}
 	parts := p.disk.row.Parts
 	switch {

@@ -14,7 +14,7 @@ var ErrNotFound = errors.New("not found")
 // Reader answers queries over the projections, through the reader pool or
 // inside a write transaction.
 type Reader struct {
-	q  *projectionsdb.Queries
+	q  projectionsdb.Querier
 	tx *txState // the write transaction's state (TxReader), or nil
 	// readPosition is the log position this reader's snapshot reads at,
 	// learnt by AgentWithState and its combined forms (-1 until then).
@@ -28,9 +28,10 @@ type Reader struct {
 	fromCache bool
 }
 
-// NewReader returns a Reader over db, an *sql.DB or *sql.Tx.
+// NewReader returns a Reader over db, an *sql.DB or *sql.Tx, or the
+// PostgreSQL store's DBTX (queriesOf).
 func NewReader(db projectionsdb.DBTX) *Reader {
-	return &Reader{q: projectionsdb.New(db), readPosition: -1}
+	return &Reader{q: queriesOf(db), readPosition: -1}
 }
 
 // UseChunkFilters makes SearchTexts find its candidate chunks through f,

@@ -4,6 +4,24 @@
 
 package eventspg
 
+type Agent struct {
+	TaskID      string
+	Agent       string
+	ParentAgent string
+	SessionKey  string
+	SessionID   string
+	SessionFile string
+	Budget      string
+	Position    int64
+}
+
+type AgentState struct {
+	TaskID   string
+	Agent    string
+	State    string
+	Position int64
+}
+
 type Event struct {
 	Position      int64
 	ID            string
@@ -17,6 +35,126 @@ type Event struct {
 	RequestID     string
 }
 
+type HistoryBranch struct {
+	TaskID   string
+	Agent    string
+	Revision int64
+	Length   int64
+	Position int64
+}
+
+type HistoryBranchEntry struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	EntryID     string
+	PrefixHash  []byte
+}
+
+type HistoryCall struct {
+	TaskID      string
+	Agent       string
+	BranchIndex int64
+	CallID      string
+	ToolName    string
+}
+
+type HistoryChunk struct {
+	TaskID  string
+	Agent   string
+	ChunkNo int64
+	Bloom   []byte
+	Entries string
+	Data    []byte
+}
+
+type HistoryEntry struct {
+	TaskID       string
+	Agent        string
+	EntryID      string
+	Item         int64
+	Role         string
+	RawRole      string
+	NChars       int64
+	Images       int64
+	CallsOnly    int64
+	ToolCallID   string
+	ToolName     string
+	Compaction   int64
+	Control      int64
+	MarkedWindow string
+	Position     int64
+	TextChunk    int64
+	TextOffset   int64
+	TextBytes    int64
+	Calls        string
+	Breaks       string
+	Raw          string
+}
+
+type HistoryItem struct {
+	TaskID        string
+	Agent         string
+	BranchIndex   int64
+	EntryID       string
+	WindowOrdinal int64
+	WindowID      string
+	Role          string
+	RawRole       string
+	ToolNamespace string
+	ToolName      string
+	ToolCallID    string
+	Hidden        int64
+	NChars        int64
+	Images        int64
+}
+
+type HistoryOpenText struct {
+	TaskID     string
+	Agent      string
+	TextOffset int64
+	EntryID    string
+	Breaks     string
+	Text       []byte
+}
+
+type Note struct {
+	TaskID          string
+	Agent           string
+	Path            string
+	Bytes           int64
+	Revision        int64
+	CreatedAt       string
+	UpdatedAt       string
+	CreatedPosition int64
+	UpdatedPosition int64
+	Parts           int64
+}
+
+type NoteCall struct {
+	TaskID     string
+	Agent      string
+	CallID     string
+	RequestKey string
+	Result     string
+	Position   int64
+}
+
+type NotePart struct {
+	TaskID string
+	Agent  string
+	Path   string
+	Part   int64
+	Text   []byte
+}
+
 type ProjectionRebuild struct {
 	Reason string
+}
+
+type Task struct {
+	TaskID      string
+	RootSession string
+	CreatedAt   string
+	Position    int64
 }

@@ -99,9 +99,13 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error 
 }
 
 const lastPosition = `-- name: LastPosition :one
+
 SELECT coalesce(max(position), 0)::bigint FROM events
 `
 
+// The queries of queries.sql for PostgreSQL: the same names, parameters
+// and results (sqlc generates eventspg from them). Keep the two files in
+// step: a query added to one is added to the other.
 func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, lastPosition)
 	var column_1 int64
@@ -110,7 +114,9 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 }
 
 const noteEventsAfter = `-- name: NoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 AND (data::jsonb ->> 'path') = $4::text ORDER BY stream_version LIMIT $5::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3
+  AND ((CASE WHEN strpos(data, '\u0000') = 0 THEN data ELSE regexp_replace(data, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g') END)::json ->> 'path') = $4::text
+ORDER BY stream_version LIMIT $5::bigint
 `
 
 type NoteEventsAfterParams struct {
@@ -121,6 +127,11 @@ type NoteEventsAfterParams struct {
 	MaxEvents int64
 }
 
+// One note's writes and appends in position order (the inspector's list
+// of its revisions). PostgreSQL's JSON functions refuse a document with
+// an escaped NUL anywhere in it (\u0000, which a note's text may hold),
+// so the escapes of NUL (a \u0000 after an even number of backslashes)
+// are dropped before the path is read: the path itself never holds one.
 func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, noteEventsAfter,
 		arg.Stream,
@@ -178,6 +189,8 @@ type StreamBoundsRow struct {
 	Events        int64
 }
 
+// One stream's first and last positions and its number of events, which
+// is its last version (versions are gapless from 1).
 func (q *Queries) StreamBounds(ctx context.Context, arg StreamBoundsParams) (StreamBoundsRow, error) {
 	row := q.db.QueryRowContext(ctx, streamBounds, arg.Stream, arg.Until)
 	var i StreamBoundsRow
@@ -195,6 +208,8 @@ type StreamCallsBeforeParams struct {
 	MaxEvents int64
 }
 
+// One stream's audited calls before a position, newest first, by the
+// partial index events_calls.
 func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforeParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, streamCallsBefore, arg.Stream, arg.Before, arg.MaxEvents)
 	if err != nil {
@@ -240,6 +255,8 @@ type StreamEventsAfterParams struct {
 	MaxEvents int64
 }
 
+// One stream's events in position order, by the (stream, stream_version)
+// index: a stream's versions grow with its positions.
 func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, streamEventsAfter,
 		arg.Stream,
@@ -290,6 +307,8 @@ type StreamLifecycleEventsAfterParams struct {
 	MaxEvents int64
 }
 
+// One stream's lifecycle events (all but its notes, history and audit
+// ones) in position order, by the partial index events_lifecycle.
 func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, streamLifecycleEventsAfter,
 		arg.Stream,

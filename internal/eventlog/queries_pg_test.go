@@ -1,0 +1,157 @@
+package eventlog_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
+	"github.com/memoryd/memoryd/internal/eventlog/eventspg"
+	"github.com/memoryd/memoryd/internal/pgtest"
+	"github.com/memoryd/memoryd/migrations"
+)
+
+// TestPostgresEventQueries runs every query of eventsdb (SQLite) and its
+// counterpart in eventspg (PostgreSQL) on the same log, and compares what
+// they return (converted to eventsdb's types: the conversions compile only
+// while both packages' structs agree). It checks that every query is run.
+// It is skipped unless MEMORYD_TEST_POSTGRES names a PostgreSQL server.
+func TestPostgresEventQueries(t *testing.T) {
+	ctx := context.Background()
+	pg := testPostgresDB(t)
+	lite, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "e.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	if err := migrations.Up(ctx, lite); err != nil {
+		t.Fatal(err)
+	}
+	lq, pq := eventsdb.New(lite), eventspg.New(pg)
+
+	types := []string{"task.created", "agent.registered", "note.written", "history.entry_recorded", "note.appended", "agent.checkpointed", "history.branch_changed", "audit.tool_called"}
+	// Note texts with escaped NULs (which PostgreSQL's JSON functions
+	// refuse), an escaped backslash before "u0000", and both.
+	texts := []string{`x\u0000y`, `\\u0000`, `a\\\u0000\u0000b`, `plain`}
+	streams := []string{"t1/root", "t1/root/Émile", "t2/root", "t1/root/B"}
+	version := map[string]int64{}
+	for p := int64(1); p <= 40; p++ {
+		stream := streams[p%int64(len(streams))]
+		version[stream]++
+		task := stream[:2]
+		ev := eventsdb.InsertEventParams{Position: p, ID: "e" + string(rune('A'+p)), Stream: stream, StreamVersion: version[stream], TaskID: task,
+			Type: types[p%int64(len(types))], Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", RequestID: "r",
+			Data: fmt.Sprintf(`{"task_id":%q,"agent":"/root","path":"%s.md","text":"%s"}`, task, []string{"a", "é"}[p%2], texts[p%int64(len(texts))])}
+		if err := lq.InsertEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := pq.InsertEvent(ctx, eventspg.InsertEventParams(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := func(pg []eventspg.Event) []eventsdb.Event {
+		out := make([]eventsdb.Event, len(pg))
+		for i, e := range pg {
+			out[i] = eventsdb.Event(e)
+		}
+		return out
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	called := map[string]bool{"InsertEvent": true, "WithTx": true}
+	check := func(name string, l, p result) {
+		t.Helper()
+		called[name] = true
+		if l.err != nil || p.err != nil {
+			t.Fatalf("%s: SQLite %v, PostgreSQL %v", name, l.err, p.err)
+		}
+		if !reflect.DeepEqual(l.v, p.v) {
+			t.Errorf("%s:\nSQLite     %#v\nPostgreSQL %#v", name, l.v, p.v)
+		}
+	}
+	one := func(v any, err error) result { return result{v, err} }
+	noteEvents := 0
+
+	check("LastPosition", one(lq.LastPosition(ctx)), one(pq.LastPosition(ctx)))
+	check("CountEvents", one(lq.CountEvents(ctx)), one(pq.CountEvents(ctx)))
+	for _, s := range []string{"t1/root/Émile", "none"} {
+		check("StreamVersion", one(lq.StreamVersion(ctx, s)), one(pq.StreamVersion(ctx, s)))
+		la := eventsdb.StreamBoundsParams{Stream: s, Until: 30}
+		lb, lerr := lq.StreamBounds(ctx, la)
+		pb, perr := pq.StreamBounds(ctx, eventspg.StreamBoundsParams(la))
+		check("StreamBounds", result{lb, lerr}, result{eventsdb.StreamBoundsRow(pb), perr})
+	}
+	{
+		a := eventsdb.EventsAfterParams{After: 3, Until: 30, MaxEvents: 10}
+		l, lerr := lq.EventsAfter(ctx, a)
+		p, perr := pq.EventsAfter(ctx, eventspg.EventsAfterParams(a))
+		check("EventsAfter", result{l, lerr}, result{events(p), perr})
+	}
+	{
+		a := eventsdb.TaskEventsAfterParams{TaskID: "t1", After: 3, Until: 30, MaxEvents: 10}
+		l, lerr := lq.TaskEventsAfter(ctx, a)
+		p, perr := pq.TaskEventsAfter(ctx, eventspg.TaskEventsAfterParams(a))
+		check("TaskEventsAfter", result{l, lerr}, result{events(p), perr})
+	}
+	{
+		a := eventsdb.StreamEventsAfterParams{Stream: "t1/root", After: 0, Until: 40, MaxEvents: 4}
+		l, lerr := lq.StreamEventsAfter(ctx, a)
+		p, perr := pq.StreamEventsAfter(ctx, eventspg.StreamEventsAfterParams(a))
+		check("StreamEventsAfter", result{l, lerr}, result{events(p), perr})
+	}
+	for _, path := range []string{"a.md", "é.md", "none.md"} {
+		for _, stream := range streams {
+			a := eventsdb.NoteEventsAfterParams{Stream: stream, After: 0, Until: 40, Path: path, MaxEvents: 100}
+			l, lerr := lq.NoteEventsAfter(ctx, a)
+			p, perr := pq.NoteEventsAfter(ctx, eventspg.NoteEventsAfterParams(a))
+			check("NoteEventsAfter", result{l, lerr}, result{events(p), perr})
+			if path != "none.md" && len(l) > 0 {
+				noteEvents += len(l)
+			}
+		}
+	}
+	if noteEvents == 0 {
+		t.Error("NoteEventsAfter found no event on either engine: the test checks nothing")
+	}
+	{
+		a := eventsdb.StreamCallsBeforeParams{Stream: "t1/root", Before: 35, MaxEvents: 3}
+		l, lerr := lq.StreamCallsBefore(ctx, a)
+		p, perr := pq.StreamCallsBefore(ctx, eventspg.StreamCallsBeforeParams(a))
+		check("StreamCallsBefore", result{l, lerr}, result{events(p), perr})
+	}
+	{
+		a := eventsdb.StreamLifecycleEventsAfterParams{Stream: "t1/root/B", After: 0, Until: 40, MaxEvents: 100}
+		l, lerr := lq.StreamLifecycleEventsAfter(ctx, a)
+		p, perr := pq.StreamLifecycleEventsAfter(ctx, eventspg.StreamLifecycleEventsAfterParams(a))
+		check("StreamLifecycleEventsAfter", result{l, lerr}, result{events(p), perr})
+	}
+	qt := reflect.TypeFor[*eventsdb.Queries]()
+	for i := range qt.NumMethod() {
+		if m := qt.Method(i).Name; !called[m] {
+			t.Errorf("%s is not run: add it to the test", m)
+		}
+	}
+}
+
+// testPostgresDB returns a new, migrated database on the PostgreSQL
+// server of the tests (internal/pgtest; skipped without one).
+func testPostgresDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := migrations.UpPostgres(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}

@@ -1,0 +1,390 @@
+-- The queries of queries.sql for PostgreSQL: the same names, parameters
+-- and results, in the same order (sqlc generates projectionspg from them;
+-- the adapter pgqueries.go converts between the two packages, so the
+-- compiler checks that they agree). Keep the two files in step: a query
+-- added to one is added to the other, then `go generate
+-- ./internal/projections`.
+--
+-- What differs from SQLite: json_each is json_array_elements_text (WITH
+-- ORDINALITY, 1-based, for an index); CAST AS INTEGER is ::bigint; a
+-- LIMIT's parameter is cast to bigint (sqlc would make it an int32); a
+-- boolean is returned as a bigint, as SQLite does; a BLOB substr is a
+-- bytea substring; a note part's text, which SQLite casts to TEXT, is
+-- returned as memoryd_text_bytes (a bytea Go reads as a string: the text
+-- may hold U+0000, which PostgreSQL's text cannot).
+
+-- name: InsertTask :exec
+INSERT INTO tasks (task_id, root_session, created_at, position) VALUES ($1, $2, $3, $4);
+
+-- name: GetTask :one
+SELECT task_id, root_session, created_at, position FROM tasks WHERE task_id = $1;
+
+-- name: InsertAgent :exec
+INSERT INTO agents (task_id, agent, parent_agent, session_key, session_id, session_file, budget, position)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: UpdateAgentSession :exec
+UPDATE agents SET session_id = $1, session_file = $2, budget = $3 WHERE task_id = $4 AND agent = $5;
+
+-- name: GetAgent :one
+SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
+FROM agents WHERE task_id = $1 AND agent = $2;
+
+-- name: GetAgentWithState :one
+SELECT sqlc.embed(a),
+    coalesce(s.state, '')::text AS state,
+    (SELECT coalesce(max(position), 0) FROM events)::bigint AS read_position
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+WHERE a.task_id = $1 AND a.agent = $2;
+
+-- name: GetAgentWithStateAndNote :many
+-- GetAgentWithState and NoteWithParts in one statement: a note read's
+-- first query also fetches the note (no rows of it: n.path is NULL).
+SELECT sqlc.embed(a),
+    coalesce(s.state, '')::text AS state,
+    (SELECT coalesce(max(position), 0) FROM events)::bigint AS read_position,
+    n.path AS note_path, n.bytes AS note_bytes, n.revision AS note_revision, n.created_at AS note_created_at,
+    n.updated_at AS note_updated_at, n.created_position AS note_created_position,
+    n.updated_position AS note_updated_position, coalesce(p.text, ''::bytea)::memoryd_text_bytes AS part_text
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(note_path)
+LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent)
+ORDER BY p.part;
+
+-- name: GetAgentWithStateAndNoteWrite :one
+-- What a note write needs to know, in one statement: the caller's row
+-- and state (as GetAgentWithState), the note's size, revision and parts
+-- (0 when it does not exist) and the first result of the caller's
+-- call_id, if it has been used.
+SELECT sqlc.embed(a),
+    coalesce(s.state, '')::text AS state,
+    (SELECT coalesce(max(position), 0) FROM events)::bigint AS read_position,
+    coalesce(n.bytes, 0)::bigint AS note_bytes,
+    coalesce(n.revision, 0)::bigint AS note_revision,
+    coalesce(n.parts, 0)::bigint AS note_parts,
+    (c.call_id IS NOT NULL)::integer::bigint AS called,
+    coalesce(c.request_key, '')::text AS request_key,
+    coalesce(c.result, '')::text AS result
+FROM agents a LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN notes n ON n.task_id = a.task_id AND n.agent = sqlc.arg(note_agent) AND n.path = sqlc.arg(note_path)
+LEFT JOIN note_calls c ON c.task_id = a.task_id AND c.agent = a.agent AND c.call_id = sqlc.arg(call_id)
+WHERE a.task_id = sqlc.arg(task_id) AND a.agent = sqlc.arg(agent);
+
+-- name: AgentBySessionKey :one
+SELECT task_id, agent, parent_agent, session_key, session_id, session_file, budget, position
+FROM agents WHERE session_key = $1;
+
+-- name: AgentInAnyTask :one
+SELECT count(*) FROM agents WHERE agent = $1;
+
+-- name: TaskAgents :many
+SELECT agent FROM agents WHERE task_id = $1 ORDER BY position;
+
+-- name: NoteWithParts :many
+SELECT n.path, n.bytes, n.revision, n.created_at, n.updated_at, n.created_position, n.updated_position,
+    coalesce(p.text, ''::bytea)::memoryd_text_bytes AS text
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = $1 AND n.agent = $2 AND n.path = $3
+ORDER BY p.part;
+
+-- name: NoteParts :many
+SELECT text FROM note_parts WHERE task_id = $1 AND agent = $2 AND path = $3 ORDER BY part;
+
+-- name: NoteSize :one
+SELECT bytes, revision, parts FROM notes WHERE task_id = $1 AND agent = $2 AND path = $3;
+
+-- name: InsertNote :exec
+INSERT INTO notes (task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position, parts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+
+-- name: UpdateNote :exec
+UPDATE notes SET bytes = $1, revision = $2, parts = $3, updated_at = $4, updated_position = $5
+WHERE task_id = $6 AND agent = $7 AND path = $8;
+
+-- name: InsertNotePart :exec
+INSERT INTO note_parts (task_id, agent, path, part, text) VALUES ($1, $2, $3, $4, $5);
+
+-- name: DeleteNoteParts :exec
+DELETE FROM note_parts WHERE task_id = $1 AND agent = $2 AND path = $3;
+
+-- name: ListNotes :many
+-- substr counts characters, as SQLite's does on text (the database is
+-- UTF8: the migration refuses another encoding).
+SELECT path, bytes, created_at, updated_at, created_position, updated_position
+FROM notes
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND substr(path, 1, sqlc.arg(prefix_chars)::bigint::integer) = sqlc.arg(prefix)::text
+ORDER BY path;
+
+-- name: TaskNotes :many
+-- Every note of a task, without its text (the inspector's list of files).
+SELECT agent, path, bytes, revision, created_position, updated_position
+FROM notes WHERE task_id = $1 ORDER BY agent, path;
+
+-- name: NotePartsUnder :many
+SELECT n.path, n.created_at, n.created_position, p.text
+FROM notes n LEFT JOIN note_parts p ON p.task_id = n.task_id AND p.agent = n.agent AND p.path = n.path
+WHERE n.task_id = sqlc.arg(task_id) AND n.agent = sqlc.arg(agent)
+  AND substr(n.path, 1, sqlc.arg(prefix_chars)::bigint::integer) = sqlc.arg(prefix)::text
+ORDER BY n.path, p.part;
+
+-- name: InsertNoteCall :exec
+INSERT INTO note_calls (task_id, agent, call_id, request_key, result, position) VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: GetHistoryEntry :one
+SELECT item, role, raw_role, n_chars, images, calls_only, tool_call_id, tool_name, compaction, control, marked_window, calls
+FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
+
+-- name: StoredEntryIDs :many
+-- The ids among a JSON array of entry ids that an agent has stored.
+SELECT entry_id FROM history_entries
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND entry_id IN (SELECT value FROM json_array_elements_text(sqlc.arg(ids)::text::json));
+
+-- name: FirstUnstoredEntry :one
+-- The index in a JSON array of entry ids of the first one an agent has not
+-- stored (0-based, as SQLite's json_each key).
+SELECT (ids.ordinality - 1)::bigint AS idx
+FROM json_array_elements_text(sqlc.arg(ids)::text::json) WITH ORDINALITY AS ids (value, ordinality)
+WHERE NOT EXISTS (SELECT 1 FROM history_entries
+    WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND entry_id = ids.value)
+ORDER BY ids.ordinality
+LIMIT 1;
+
+-- name: InsertHistoryEntry :exec
+INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
+    tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
+    calls, breaks, raw)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21);
+
+-- name: LastChunkNo :one
+SELECT coalesce(max(chunk_no), 0)::bigint FROM history_chunks WHERE task_id = $1 AND agent = $2;
+
+-- name: OpenTextsEnd :one
+-- The bytes of text in an agent's open chunk: the end of its last text
+-- (found by the key, not by scanning the open chunk's texts).
+SELECT coalesce((SELECT text_offset + octet_length(text) FROM history_open_texts
+    WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) ORDER BY text_offset DESC LIMIT 1), 0)::bigint;
+
+-- name: InsertOpenText :exec
+INSERT INTO history_open_texts (task_id, agent, text_offset, entry_id, breaks, text) VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: OpenTexts :many
+SELECT text_offset, entry_id, breaks, text FROM history_open_texts
+WHERE task_id = $1 AND agent = $2 ORDER BY text_offset;
+
+-- name: OpenText :one
+SELECT text FROM history_open_texts WHERE task_id = $1 AND agent = $2 AND text_offset = $3;
+
+-- name: DeleteOpenTexts :exec
+DELETE FROM history_open_texts WHERE task_id = $1 AND agent = $2;
+
+-- name: InsertChunk :exec
+INSERT INTO history_chunks (task_id, agent, chunk_no, bloom, entries, data) VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: ChunkText :one
+-- start is 1-based, as SQLite's substr (callers pass start >= 1 and
+-- n_bytes >= 0, where the two agree).
+SELECT substring(data FROM sqlc.arg(start)::bigint::integer FOR sqlc.arg(n_bytes)::bigint::integer)::bytea AS text FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sqlc.arg(chunk_no);
+
+-- name: CandidateChunks :many
+-- The chunks that may hold a needle: every trigram of the needle is in the
+-- chunk's Bloom filter (memoryd_bloom_has, defined by the migration).
+SELECT chunk_no FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND memoryd_bloom_has(bloom, sqlc.arg(probes)::bytea)
+ORDER BY chunk_no;
+
+-- name: ChunkData :one
+SELECT entries, data FROM history_chunks WHERE task_id = $1 AND agent = $2 AND chunk_no = $3;
+
+-- name: ChunkDataIfCandidate :one
+-- ChunkData of a chunk whose Bloom filter has every probe bit (no row when
+-- it cannot hold the needle: its data is then not read).
+SELECT entries, data FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sqlc.arg(chunk_no)
+  AND memoryd_bloom_has(bloom, sqlc.arg(probes)::bytea);
+
+-- name: GetHistoryBranch :one
+SELECT revision, length FROM history_branches WHERE task_id = $1 AND agent = $2;
+
+-- name: UpsertHistoryBranch :exec
+INSERT INTO history_branches (task_id, agent, revision, length, position) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (task_id, agent) DO UPDATE SET revision = excluded.revision, length = excluded.length, position = excluded.position;
+
+-- name: BranchEntryIDs :many
+SELECT entry_id FROM history_branch_entries WHERE task_id = $1 AND agent = $2 ORDER BY branch_index;
+
+-- name: BranchEntryIDsFrom :many
+-- The entry ids of an agent's current branch from branch index from_index,
+-- at most max_count of them, in order.
+SELECT entry_id FROM history_branch_entries
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(from_index)
+ORDER BY branch_index
+LIMIT sqlc.arg(max_count)::bigint;
+
+-- name: OnBranchBefore :many
+-- Those of a JSON array of entry ids that are on an agent's current branch
+-- before branch index before_index, with their index (one lookup of the
+-- history_branch_entries_entry index per id).
+SELECT entry_id, branch_index FROM history_branch_entries
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND entry_id IN (SELECT value FROM json_array_elements_text(sqlc.arg(ids)::text::json))
+  AND branch_index < sqlc.arg(before_index);
+
+-- name: LastBranchChangeKeep :one
+-- How many entries the last change of an agent's branch kept of the branch
+-- before it: the keep of the history.branch_changed event the branch row
+-- names.
+SELECT (e.data::json ->> 'keep')::bigint AS keep
+FROM history_branches b JOIN events e ON e.position = b.position
+WHERE b.task_id = $1 AND b.agent = $2;
+
+-- name: DeleteBranchEntriesFrom :exec
+DELETE FROM history_branch_entries WHERE task_id = $1 AND agent = $2 AND branch_index >= $3;
+
+-- name: InsertBranchEntry :exec
+INSERT INTO history_branch_entries (task_id, agent, branch_index, entry_id, prefix_hash) VALUES ($1, $2, $3, $4, $5);
+
+-- name: BranchPrefixHash :one
+SELECT prefix_hash FROM history_branch_entries WHERE task_id = $1 AND agent = $2 AND branch_index = $3;
+
+-- name: DeleteItemsFrom :exec
+DELETE FROM history_items WHERE task_id = $1 AND agent = $2 AND branch_index >= $3;
+
+-- name: DeleteCallsFrom :exec
+DELETE FROM history_calls WHERE task_id = $1 AND agent = $2 AND branch_index >= $3;
+
+-- name: LastItemBefore :one
+SELECT window_ordinal, window_id FROM history_items
+WHERE task_id = $1 AND agent = $2 AND branch_index < $3 ORDER BY branch_index DESC LIMIT 1;
+
+-- name: WindowIDsBefore :many
+SELECT DISTINCT window_id FROM history_items WHERE task_id = $1 AND agent = $2 AND branch_index < $3;
+
+-- name: InsertItem :exec
+INSERT INTO history_items (task_id, agent, branch_index, entry_id, window_ordinal, window_id, role, raw_role,
+    tool_namespace, tool_name, tool_call_id, hidden, n_chars, images)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+
+-- name: InsertCall :exec
+INSERT INTO history_calls (task_id, agent, branch_index, call_id, tool_name) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT DO NOTHING;
+
+-- name: CallToolName :one
+SELECT tool_name FROM history_calls
+WHERE task_id = $1 AND agent = $2 AND call_id = $3 AND branch_index < $4
+ORDER BY branch_index DESC LIMIT 1;
+
+-- name: HistoryWindows :many
+SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
+WHERE task_id = $1 AND agent = $2 GROUP BY window_ordinal, window_id ORDER BY window_ordinal;
+
+-- name: HistoryItemsAfter :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index > sqlc.arg(after)
+ORDER BY branch_index LIMIT sqlc.arg(max_items)::bigint;
+
+-- name: HistoryItemsBefore :many
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
+ORDER BY branch_index DESC LIMIT sqlc.arg(max_items)::bigint;
+
+-- name: HistoryItemPlacesAfter :many
+-- HistoryItemsAfter with the chunk that holds each item's text (a search's
+-- walk in branch order).
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index > sqlc.arg(after)
+ORDER BY i.branch_index LIMIT sqlc.arg(max_items)::bigint;
+
+-- name: HistoryItemPlacesBefore :many
+-- HistoryItemPlacesAfter newest first.
+SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_role, i.tool_namespace, i.tool_name,
+    i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
+FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
+WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index < sqlc.arg(before)
+ORDER BY i.branch_index DESC LIMIT sqlc.arg(max_items)::bigint;
+
+-- name: HistoryCallsBetween :many
+SELECT branch_index, call_id, tool_name FROM history_calls
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index >= sqlc.arg(low) AND branch_index <= sqlc.arg(high)
+ORDER BY branch_index, call_id;
+
+-- name: HistoryCallsAt :many
+SELECT call_id, tool_name FROM history_calls WHERE task_id = $1 AND agent = $2 AND branch_index = $3 ORDER BY call_id;
+
+-- name: HistoryItemByEntry :one
+SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
+    hidden, n_chars, images
+FROM history_items WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
+
+-- name: HistoryEntryText :one
+SELECT text_chunk, text_offset, text_bytes, breaks FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
+
+-- name: HistoryEntryRaw :one
+SELECT raw FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
+
+-- name: GetAgentState :one
+SELECT state FROM agent_states WHERE task_id = $1 AND agent = $2;
+
+-- name: UpsertAgentState :exec
+INSERT INTO agent_states (task_id, agent, state, position) VALUES ($1, $2, $3, $4)
+ON CONFLICT (task_id, agent) DO UPDATE SET state = excluded.state, position = excluded.position;
+
+-- name: ChunkFilters :many
+-- The Bloom filters of an agent's sealed chunks after..until (ChunkFilters
+-- loads them).
+SELECT chunk_no, bloom FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no > sqlc.arg(after) AND chunk_no <= sqlc.arg(until)
+ORDER BY chunk_no;
+
+-- name: ChunkAgents :many
+-- The agents with sealed history chunks, the one whose branch changed last
+-- first, with their last sealed chunk (the chunk filters loaded at start).
+SELECT b.task_id, b.agent, coalesce((SELECT max(c.chunk_no) FROM history_chunks c
+    WHERE c.task_id = b.task_id AND c.agent = b.agent), 0)::bigint AS sealed
+FROM history_branches b
+WHERE EXISTS (SELECT 1 FROM history_chunks c WHERE c.task_id = b.task_id AND c.agent = b.agent)
+ORDER BY b.position DESC;
+
+-- name: CandidateChunksAmong :many
+-- CandidateChunks among the chunks numbered in chunk_nos (a JSON array).
+SELECT chunk_no FROM history_chunks
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
+  AND chunk_no IN (SELECT value::bigint FROM json_array_elements_text(sqlc.arg(chunk_nos)::text::json))
+  AND memoryd_bloom_has(bloom, sqlc.arg(probes)::bytea)
+ORDER BY chunk_no;
+
+-- name: TasksByActivity :many
+-- The tasks whose latest event is before a position, newest activity
+-- first (GET /v1/tasks). Each task's latest event is one seek of the
+-- log's events_task index, and its time one lookup by position.
+SELECT t.task_id, t.created_at, t.position AS created_position,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+WHERE e.position < sqlc.arg(before)
+ORDER BY e.position DESC
+LIMIT sqlc.arg(max_tasks)::bigint;
+
+-- name: AgentsOfTasks :many
+-- The agents of the tasks in task_ids (a JSON array), in registration
+-- order, each with its fence state, its registration time and its
+-- stream's latest event (one seek of the log's (stream, stream_version)
+-- index).
+SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file,
+    a.position AS registered_position, r.recorded_at AS registered_at,
+    coalesce(s.state, '')::text AS state,
+    e.position AS last_position, e.recorded_at AS last_at
+FROM agents a
+JOIN events r ON r.position = a.position
+LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
+WHERE a.task_id IN (SELECT value FROM json_array_elements_text(sqlc.arg(task_ids)::text::json))
+ORDER BY a.task_id, a.position;
