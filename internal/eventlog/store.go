@@ -468,7 +468,7 @@ func toEvents(rows []eventsdb.Event) []events.Event {
 // StreamCallsBefore returns at most limit audit.tool_called events of a
 // stream at positions before before, newest first.
 func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int64, limit int) ([]events.Event, error) {
-	rows, err := eventsdb.New(s.readStmts.queries()).StreamCallsBefore(ctx, eventsdb.StreamCallsBeforeParams{Stream: stream, Before: before, MaxEvents: int64(limit)})
+	rows, err := queriesOf(s.queries()).StreamCallsBefore(ctx, eventsdb.StreamCallsBeforeParams{Stream: stream, Before: before, MaxEvents: int64(limit)})
 	if err != nil {
 		return nil, classify(err)
 	}
