@@ -54,7 +54,7 @@ type serverOptions struct {
 func startServer(tb testing.TB, o serverOptions) (ts *testServer, stop func()) {
 	tb.Helper()
 	if o.dbPath == "" {
-		o.dbPath = filepath.Join(tb.TempDir(), "memory.db")
+		o.dbPath = memorytest.NewDatabase(tb) // SQLite, or PostgreSQL under MEMORYD_TEST_ENGINE=postgres
 	}
 	if o.token == "" {
 		o.token = testToken
@@ -77,6 +77,10 @@ func startServer(tb testing.TB, o serverOptions) (ts *testServer, stop func()) {
 	tb.Cleanup(stop)
 	return &testServer{Server: srv, handler: h, svc: svc, store: svc.Store(), dbPath: o.dbPath, logs: logs}, stop
 }
+
+// sqlitePath is a new SQLite database in the test's folder, for the tests
+// of what only SQLite has, whatever MEMORYD_TEST_ENGINE says.
+func sqlitePath(tb testing.TB) string { return filepath.Join(tb.TempDir(), "memory.db") }
 
 // newTestServer is startServer on a new database with the test token;
 // edit changes the config before the server is built.
@@ -635,7 +639,7 @@ func TestToolErrors(t *testing.T) {
 // checks that 500s carry the fixed message, nothing of the cause, and that
 // the cause is logged with the request id.
 func TestInternalErrorsDoNotLeak(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts, _ := startServer(t, serverOptions{dbPath: sqlitePath(t)}) // it breaks the SQLite file
 	cc := ts.attach(t, "leak")
 	if st, b := ts.tool(t, "notes_write_file", cc, `{"path":"a.md","text":"hello"}`); st != 200 {
 		t.Fatalf("write: %d %s", st, b)
@@ -865,7 +869,7 @@ func TestEventsPaging(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts, _ := startServer(t, serverOptions{dbPath: sqlitePath(t)}) // the note cache's counters are SQLite's
 	cc := ts.attach(t, "metrics")
 	ts.tool(t, "notes_write_file", cc, `{"path":"a.md","text":"x"}`)
 	ts.tool(t, "notes_read_file", cc, `{"path":"missing.md"}`)

@@ -137,6 +137,10 @@ func pgSafe(err error) error {
 // unavailable (nothing was written: a transaction that did not commit
 // leaves nothing).
 func classifyPostgres(err error) (error, bool) {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) { // whatever the server said: no connection, nothing written
+		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
@@ -150,8 +154,7 @@ func classifyPostgres(err error) (error, bool) {
 		}
 		return err, true
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	return err, false

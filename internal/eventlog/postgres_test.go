@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/pgtest"
@@ -164,5 +168,66 @@ func TestPostgresConflictAcrossStores(t *testing.T) {
 		if ok != 1 {
 			t.Fatalf("round %d: %d appends at version %d succeeded, want 1 (%v)", round, ok, round, errs)
 		}
+	}
+}
+
+// TestPostgresUnreachable: while the database refuses connections (its
+// connections cut, new ones refused, as when the server restarts or the
+// network fails), writes and reads fail as ErrUnavailable and nothing is
+// half-written; once it accepts them again the store recovers by itself.
+func TestPostgresUnreachable(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	s, err := Open(ctx, dsn, Options{Projector: testProjector{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := appendOne(t, s, "s", 0, events.TypeNoteAppended, note("s", "/root", "before")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, os.Getenv("MEMORYD_TEST_POSTGRES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	db := pgx.Identifier{cfg.Database}.Sanitize()
+	cut := func(allow bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", db, allow)); err != nil {
+			t.Fatal(err)
+		}
+		if !allow {
+			if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", cfg.Database); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cut(false)
+	defer cut(true)
+	if _, err := appendOne(t, s, "s", 1, events.TypeNoteAppended, note("s", "/root", "while cut")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("append while the database refuses connections: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.LastPosition(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read while the database refuses connections: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.BeginRead(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read transaction while the database refuses connections: %v, want ErrUnavailable", err)
+	}
+	cut(true)
+	out, err := appendOne(t, s, "s", 1, events.TypeNoteAppended, note("s", "/root", "after"))
+	if err != nil {
+		t.Fatalf("append once the database is back: %v", err)
+	}
+	if out[0].Position != 2 {
+		t.Fatalf("append after the cut at position %d, want 2 (nothing of the refused one kept)", out[0].Position)
+	}
+	all := readAll(t, s)
+	if len(all) != 2 || !strings.Contains(string(all[1].Data), "after") {
+		t.Fatalf("log after the cut: %d events, %+v", len(all), all)
 	}
 }

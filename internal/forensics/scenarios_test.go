@@ -775,7 +775,9 @@ func replayChecked(t *testing.T, name string) (forensics.Summary, forensics.Read
 	if err != nil {
 		t.Fatal(lr.AtLine(err))
 	}
-	store, err := forensics.Open(ctx, filepath.Join(t.TempDir(), "replay.db"))
+	// The replay's database is of the engine the tests run on
+	// (MEMORYD_TEST_ENGINE): the committed digests hold on both.
+	store, err := forensics.Open(ctx, memorytest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -841,7 +843,7 @@ func TestScenarioLogsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			live, err := forensics.Open(ctx, filepath.Join(dir, "live.db"))
+			live, err := forensics.Open(ctx, memorytest.NewDatabase(t)) // SQLite or PostgreSQL, the verify's scratch on SQLite
 			if err != nil {
 				t.Fatal(err)
 			}

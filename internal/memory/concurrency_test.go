@@ -286,7 +286,7 @@ func TestConcurrentSyncsOfDifferentAgents(t *testing.T) {
 // of the final content, every search line a whole piece.
 func TestReadersSeeWholeNotes(t *testing.T) {
 	const writers, per, rewrites = 3, 25, 30
-	s := mustOpenService(t)
+	s := mustOpenSQLite(t)
 	ctx := context.Background()
 	root := mustAttach(t, s, "conc/readers")
 	files := []string{"a.md", "b.md", "dir/c.md"}

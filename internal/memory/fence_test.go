@@ -798,7 +798,7 @@ func TestH51BootstrapPathRoundTrips(t *testing.T) {
 
 func TestH52BootstrapEmptyAndUnavailableIndex(t *testing.T) {
 	t.Run("no notes", func(t *testing.T) {
-		s := mustOpenService(t)
+		s := mustOpenSQLite(t)
 		cc := fcAttach(t, s, "/s/h52a.jsonl", fcBudget())
 		lines := fcNotesIndex(t, fcBootstrap(t, s, cc), cc.Agent)
 		if len(lines) != 1 || !strings.Contains(lines[0], "no note files") {
@@ -806,7 +806,7 @@ func TestH52BootstrapEmptyAndUnavailableIndex(t *testing.T) {
 		}
 	})
 	t.Run("index unavailable, rollover completes", func(t *testing.T) {
-		s := mustOpenService(t)
+		s := mustOpenSQLite(t)
 		cc := fcAttach(t, s, "/s/h52b.jsonl", fcBudget())
 		fcMustTool(t, s, cc, "w1", tools.NotesWriteFile, fcCheckpoint)
 		fcMustTool(t, s, cc, "nc", tools.NewContext, `{}`)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
 // testClock is a deterministic clock: every reading advances it by 1 ms.
@@ -20,16 +22,35 @@ func (c *testClock) now() time.Time {
 // does (Open), with a deterministic clock, and returns its Service.
 func mustOpenService(tb testing.TB) *Service {
 	tb.Helper()
-	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), testOptions())
+	return mustOpenAt(tb, pgtest.Or(tb, filepath.Join(tb.TempDir(), "memory.db")), testOptions())
 }
 
 // mustOpenServiceWith is mustOpenService with opts (test hooks included).
 func mustOpenServiceWith(tb testing.TB, opts serviceOptions) *Service {
 	tb.Helper()
+	return openWith(tb, pgtest.Or(tb, filepath.Join(tb.TempDir(), "memory.db")), opts)
+}
+
+// mustOpenSQLite and mustOpenSQLiteWith are mustOpenService and
+// mustOpenServiceWith on SQLite whatever MEMORYD_TEST_ENGINE says: for the
+// tests of what only SQLite has (the note cache and its commit stamp,
+// pragmas, the database file).
+func mustOpenSQLite(tb testing.TB) *Service {
+	tb.Helper()
+	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), testOptions())
+}
+
+func mustOpenSQLiteWith(tb testing.TB, opts serviceOptions) *Service {
+	tb.Helper()
+	return openWith(tb, filepath.Join(tb.TempDir(), "memory.db"), opts)
+}
+
+func openWith(tb testing.TB, path string, opts serviceOptions) *Service {
+	tb.Helper()
 	o := testOptions()
 	o.AuditCalls, o.Logger = opts.AuditCalls, opts.Logger
 	o.afterCachedRead, o.syncToWriter = opts.afterCachedRead, opts.syncToWriter
-	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "memory.db"), o)
+	return mustOpenAt(tb, path, o)
 }
 
 // testOptions are the OpenOptions of mustOpenService: a new deterministic

@@ -31,7 +31,7 @@ func cacheHits(s *Service) uint64 {
 // another note, of the caller's fence state, from another process) makes
 // the next read query SQLite, and it sees the commit.
 func TestNoteCacheAnswersUntilACommit(t *testing.T) {
-	s := mustOpenService(t)
+	s := mustOpenSQLite(t)
 	cc := mustAttach(t, s, "/s/cache.jsonl")
 	mustCall(t, s, cc, tools.NotesWriteFile, `{"path":"a.md","text":"one"}`)
 
@@ -82,7 +82,7 @@ func TestNoteCacheAnswersUntilACommit(t *testing.T) {
 	})
 
 	t.Run("the caller's fence", func(t *testing.T) {
-		s := mustOpenService(t)
+		s := mustOpenSQLite(t)
 		root := fcAttach(t, s, "/s/cache-fence.jsonl", fcBudget())
 		fcMustTool(t, s, root, "w1", tools.NotesWriteFile, `{"path":"f.md","text":"x"}`)
 		fcMustTool(t, s, root, "r1", tools.NotesReadFile, `{"path":"f.md"}`)
@@ -101,7 +101,7 @@ func TestNoteCacheRetriesAfterACommitDuringTheCall(t *testing.T) {
 	var s *Service
 	var root CallContext
 	calls, commit := 0, false
-	s = mustOpenServiceWith(t, serviceOptions{afterCachedRead: func() {
+	s = mustOpenSQLiteWith(t, serviceOptions{afterCachedRead: func() {
 		calls++
 		if commit && calls == 1 { // a commit between the cached note and the end of the call
 			mustCall(t, s, root, tools.NotesWriteFile, `{"path":"plan.md","text":"v2"}`)
@@ -134,7 +134,7 @@ func TestNoteCacheRetriesAfterACommitDuringTheCall(t *testing.T) {
 // note older than the last append acknowledged before their read began,
 // and always see a text some sequence of the appends produced.
 func TestNoteCacheReadsAreLinearizable(t *testing.T) {
-	s := mustOpenService(t)
+	s := mustOpenSQLite(t)
 	cc := mustAttach(t, s, "/s/linear.jsonl")
 	mustCall(t, s, cc, tools.NotesWriteFile, `{"path":"log.md","text":""}`)
 	const appends = 200

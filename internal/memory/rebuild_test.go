@@ -151,7 +151,7 @@ func rbDBPath(tb testing.TB, s *Service) string {
 
 func TestRebuildEqualsLive(t *testing.T) {
 	ctx := context.Background()
-	s := mustOpenService(t)
+	s := mustOpenSQLite(t)
 	agents := rebuildWorkload(t, s)
 	live := rbDigest(t, s)
 	liveReads := rbReads(t, s, agents)

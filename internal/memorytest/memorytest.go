@@ -9,7 +9,6 @@ package memorytest
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -34,20 +33,12 @@ func Open(tb testing.TB, opts memory.OpenOptions) *memory.Service {
 // postgres:// URL for PostgreSQL.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	switch e := os.Getenv("MEMORYD_TEST_ENGINE"); e {
-	case "", "sqlite":
-		return filepath.Join(tb.TempDir(), "memory.db")
-	case "postgres":
-		return pgtest.NewDatabase(tb)
-	default:
-		tb.Fatalf("MEMORYD_TEST_ENGINE=%q: want sqlite or postgres", e)
-		return ""
-	}
+	return pgtest.Or(tb, filepath.Join(tb.TempDir(), "memory.db"))
 }
 
 // Postgres reports whether the tests run on PostgreSQL
 // (MEMORYD_TEST_ENGINE=postgres).
-func Postgres() bool { return os.Getenv("MEMORYD_TEST_ENGINE") == "postgres" }
+func Postgres() bool { return pgtest.Engine() == "postgres" }
 
 // OpenAt is Open on the database at path (created if needed). Closing
 // the Service before the test ends is allowed.

@@ -146,3 +146,29 @@ func WithDatabase(conn, name string) (string, error) {
 	}
 	return out, nil
 }
+
+// Engine is the engine the tests that can run on both run on:
+// MEMORYD_TEST_ENGINE, "sqlite" (the default) or "postgres". .ci/run runs
+// the store, projection, tool, HTTP and scenario tests once with each.
+func Engine() string {
+	if os.Getenv("MEMORYD_TEST_ENGINE") == "postgres" {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// Or returns sqlitePath, or, when the tests run on PostgreSQL (Engine),
+// a new PostgreSQL database (NewDatabase): where a test that runs on both
+// engines keeps its database.
+func Or(tb testing.TB, sqlitePath string) string {
+	tb.Helper()
+	switch e := os.Getenv("MEMORYD_TEST_ENGINE"); e {
+	case "", "sqlite":
+		return sqlitePath
+	case "postgres":
+		return NewDatabase(tb)
+	default:
+		tb.Fatalf("MEMORYD_TEST_ENGINE=%q: want sqlite or postgres", e)
+		return ""
+	}
+}
