@@ -55,6 +55,11 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 	if strings.TrimSpace(req.SessionKey) == "" {
 		return AttachResult{}, invalidf("attach requires session_key")
 	}
+	for _, f := range []struct{ name, v string }{{"session_key", req.SessionKey}, {"session_id", req.SessionID}, {"session_file", req.SessionFile}} {
+		if strings.ContainsRune(f.v, 0) { // PostgreSQL's text cannot hold it: refused on both engines alike
+			return AttachResult{}, invalidf("%s contains U+0000", f.name)
+		}
+	}
 	budget, err := req.Budget.resolve()
 	if err != nil {
 		return AttachResult{}, err

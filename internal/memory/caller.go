@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/address"
@@ -25,10 +26,11 @@ type caller struct {
 const maxCallIDBytes = 256
 
 // checkCallID refuses a call_id that is not at most maxCallIDBytes of
-// valid UTF-8.
+// valid UTF-8 without U+0000 (which PostgreSQL's text cannot hold: an
+// identifier is refused on both engines alike).
 func checkCallID(cc CallContext) error {
-	if len(cc.CallID) > maxCallIDBytes || !utf8.ValidString(cc.CallID) {
-		e := newError(ErrInvalidArgument, "context.call_id must be at most %d bytes of valid UTF-8 (the host's tool-call id)", maxCallIDBytes)
+	if len(cc.CallID) > maxCallIDBytes || !utf8.ValidString(cc.CallID) || strings.ContainsRune(cc.CallID, 0) {
+		e := newError(ErrInvalidArgument, "context.call_id must be at most %d bytes of valid UTF-8 without U+0000 (the host's tool-call id)", maxCallIDBytes)
 		e.Details = map[string]any{"field": "context.call_id", "limit": maxCallIDBytes}
 		return e
 	}

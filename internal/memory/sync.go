@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
@@ -87,9 +88,10 @@ func sameEntry(a, b []byte) bool {
 const maxEntryIDBytes = 256
 
 // validEntryID reports whether id can be an entry's id: non-empty, valid
-// UTF-8, at most maxEntryIDBytes.
+// UTF-8 without U+0000 (which PostgreSQL's text cannot hold: refused on
+// both engines alike), at most maxEntryIDBytes.
 func validEntryID(id string) bool {
-	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id)
+	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
 // parseEntries validates raw entries: JSON objects with a non-empty id.
@@ -430,10 +432,14 @@ func (p *syncPlan) render() error {
 		if _, done := p.rendered[e.id]; done || p.stored[e.id] {
 			continue
 		}
-		var err error
-		if p.rendered[e.id], err = projections.RenderEntry(e.raw); err != nil {
+		r, err := projections.RenderEntry(e.raw)
+		if err != nil {
 			return err
 		}
+		if field := r.IdentifierWithNUL(); field != "" {
+			return invalidf("entries[%d]: its %s contains U+0000, which memoryd does not store in identifiers", e.index, field)
+		}
+		p.rendered[e.id] = r
 	}
 	return nil
 }

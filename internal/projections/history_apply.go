@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
@@ -48,6 +49,26 @@ func RenderEntry(raw []byte) (RenderedEntry, error) {
 		return RenderedEntry{}, err
 	}
 	return RenderedEntry{raw: raw, r: r, calls: string(calls), breaks: string(breaks)}, nil
+}
+
+// IdentifierWithNUL names the first of e's identifiers (its role, raw
+// role, tool call id, tool name, window id, its calls' ids and names) that
+// holds U+0000, or "" when none does: those are text columns, which
+// PostgreSQL cannot fill with it.
+func (e RenderedEntry) IdentifierWithNUL() string {
+	r := e.r
+	for _, f := range []struct{ name, v string }{{"role", r.Role}, {"raw role", r.RawRole}, {"toolCallId", r.ToolCallID},
+		{"toolName", r.ToolName}, {"window id", r.WindowID}} {
+		if strings.ContainsRune(f.v, 0) {
+			return f.name
+		}
+	}
+	for _, c := range r.Calls {
+		if strings.ContainsRune(c.ID, 0) || strings.ContainsRune(c.Name, 0) {
+			return "tool call"
+		}
+	}
+	return ""
 }
 
 // renderedKey names an entry rendered ahead (txState.rendered).
