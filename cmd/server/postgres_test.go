@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
@@ -153,6 +156,67 @@ func readSees(t *testing.T, c *crashClient, w *noteWriter, server int) {
 	for _, tok := range w.ackedToks {
 		if !strings.Contains(text.String(), tok) {
 			t.Fatalf("server %d does not show %s in %s, acknowledged to writer %d", server, tok, w.path, w.id)
+		}
+	}
+}
+
+// TestFenceDecidedOnceAcrossServers: an agent's checkpoint fence admits one
+// notes write (the claim) even when two servers receive the agent's calls
+// at once: of concurrent admits with different call ids, one through each
+// server, exactly one is allowed, round after round, and both servers then
+// report the same state.
+func TestFenceDecidedOnceAcrossServers(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
+	ctx := context.Background()
+	post := func(c *crashClient, path string, body map[string]any) []byte {
+		t.Helper()
+		st, b, err := c.do(ctx, "POST", path, body)
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("%s: %d %s %v", path, st, b, err)
+		}
+		return b
+	}
+	for round := range 10 {
+		cc := crashAttach(t, cl[round%2], fmt.Sprintf("/pg/fence-%d.jsonl", round), nil)
+		w := "w1"
+		post(cl[0], "/v1/lifecycle/delivered", map[string]any{"context": cc, "kind": "fallback", "window_id": w, "request_id": "fb"})
+		post(cl[1], "/v1/lifecycle/arm", map[string]any{"context": cc, "kind": "fallback", "window_id": w, "request_id": "fb"})
+		var wg sync.WaitGroup
+		allowed := make([]bool, 2)
+		for i, c := range cl {
+			wg.Go(func() {
+				b := post(c, "/v1/lifecycle/admit", map[string]any{"context": cc, "call_id": fmt.Sprintf("claim-%d", i),
+					"tool_name": "notes_write_file", "arguments": map[string]string{"path": "checkpoint.md", "text": "goal\n"}})
+				var res struct {
+					Allow bool `json:"allow"`
+				}
+				if err := json.Unmarshal(b, &res); err != nil {
+					t.Error(err)
+				}
+				allowed[i] = res.Allow
+			})
+		}
+		wg.Wait()
+		if allowed[0] == allowed[1] {
+			t.Fatalf("round %d: admits allowed %v: want exactly one claim", round, allowed)
+		}
+		var states [2]string
+		for i, c := range cl {
+			st, b, err := c.do(ctx, "GET", fmt.Sprintf("/v1/state?task_id=%s&agent=%s", cc.TaskID, url.QueryEscape(cc.Agent)), nil)
+			if err != nil || st != http.StatusOK {
+				t.Fatalf("state through server %d: %d %s %v", i, st, b, err)
+			}
+			var s fence.State
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			states[i] = s.Phase() + " " + s.Claim
+		}
+		want := fmt.Sprintf("claim-%d", map[bool]int{true: 0, false: 1}[allowed[0]])
+		if states[0] != states[1] || !strings.HasSuffix(states[0], " "+want) {
+			t.Fatalf("round %d: states %q and %q, want both claimed by %s", round, states[0], states[1], want)
 		}
 	}
 }
