@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -217,6 +219,137 @@ func TestFenceDecidedOnceAcrossServers(t *testing.T) {
 		want := fmt.Sprintf("claim-%d", map[bool]int{true: 0, false: 1}[allowed[0]])
 		if states[0] != states[1] || !strings.HasSuffix(states[0], " "+want) {
 			t.Fatalf("round %d: states %q and %q, want both claimed by %s", round, states[0], states[1], want)
+		}
+	}
+}
+
+// TestOfflineVerbsOnPostgres: import, export, verify, call, tasks and
+// replay --db take a PostgreSQL database as they take an SQLite file, and
+// a log moves between the engines unchanged: imported into PostgreSQL and
+// exported again byte for byte, imported from there into SQLite, and the
+// same tool call answers the same at the same position on both.
+func TestOfflineVerbsOnPostgres(t *testing.T) {
+	for _, name := range []string{"cross-agent-notes", "branch-switch-compaction"} {
+		t.Run(name, func(t *testing.T) {
+			orig, err := os.ReadFile(fxLog(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pg := pgtest.NewDatabase(t)
+			fxMust(t, "import", "--db", pg, fxLog(name))
+			if out := fxMust(t, "export", "--db", pg); out != string(orig) {
+				t.Fatalf("export of the PostgreSQL database differs from the imported log")
+			}
+			if v := fxJSON(t, fxMust(t, "verify", "--db", pg)); v["clean"] != true {
+				t.Fatalf("verify on PostgreSQL: %v", v)
+			}
+			// From PostgreSQL into SQLite.
+			exported := filepath.Join(t.TempDir(), "pg.jsonl")
+			if err := os.WriteFile(exported, []byte(fxMust(t, "export", "--db", pg)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lite := filepath.Join(t.TempDir(), "lite.db")
+			fxMust(t, "import", "--db", lite, exported)
+			if out := fxMust(t, "export", "--db", lite); out != string(orig) {
+				t.Fatalf("export of the SQLite copy differs from the log")
+			}
+			// The same answers from both, at the end and at a past position.
+			tasks := fxMust(t, "tasks", "--db", pg)
+			if got := fxMust(t, "tasks", "--db", lite); got != tasks {
+				t.Fatalf("tasks differ:\nPostgreSQL %s\nSQLite     %s", tasks, got)
+			}
+			task := fxTask(t, fxLog(name))
+			evs := fxEvents(t, fxLog(name))
+			for _, until := range []string{"", fmt.Sprint(len(evs) / 2)} {
+				for _, tool := range [][]string{
+					{"notes_list_files_by_prefix", `{"prefix":""}`},
+					{"history_list_windows", `{}`},
+					{"notes_search_contents", `{"query":"a"}`},
+				} {
+					args := []string{"--task", task}
+					if until != "" {
+						args = append(args, "--until", until)
+					}
+					args = append(args, tool...)
+					a := fxMust(t, append([]string{"call", "--db", pg}, args...)...)
+					b := fxMust(t, append([]string{"call", "--db", lite}, args...)...)
+					if a != b {
+						t.Fatalf("call %v differs:\nPostgreSQL %s\nSQLite     %s", args, a, b)
+					}
+				}
+			}
+			// A replay into PostgreSQL gives the committed digest.
+			want, err := os.ReadFile(filepath.Join(fxLogsDir, name+".digest"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := fxMust(t, "replay", fxLog(name), "--db", pgtest.NewDatabase(t))
+			if !strings.Contains(out, strings.TrimSpace(string(want))) {
+				t.Fatalf("replay into PostgreSQL: no committed digest %s in\n%s", strings.TrimSpace(string(want)), out)
+			}
+		})
+	}
+}
+
+// TestSearchSeesOtherServersHistory: history synced through one server is
+// found by a search through the other, before and after the searching
+// server has loaded its in-memory chunk filters: they learn of the chunks
+// the other server sealed since.
+func TestSearchSeesOtherServersHistory(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
+	ctx := context.Background()
+	cc := crashAttach(t, cl[0], "/pg/search.jsonl", nil)
+	var ids []string
+	var last string
+	sync := func(word string, n int) {
+		t.Helper()
+		var entries []map[string]any
+		filler := strings.Repeat("lorem ipsum dolor sit amet ", 150) // ≈ 4 KB: 64 KiB chunks seal every ≈ 16 entries
+		for i := range n {
+			id := fmt.Sprintf("%s-%03d", word, i)
+			var parent any
+			if last != "" {
+				parent = last
+			}
+			entries = append(entries, map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": "2026-12-02T10:00:00.000Z",
+				"message": map[string]any{"role": "user", "content": fmt.Sprintf("%s %s marker-%s-%d", filler, word, word, i), "timestamp": 1}})
+			ids = append(ids, id)
+			last = id
+		}
+		st, b, err := cl[0].do(ctx, "POST", "/v1/history/sync", map[string]any{"context": cc, "entries": entries, "branch": ids})
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("sync: %d %s %v", st, b, err)
+		}
+	}
+	found := func(server int, needle string) int {
+		t.Helper()
+		st, b, err := cl[server].do(ctx, "POST", "/v1/tools/history_search_contents", map[string]any{"context": cc, "arguments": map[string]any{"query": needle}})
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("search through server %d: %d %s %v", server, st, b, err)
+		}
+		var res struct {
+			Details struct {
+				Results []json.RawMessage `json:"results"`
+			} `json:"details"`
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Details.Results)
+	}
+	sync("alpha", 40)
+	if n := found(1, "marker-alpha-33"); n != 1 {
+		t.Fatalf("server 1 finds %d items with marker-alpha-33, want 1", n)
+	}
+	sync("omega", 40) // sealed by server 0 after server 1 loaded its filters
+	for _, needle := range []string{"marker-omega-7", "marker-omega-38", "marker-alpha-39"} {
+		if n := found(1, needle); n != 1 {
+			t.Fatalf("server 1 finds %d items with %s, want 1", n, needle)
+		}
+		if n := found(0, needle); n != 1 {
+			t.Fatalf("server 0 finds %d items with %s, want 1", n, needle)
 		}
 	}
 }
