@@ -12,6 +12,7 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -21,6 +22,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/memoryd/memoryd/migrations"
 )
 
 const (
@@ -171,4 +175,20 @@ func Or(tb testing.TB, sqlitePath string) string {
 		tb.Fatalf("MEMORYD_TEST_ENGINE=%q: want sqlite or postgres", e)
 		return ""
 	}
+}
+
+// OpenMigrated opens a new database (NewDatabase) through database/sql,
+// with memoryd's PostgreSQL migrations applied, closed when tb ends: for
+// the tests of the schema and the queries below the store.
+func OpenMigrated(tb testing.TB) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("pgx", NewDatabase(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if err := migrations.UpPostgres(context.Background(), db); err != nil {
+		tb.Fatal(err)
+	}
+	return db
 }

@@ -24,19 +24,8 @@ import (
 )
 
 // testPostgresDB returns a new, migrated database on the PostgreSQL
-// server of the tests (internal/pgtest; skipped without one).
-func testPostgresDB(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := migrations.UpPostgres(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+// server of the tests (skipped without one).
+func testPostgresDB(t *testing.T) *sql.DB { return pgtest.OpenMigrated(t) }
 
 // pgTestDB is a PostgreSQL pool marked as the PostgreSQL store marks its
 // DBTX values, so that queriesOf picks the PostgreSQL queries.
