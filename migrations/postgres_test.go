@@ -1,4 +1,4 @@
-package migrations
+package migrations_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/memoryd/memoryd/internal/pgtest"
+	"github.com/memoryd/memoryd/migrations"
 )
 
 // postgresDB returns a new, empty database on the PostgreSQL server of
@@ -65,11 +66,11 @@ func TestUpPostgresTwice(t *testing.T) {
 	ctx := context.Background()
 	db := postgresDB(t)
 	for i := range 2 {
-		if err := UpPostgres(ctx, db); err != nil {
+		if err := migrations.UpPostgres(ctx, db); err != nil {
 			t.Fatalf("Up #%d: %v", i+1, err)
 		}
 	}
-	p, err := NewPostgresProvider(db)
+	p, err := migrations.NewPostgresProvider(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestUpPostgresTwice(t *testing.T) {
 func TestUpPostgresRefusesSQLASCII(t *testing.T) {
 	ctx := context.Background()
 	db := sqlASCIIDB(t)
-	err := UpPostgres(ctx, db)
+	err := migrations.UpPostgres(ctx, db)
 	if err == nil || !strings.Contains(err.Error(), "UTF8") {
 		t.Fatalf("Up on SQL_ASCII: %v, want an error naming UTF8", err)
 	}
@@ -123,7 +124,7 @@ type index struct {
 func TestPostgresSchemaIsSQLites(t *testing.T) {
 	ctx := context.Background()
 	pg := postgresDB(t)
-	if err := UpPostgres(ctx, pg); err != nil {
+	if err := migrations.UpPostgres(ctx, pg); err != nil {
 		t.Fatal(err)
 	}
 	lite, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "s.db"))
@@ -131,7 +132,7 @@ func TestPostgresSchemaIsSQLites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lite.Close()
-	if err := Up(ctx, lite); err != nil {
+	if err := migrations.Up(ctx, lite); err != nil {
 		t.Fatal(err)
 	}
 
