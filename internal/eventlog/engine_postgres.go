@@ -76,7 +76,7 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("--db: not a PostgreSQL URL: %w", pgSafe(err))
 	}
-	name := PostgresName(cfg)
+	name := postgresName(cfg)
 	writer, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, pgSafe(err))
@@ -101,9 +101,9 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	return newStore(writer, reader, opts, postgresEngine{}, nil), nil
 }
 
-// PostgresName is how a PostgreSQL database is named in messages and
+// postgresName is how a PostgreSQL database is named in messages and
 // logs: its user, host, port and database, never its password.
-func PostgresName(cfg *pgx.ConnConfig) string {
+func postgresName(cfg *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
@@ -118,7 +118,7 @@ func DatabaseName(db string) string {
 	if err != nil {
 		return "postgres://(a URL that cannot be parsed)"
 	}
-	return PostgresName(cfg)
+	return postgresName(cfg)
 }
 
 // pgSafe drops what a connection string error could repeat of the
