@@ -36,17 +36,13 @@ func NewDatabase(tb testing.TB) string {
 	return pgtest.Or(tb, filepath.Join(tb.TempDir(), "memory.db"))
 }
 
-// Postgres reports whether the tests run on PostgreSQL
-// (MEMORYD_TEST_ENGINE=postgres).
-func Postgres() bool { return pgtest.Engine() == "postgres" }
-
 // OpenAt is Open on the database at path (created if needed). Closing
 // the Service before the test ends is allowed.
 func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service {
 	tb.Helper()
 	svc, err := memory.Open(context.Background(), path, opts)
 	if err != nil {
-		tb.Fatalf("open %s: %v", filepath.Base(path), err) // a URL's base is its database
+		tb.Fatalf("open %s: %v", memory.DatabaseName(path), err)
 	}
 	tb.Cleanup(func() { svc.Close() })
 	return svc

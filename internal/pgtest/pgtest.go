@@ -151,17 +151,9 @@ func WithDatabase(conn, name string) (string, error) {
 	return out, nil
 }
 
-// Engine is the engine the tests that can run on both run on:
-// MEMORYD_TEST_ENGINE, "sqlite" (the default) or "postgres". .ci/run runs
-// the store, projection, tool, HTTP and scenario tests once with each.
-func Engine() string {
-	if os.Getenv("MEMORYD_TEST_ENGINE") == "postgres" {
-		return "postgres"
-	}
-	return "sqlite"
-}
-
-// Or returns sqlitePath, or, when the tests run on PostgreSQL (Engine),
+// Or returns sqlitePath, or, when the tests run on PostgreSQL
+// (MEMORYD_TEST_ENGINE=postgres; .ci/run runs the store, projection, tool,
+// HTTP, inspector and scenario tests once with each engine),
 // a new PostgreSQL database (NewDatabase): where a test that runs on both
 // engines keeps its database.
 func Or(tb testing.TB, sqlitePath string) string {
