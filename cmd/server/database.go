@@ -12,20 +12,30 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// defaultDBPath returns $XDG_DATA_HOME/memoryd/memory.db, else
-// ~/.local/share/memoryd/memory.db.
+// defaultDBPath returns MEMORYD_DB, else memory.db in the default data
+// folder (defaultDataDir).
 func defaultDBPath(getenv func(string) string) (string, error) {
 	if p := getenv("MEMORYD_DB"); p != "" {
 		return p, nil
 	}
+	dir, err := defaultDataDir(getenv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "memory.db"), nil
+}
+
+// defaultDataDir returns $XDG_DATA_HOME/memoryd, else
+// ~/.local/share/memoryd.
+func defaultDataDir(getenv func(string) string) (string, error) {
 	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "memoryd", "memory.db"), nil
+		return filepath.Join(x, "memoryd"), nil
 	}
 	home := getenv("HOME")
 	if home == "" {
 		return "", errors.New("cannot find a home folder for the default database: set --db, MEMORYD_DB or HOME")
 	}
-	return filepath.Join(home, ".local", "share", "memoryd", "memory.db"), nil
+	return filepath.Join(home, ".local", "share", "memoryd"), nil
 }
 
 // openService opens (creating with a 0700 folder, the file 0600) the

@@ -353,3 +353,27 @@ func TestSearchSeesOtherServersHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenFileForPostgres: with a PostgreSQL database and no
+// MEMORYD_TOKEN, the token file is the default data folder's (there is no
+// database folder), made 0700/0600 and kept across starts.
+func TestTokenFileForPostgres(t *testing.T) {
+	xdg := t.TempDir()
+	env := map[string]string{"XDG_DATA_HOME": xdg, "HOME": t.TempDir()}
+	getenv := func(k string) string { return env[k] }
+	tok, err := loadToken(getenv, "postgres://u@db.example/memoryd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(xdg, "memoryd", "token")
+	b, err := os.ReadFile(path)
+	if err != nil || strings.TrimSpace(string(b)) != tok || len(tok) != 64 {
+		t.Fatalf("token file %s: %q, %v; token %q", path, b, err, tok)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode: %v %v", fi.Mode(), err)
+	}
+	if again, err := loadToken(getenv, "postgres://u@db.example/memoryd"); err != nil || again != tok {
+		t.Fatalf("second start: %q %v, want the same token", again, err)
+	}
+}

@@ -25,16 +25,10 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	}
 	dir := filepath.Dir(dbPath)
 	if memory.IsPostgres(dbPath) {
-		def, err := defaultDBPath(func(k string) string {
-			if k == "MEMORYD_DB" {
-				return ""
-			}
-			return getenv(k)
-		})
-		if err != nil {
+		var err error
+		if dir, err = defaultDataDir(getenv); err != nil {
 			return "", err
 		}
-		dir = filepath.Dir(def)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("create the token's folder: %w", err)
 		}
