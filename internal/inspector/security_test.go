@@ -233,13 +233,14 @@ func TestUIOnlyReads(t *testing.T) {
 				t.Errorf("%s %s: %d, want 405", m, p, resp.StatusCode)
 			}
 		}
+		if strings.HasPrefix(p, "/ui/log") {
+			continue // the login pages answer without a session, and logout would end this one
+		}
 		resp, _ := s.get(t, c, p)
-		if resp.StatusCode >= 500 {
-			t.Errorf("GET %s: %d", p, resp.StatusCode)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d, want 200 (the session must last the walk)", p, resp.StatusCode)
 		}
-		if !strings.HasPrefix(p, "/ui/log") {
-			checkHeaders(t, "GET "+p, resp.Header, "no-referrer")
-		}
+		checkHeaders(t, "GET "+p, resp.Header, "no-referrer")
 	}
 	s.svc.StopAudit()
 	if after := lastPosition(t, s.svc); after != before {
