@@ -55,24 +55,42 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	if ip := net.ParseIP(mustHost(addr)); ip == nil || !ip.IsLoopback() {
+	// Listen first: whether the address is loopback is the listener's (a
+	// host name resolves), and a refusal opens no database.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
 		return &usageError{fmt.Sprintf("inspect listens on loopback only; --addr %q is not a loopback address", o.addr)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// leave is set when a page outlived the shutdown and may still read
+	// the store: it is then neither closed nor removed.
+	leave := false
 	var svc *memory.Service
 	if o.db != "" {
 		if svc, err = openExistingService(ctx, o.db, in.stderr); err != nil {
 			return err
 		}
-		defer svc.Close()
+		defer func() {
+			if !leave {
+				svc.Close()
+			}
+		}()
 	} else {
 		scratch, cleanup, err := forensics.Scratch(ctx)
 		if err != nil {
 			return err
 		}
-		defer cleanup()
+		defer func() {
+			if !leave {
+				cleanup()
+			}
+		}()
 		lr, closeLog, err := openLog(in.args[0], in.stdin)
 		if err != nil {
 			return err
@@ -85,15 +103,14 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 		svc = scratch
 	}
 
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	defer ln.Close()
 	log := slog.New(slog.NewTextHandler(in.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := api.Config{Service: svc, Logger: log, CheckHost: true, InspectorOnly: true}
 	ui := api.NewInspector(cfg) // no token: the one-time link is the login
-	defer ui.Close()
+	defer func() {
+		if !leave {
+			ui.Close()
+		}
+	}()
 	cfg.Inspector = ui
 	srv := &http.Server{Handler: api.NewServer(cfg), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -101,6 +118,8 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 	fmt.Fprintf(in.stdout, "listening on %s\n", url)
 	fmt.Fprintf(in.stdout, "open once to log in: %s%s\n", url, ui.LoginLink())
 
+	d := newDrain()
+	d.install(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -108,19 +127,12 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
+	if err := d.stop(srv, 5*time.Second, log); err != nil {
+		leave = true
+		return err
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
-}
-
-// mustHost is the host of a HOST:PORT that listenAddress made.
-func mustHost(hostport string) string {
-	host, _, _ := net.SplitHostPort(hostport)
-	return host
 }
