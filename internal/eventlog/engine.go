@@ -2,7 +2,10 @@ package eventlog
 
 import (
 	"context"
+	"database/sql"
 	"strings"
+
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
@@ -43,9 +46,24 @@ type PostgresDB interface {
 	PostgreSQL()
 }
 
+// OnPostgres reports whether db is a connection, transaction or pool of a
+// log on PostgreSQL: a PostgresDB (Tx.DB, ReadTx.DB), or the store's reader
+// pool (Store.Reader), an *sql.DB of pgx's driver. The one place that tells
+// the engines apart, for the log's queries and the projections'.
+func OnPostgres(db DBTX) bool {
+	switch db := db.(type) {
+	case PostgresDB:
+		return true
+	case *sql.DB:
+		_, ok := db.Driver().(*stdlib.Driver)
+		return ok
+	}
+	return false
+}
+
 // queriesOf returns the log's queries on db in db's dialect.
 func queriesOf(db DBTX) eventsdb.Querier {
-	if _, ok := db.(PostgresDB); ok {
+	if OnPostgres(db) {
 		return postgresQueries{db}
 	}
 	return eventsdb.New(db)

@@ -1,10 +1,6 @@
 package projections
 
 import (
-	"database/sql"
-
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 	"github.com/memoryd/memoryd/internal/projections/projectionspg"
@@ -19,24 +15,11 @@ import (
 
 //go:generate go run pgqueries_gen.go
 
-// queriesOf returns the projections' queries over db, for its engine: the
-// PostgreSQL store's connections and transactions are
-// eventlog.PostgresDB, and its reader pool (Store.Reader) an *sql.DB of
-// pgx's driver.
+// queriesOf returns the projections' queries over db, for its engine
+// (eventlog.OnPostgres tells them apart).
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
-	if postgres(db) {
+	if eventlog.OnPostgres(db) {
 		return pgQueries{projectionspg.New(db)}
 	}
 	return projectionsdb.New(db)
-}
-
-func postgres(db projectionsdb.DBTX) bool {
-	switch db := db.(type) {
-	case eventlog.PostgresDB:
-		return true
-	case *sql.DB:
-		_, ok := db.Driver().(*stdlib.Driver)
-		return ok
-	}
-	return false
 }
