@@ -21,11 +21,14 @@ import (
 
 // Audit batching: a batch commits when it holds auditBatch records or
 // when auditDelay has passed since its first record. At most auditQueue
-// records wait.
+// records, holding at most auditQueueBytes of arguments and response
+// bodies (kept whole until the audit's goroutine digests them), wait; a
+// record larger than that waits alone.
 const (
-	auditBatch = 512
-	auditDelay = 20 * time.Millisecond
-	auditQueue = 8192
+	auditBatch      = 512
+	auditDelay      = 20 * time.Millisecond
+	auditQueue      = 8192
+	auditQueueBytes = 64 << 20
 )
 
 // auditor appends audit records in batches from one goroutine, so that a
@@ -40,11 +43,12 @@ type auditor struct {
 	store *eventlog.Store
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	pending []auditEntry
-	space   *sync.Cond // signalled when pending is taken
-	closed  bool
-	wake    chan struct{} // capacity 1: run has work (or must stop)
+	mu           sync.Mutex
+	pending      []auditEntry
+	pendingBytes int        // of pending's arguments and bodies
+	space        *sync.Cond // signalled when pending is taken
+	closed       bool
+	wake         chan struct{} // capacity 1: run has work (or must stop)
 
 	done  chan struct{}
 	known map[string]bool // streams of agents found registered (used by run only)
@@ -143,8 +147,9 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	} else {
 		e.rec.Outcome, e.body = "ok", body
 	}
+	size := len(e.args) + len(e.body)
 	a.mu.Lock()
-	for len(a.pending) >= auditQueue && !a.closed {
+	for (len(a.pending) >= auditQueue || len(a.pending) > 0 && a.pendingBytes+size > auditQueueBytes) && !a.closed {
 		a.space.Wait()
 	}
 	if a.closed {
@@ -152,6 +157,7 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 		return // a call that outlived Close (a shutdown timeout) is not recorded
 	}
 	a.pending = append(a.pending, e)
+	a.pendingBytes += size
 	n := len(a.pending)
 	a.mu.Unlock()
 	switch n {
@@ -301,7 +307,7 @@ func (a *auditor) run() {
 		// Take what waits, leaving run's other slice for the next records.
 		a.mu.Lock()
 		taken := a.pending
-		a.pending = spare[:0]
+		a.pending, a.pendingBytes = spare[:0], 0
 		closed := a.closed
 		a.space.Broadcast()
 		a.mu.Unlock()
