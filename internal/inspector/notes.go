@@ -2,9 +2,11 @@ package inspector
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
@@ -21,7 +23,7 @@ type noteFile struct {
 }
 
 // Full is the note's virtual path, as the tools name it.
-func (f *noteFile) Full() string { return f.Owner + "/notes/" + f.Path }
+func (f *noteFile) Full() string { return address.Full(f.Owner, f.Path) }
 
 // noteRev is one revision: the note.written or note.appended event that
 // made it, who wrote it, and the text that event carried.
@@ -113,17 +115,8 @@ func (f *noteFile) contentAt(n int) string {
 // revisionsBefore lists at most n revisions made before position before
 // (0: all), newest first, and the cursor of the older ones (0: none).
 func (f *noteFile) revisionsBefore(before int64, n int) ([]noteRev, int64) {
-	end := len(f.Revs)
-	if before > 0 {
-		end = sort.Search(len(f.Revs), func(i int) bool { return f.Revs[i].Position >= before })
-	}
-	start := max(end-n, 0)
-	page := make([]noteRev, 0, end-start)
-	for i := end - 1; i >= start; i-- {
-		page = append(page, f.Revs[i])
-	}
-	if start == 0 {
-		return page, 0
-	}
-	return page, f.Revs[start].Position
+	page, older := lastBefore(f.Revs, func(r noteRev) int64 { return r.Position }, before, n)
+	page = slices.Clone(page)
+	slices.Reverse(page)
+	return page, older
 }

@@ -65,10 +65,8 @@ type auditCall struct {
 
 // usagePoint is one usage report.
 type usagePoint struct {
-	Position      int64
-	Used          int64
-	ContextWindow int64
-	Due           string
+	Position int64
+	Used     int64
 }
 
 const streamPage = 1000
@@ -131,13 +129,7 @@ func (tl *timeline) add(ev events.Event) error {
 		st.Summary = "re-attached"
 	case *events.UsageReported:
 		if p.TokensUsed != nil {
-			u := usagePoint{Position: ev.Position, Used: *p.TokensUsed, Due: p.Due}
-			if w := p.ContextWindow; w != nil {
-				u.ContextWindow = *w
-			} else if w := tl.State.ContextWindow; w != nil {
-				u.ContextWindow = *w
-			}
-			tl.Usage = append(tl.Usage, u)
+			tl.Usage = append(tl.Usage, usagePoint{Position: ev.Position, Used: *p.TokensUsed})
 		}
 		if p.Due == "" {
 			return nil // usage without a threshold crossed: a point on the plot, not a step
