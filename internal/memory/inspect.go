@@ -16,35 +16,13 @@ import (
 // memory must not change its log), and the caller's checkpoint fence does
 // not block it (the inspector looks at the agent; it is not the agent).
 func (s *Service) InspectTool(ctx context.Context, name string, cc CallContext, args json.RawMessage) (ToolResult, error) {
-	if !tools.Known(name) {
-		return ToolResult{}, notFoundf("unknown tool %q", name)
-	}
-	if tools.Writes(name) {
-		return ToolResult{}, invalidf("%s writes; the inspector only reads", name)
+	if tools.Writes(name) || name == tools.NotesReadFile {
+		return ToolResult{}, invalidf("%s is not available to the inspector, which only reads without the fence", name)
 	}
 	if err := checkCallID(cc); err != nil {
 		return ToolResult{}, err
 	}
-	if err := tools.Validate(name, args); err != nil {
-		return ToolResult{}, invalidf("%s: the arguments do not match the tool's schema", name)
-	}
-	switch name {
-	case tools.NotesListFilesByPrefix:
-		return runRead(ctx, s, name, cc, args, nil, false, listNotes)
-	case tools.NotesSearchContents:
-		return runRead(ctx, s, name, cc, args, nil, false, searchNotes)
-	case tools.HistoryListWindows:
-		return runRead(ctx, s, name, cc, args, nil, false, listWindows)
-	case tools.HistoryListItems:
-		return runRead(ctx, s, name, cc, args, nil, false, listItems)
-	case tools.HistoryReadItem:
-		return runRead(ctx, s, name, cc, args, nil, false, readItem)
-	case tools.HistorySearchContents:
-		return runRead(ctx, s, name, cc, args, nil, false, searchHistory)
-	case tools.GetContextRemaining:
-		return runRead(ctx, s, name, cc, args, nil, false, contextRemaining)
-	}
-	return ToolResult{}, invalidf("%s is not available to the inspector", name)
+	return s.callTool(ctx, name, cc, args, "", nil, false)
 }
 
 // StreamEvents returns one page of the events of one agent's stream

@@ -150,7 +150,7 @@ type readNoteDetails struct {
 	NextOffsetChars *int   `json:"next_offset_chars"`
 }
 
-// readNoteTool is notes_read_file, a read tool (readTool) whose caller
+// readNoteTool is notes_read_file, a read tool (runRead) whose caller
 // and note come in one query (Reader.AgentWithNote), or from the note
 // cache when nothing was committed since they were read. The path is
 // parsed once, before the transaction; one that does not parse is refused

@@ -22,7 +22,7 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 	if s.audit == nil {
 		at = nil
 	}
-	res, err := s.callTool(ctx, name, cc, args, requestID, at)
+	res, err := s.callTool(ctx, name, cc, args, requestID, at, true)
 	if s.audit != nil && tools.Known(name) {
 		s.audit.record(name, cc, args, pos, &res, err)
 	}
@@ -30,8 +30,10 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 }
 
 // callTool runs a tool and sets *pos (unless pos is nil) to the log
-// position it read at.
-func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64) (ToolResult, error) {
+// position it read at. gate says whether the caller's checkpoint fence may
+// block a read tool (the inspector's reads are not the agent's:
+// InspectTool); notes_read_file and the writes are always gated.
+func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64, gate bool) (ToolResult, error) {
 	if !tools.Known(name) {
 		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the 11 tools", name)
 	}
@@ -48,25 +50,25 @@ func (s *Service) callTool(ctx context.Context, name string, cc CallContext, arg
 	}
 	switch name {
 	case tools.NotesListFilesByPrefix:
-		return readTool(ctx, s, name, cc, args, pos, listNotes)
+		return runRead(ctx, s, name, cc, args, pos, gate, listNotes)
 	case tools.NotesReadFile:
 		return readNoteTool(ctx, s, name, cc, args, pos)
 	case tools.NotesSearchContents:
-		return readTool(ctx, s, name, cc, args, pos, searchNotes)
+		return runRead(ctx, s, name, cc, args, pos, gate, searchNotes)
 	case tools.NotesAppendToFile:
 		return writeNoteTool(ctx, s, name, cc, args, requestID, true, pos)
 	case tools.NotesWriteFile:
 		return writeNoteTool(ctx, s, name, cc, args, requestID, false, pos)
 	case tools.HistoryListWindows:
-		return readTool(ctx, s, name, cc, args, pos, listWindows)
+		return runRead(ctx, s, name, cc, args, pos, gate, listWindows)
 	case tools.HistoryListItems:
-		return readTool(ctx, s, name, cc, args, pos, listItems)
+		return runRead(ctx, s, name, cc, args, pos, gate, listItems)
 	case tools.HistoryReadItem:
-		return readTool(ctx, s, name, cc, args, pos, readItem)
+		return runRead(ctx, s, name, cc, args, pos, gate, readItem)
 	case tools.HistorySearchContents:
-		return readTool(ctx, s, name, cc, args, pos, searchHistory)
+		return runRead(ctx, s, name, cc, args, pos, gate, searchHistory)
 	case tools.GetContextRemaining:
-		return readTool(ctx, s, name, cc, args, pos, contextRemaining)
+		return runRead(ctx, s, name, cc, args, pos, gate, contextRemaining)
 	case tools.NewContext:
 		if err := decodeArgs(name, args, &struct{}{}); err != nil {
 			return ToolResult{}, err
@@ -89,15 +91,9 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 	return nil
 }
 
-// readTool runs a read-only tool in one read transaction, so every query
-// it makes sees the same snapshot. The checkpoint fence blocks it.
-func readTool[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64,
-	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
-	return runRead(ctx, s, name, cc, raw, pos, true, fn)
-}
-
-// runRead is readTool; gate says whether the caller's fence may block
-// the read (the inspector's reads are not the agent's: InspectTool).
+// runRead runs a read-only tool in one read transaction, so every query
+// it makes sees the same snapshot; gate says whether the caller's
+// checkpoint fence may block it.
 func runRead[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64, gate bool,
 	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
 	var args A
