@@ -1,9 +1,8 @@
 -- +goose Up
 -- An agent's lifecycle events (what its checkpoint fence folds) and its
 -- audited calls, each by stream and position, for the inspector's
--- timeline: through the (stream, stream_version) index it read every
--- event of the stream, most of them note and history events. Partial
--- indexes: a note or history event is in neither, so the write path of
+-- timeline, which reads them without the stream's note and history events
+-- (most of a stream). Partial indexes: a note or history event is in neither, so the write path of
 -- notes and history pays only the test of its type. No rebuild is
 -- needed: an index is built from the rows as they are.
 CREATE INDEX events_lifecycle ON events (stream, position)

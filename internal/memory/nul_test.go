@@ -55,8 +55,13 @@ func TestNULInIdentifiersRefused(t *testing.T) {
 	if b, _ := json.Marshal(res); !strings.Contains(string(b), `a\u0000b`) {
 		t.Errorf("a note's text lost its U+0000: %s", b)
 	}
-	if _, err := histSyncErr(s, cc, []json.RawMessage{msg("e6", "user", "")}, []string{"e6"}, nil); err != nil {
-		t.Fatalf("a plain entry after the refusals: %v", err)
+	textNUL := json.RawMessage(`{"type":"message","id":"e6","parentId":null,"timestamp":"2026-12-02T10:00:00.000Z","message":{"role":"user","content":"zero\u0000byte","timestamp":1}}`)
+	if _, err := histSyncErr(s, cc, []json.RawMessage{textNUL}, []string{"e6"}, nil); err != nil {
+		t.Fatalf("an entry with U+0000 in its text: %v", err)
+	}
+	found := mustCall(t, s, cc, "history_search_contents", `{"query":"byte"}`)
+	if b, _ := json.Marshal(found); !strings.Contains(string(b), `zero\u0000byte`) {
+		t.Errorf("history text lost its U+0000: %s", b)
 	}
 }
 
