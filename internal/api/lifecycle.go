@@ -14,6 +14,13 @@ type usageRequest struct {
 	ContextWindow *int64             `json:"context_window"`
 }
 
+type branchRequest struct {
+	Context       memory.CallContext `json:"context"`
+	TokensUsed    *int64             `json:"tokens_used"`
+	ContextWindow *int64             `json:"context_window"`
+	FenceInBranch bool               `json:"fence_in_branch"`
+}
+
 type controlRequest struct {
 	Context   memory.CallContext `json:"context"`
 	Kind      string             `json:"kind"`
@@ -65,6 +72,13 @@ type manualRequest struct {
 func handleLifecycleUsage(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	return jsonHandler(log, func(r *http.Request, q usageRequest, id string) (memory.UsageResult, error) {
 		return svc.ReportUsage(r.Context(), q.Context, q.TokensUsed, q.ContextWindow, id)
+	})
+}
+
+// handleLifecycleBranch handles "POST /v1/lifecycle/branch".
+func handleLifecycleBranch(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+	return jsonHandler(log, func(r *http.Request, q branchRequest, id string) (memory.UsageResult, error) {
+		return svc.BranchChanged(r.Context(), q.Context, q.TokensUsed, q.ContextWindow, q.FenceInBranch, id)
 	})
 }
 

@@ -83,6 +83,7 @@ var lcCommands = []struct {
 	{"manual:saved", lcManual(fence.ActionSaved, "m1"), evManualStep},
 	{"manual:compacting", lcManual(fence.ActionCompacting, "m1"), evManualStep},
 	{"manual:cancel", lcManual(fence.ActionCancel, "m1"), evCancelled},
+	{"branch:below", lcBranch(50000, false), evLifted},
 }
 
 // lcMatrix is the expected answer of every command (row) in every state
@@ -101,6 +102,8 @@ var lcCommands = []struct {
 //	saved  admit: blocked with the checkpoint-saved reason; records
 //	       lifecycle.call_blocked, the state otherwise unchanged
 //	=      200, the row's event recorded, the phase unchanged
+//	PHASE+L  as PHASE, and lifecycle.fence_lifted recorded after the
+//	       row's event (a refused rollover lifts a fallback's fence)
 //	PHASE  200, the row's event recorded, the new phase (R READY,
 //	       RM REMINDED, FQ FALLBACK_QUEUED, F FENCED, FC FENCED_CLAIMED,
 //	       CS CHECKPOINT_SAVED, RP ROLLOVER_PENDING, RO ROLLING_OVER,
@@ -127,11 +130,15 @@ var lcCommands = []struct {
 //     manual checkpoint is active [23]; the same reason again returns the
 //     prepared window [14].
 //   - commit and fail need a prepared window [15, 16, 17, 24]; a failure
-//     without one is ignored (contract notes).
+//     without one is ignored (contract notes); a refusal of the rollover a
+//     saved fallback checkpoint asked for lifts the fence [16].
 //   - manual: request [18, 24] (duplicates merge; a saved checkpoint is
 //     reused); saved [19] and compacting [20] move forward only; cancel
 //     [21, 22] ends the manual checkpoint in any phase until its window is
 //     prepared, then the rollover is stopped with rollover/fail instead.
+//   - branch: a branch without the fence's message, below the fallback
+//     threshold, lifts a fallback's fence waiting for its checkpoint [29];
+//     nothing else changes.
 const lcMatrix = `
 row                    R     R/reu RM    FQ    FQ/h  F     FC    CS    RP    RP/h  RO    RO/f  RO/m  MA/q  MA    MA/c  MS    MC    MC/p
 delivered:reminder     RM    RM    -     =     =     =     =     =     =     =     =     =     =     =     =     =     =     =     =
@@ -152,11 +159,12 @@ prepare:manual_compact 409   409   409   409   409   409   409   409   409   409
 prepare:overflow       RO    RO    RO    RO    RO    RO    RO    RO    RO    RO    409   409   409   409   409   409   409   409   409
 commit:w2              409   409   409   409   409   409   409   409   409   409   R     R     R     409   409   409   409   409   R
 fail:aborted           ign   ign   ign   ign   ign   ign   ign   ign   ign   ign   RP    CS    MS    ign   ign   ign   ign   ign   MC
-fail:not-aborted       ign   ign   ign   ign   ign   ign   ign   ign   ign   ign   R     F     R     ign   ign   ign   ign   ign   R
+fail:not-aborted       ign   ign   ign   ign   ign   ign   ign   ign   ign   ign   R     R+L   R     ign   ign   ign   ign   ign   R
 manual:request         MA    MS    MA    MA    MA    MA    MA    MS    MA    MA    409   409   409   -     -     -     -     -     409
 manual:saved           409   409   409   409   409   409   409   409   409   409   409   409   -     MS    MS    MS    -     409   409
 manual:compacting      409   409   409   409   409   409   409   409   409   409   409   409   MC    409   409   409   MC    -     -
 manual:cancel          409   R     409   409   409   409   409   409   409   409   409   409   409   R     R     R     R     R     409
+branch:below           -     -     -     -     -     R     R     -     -     -     -     -     -     -     -     -     -     -     -
 `
 
 var lcPhaseAbbrev = map[string]string{
@@ -212,7 +220,7 @@ func lcParseMatrix(tb testing.TB) map[string]map[string]string {
 			switch c {
 			case "409", "-", "ign", "stale", "allow", "block", "saved", "=":
 			default:
-				if lcPhaseAbbrev[c] == "" {
+				if lcPhaseAbbrev[strings.TrimSuffix(c, "+L")] == "" {
 					tb.Fatalf("matrix row %q, column %s: unknown cell %q", f[0], cols[i], c)
 				}
 			}
@@ -358,12 +366,15 @@ func lcCheckCell(t *testing.T, a lcAgent, phase string, do lcStep, event, cell s
 			t.Errorf("state changed:\n%s\n→\n%s", before, after)
 		}
 	default:
-		want := phase
+		want, wantEvents := phase, []string{event}
+		if phaseCell, lifted := strings.CutSuffix(cell, "+L"); lifted {
+			cell, wantEvents = phaseCell, append(wantEvents, evLifted)
+		}
 		if cell != "=" {
 			want = lcPhaseAbbrev[cell]
 		}
-		if !slices.Equal(evs, []string{event}) {
-			t.Errorf("events %v, want [%s]", evs, event)
+		if !slices.Equal(evs, wantEvents) {
+			t.Errorf("events %v, want %v", evs, wantEvents)
 		}
 		if afterPhase != want {
 			t.Errorf("phase %v, want %s; state %s", afterPhase, want, after)

@@ -144,6 +144,10 @@ func lcUsage(used int64) lcStep {
 	return lcStep{path: "/v1/lifecycle/usage", body: map[string]any{"tokens_used": used}}
 }
 
+func lcBranch(used int64, fenceInBranch bool) lcStep {
+	return lcStep{path: "/v1/lifecycle/branch", body: map[string]any{"tokens_used": used, "fence_in_branch": fenceInBranch}}
+}
+
 func lcDelivered(kind, window string) lcStep {
 	return lcStep{path: "/v1/lifecycle/delivered", body: map[string]any{"kind": kind, "window_id": window, "request_id": kind + "-" + window}}
 }
@@ -353,6 +357,7 @@ const (
 	evManual     = events.TypeManualRequested
 	evManualStep = events.TypeManualPhaseChanged
 	evCancelled  = events.TypeManualCancelled
+	evLifted     = events.TypeFenceLifted
 )
 
 var lcRows = []lcRow{
@@ -643,14 +648,13 @@ var lcRows = []lcRow{
 		events: []string{evUsage}, phase: fence.Ready},
 
 	// Row 16: a real compaction failure.
-	{name: "16 fallback rollover fails: FENCED, fence stays armed", from: lcRollingFB, fromPhase: fence.RollingOver,
-		do: lcFail(false), resp: map[string]string{"ignored": "false"},
-		events: []string{evFailed}, phase: fence.Fenced,
-		state: map[string]string{"fence_active": "true", "checkpoint_saved": "false", "pending_new_context": "false",
-			"claim": lcAbsent, "pending_window_id": lcAbsent, "checkpoint_call_id": lcAbsent}},
-	{name: "16 after the failure the checkpoint can be rewritten", from: lcSeq(lcRollingFB, []lcStep{lcFail(false)}),
-		fromPhase: fence.Fenced, do: lcTool("notes_write_file", "c7", lcOwnWrite), resp: map[string]string{"terminate": "true"},
-		events: []string{events.TypeNoteWritten, evSaved}, phase: fence.CheckpointSaved},
+	{name: "16 fallback rollover refused: the fence is lifted", from: lcRollingFB, fromPhase: fence.RollingOver,
+		do: lcFail(false), resp: map[string]string{"ignored": "false", "state.threshold_due": `"fallback"`},
+		events: []string{evFailed, evLifted}, phase: fence.Ready,
+		state: map[string]string{"fence_active": "false", "checkpoint_saved": "false", "pending_new_context": "false",
+			"claim": lcAbsent, "pending_window_id": lcAbsent, "checkpoint_call_id": lcAbsent, "fallback_delivered": "false"}},
+	{name: "16 after the refusal tools are open", from: lcSeq(lcRollingFB, []lcStep{lcFail(false)}),
+		fromPhase: fence.Ready, do: lcTool("history_list_windows", "c7", `{}`), events: []string{}, phase: fence.Ready},
 	{name: "16 new_context rollover fails: READY, request cleared", from: lcRollingNC, fromPhase: fence.RollingOver,
 		do: lcFail(false), events: []string{evFailed}, phase: fence.Ready,
 		state: map[string]string{"pending_new_context": "false", "window_id": `"w1"`}},
@@ -793,6 +797,20 @@ var lcRows = []lcRow{
 	{name: "26 overflow commit: READY, fence reset", from: lcSeq(lcFenced, []lcStep{lcPrepare(fence.ReasonOverflow)}),
 		fromPhase: fence.RollingOver, do: lcCommit("w2"), events: []string{evCommitted}, phase: fence.Ready,
 		state: map[string]string{"window_id": `"w2"`, "fence_active": "false", "fallback_delivered": "false"}},
+
+	// Row 29: the host moved to another branch (Pi's /tree).
+	{name: "29 branch without the fallback, below its threshold: lifted", from: lcFenced, fromPhase: fence.Fenced,
+		do: lcBranch(50000, false), resp: map[string]string{"due": "null", "state.phase": `"READY"`},
+		events: []string{evLifted}, phase: fence.Ready, state: map[string]string{"fence_active": "false", "fallback_due": "false"}},
+	{name: "29 branch without the fallback, above its threshold: delivered again", from: lcClaimed, fromPhase: fence.FencedClaimed,
+		do: lcBranch(90000, false), resp: map[string]string{"due": `"fallback"`}, events: []string{}, phase: fence.FencedClaimed},
+	{name: "29 branch with the fallback: unchanged", from: lcFenced, fromPhase: fence.Fenced,
+		do: lcBranch(50000, true), resp: map[string]string{"due": "null"}, events: []string{}, phase: fence.Fenced},
+	{name: "29 checkpoint saved: unchanged", from: lcSaved, fromPhase: fence.CheckpointSaved,
+		do: lcBranch(50000, false), resp: map[string]string{"due": "null", "state.rollover_due": `"fallback"`},
+		events: []string{}, phase: fence.CheckpointSaved},
+	{name: "29 negative usage is refused", from: lcFenced, fromPhase: fence.Fenced,
+		do: lcBranch(-1, false), status: 400, events: []string{}, phase: fence.Fenced},
 
 	// Row 27 (session_shutdown) is host-side: the Pi extension's
 	// session_shutdown handler (clients/pi-extension/src/index.ts) forgets

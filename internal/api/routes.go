@@ -85,6 +85,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Get("/v1/tasks", handleTasksList(log, cfg.Service))
 		r.Get("/v1/state", handleState(log, cfg.Service))
 		r.Post("/v1/lifecycle/usage", handleLifecycleUsage(log, cfg.Service))
+		r.Post("/v1/lifecycle/branch", handleLifecycleBranch(log, cfg.Service))
 		r.Post("/v1/lifecycle/delivered", handleLifecycleDelivered(log, cfg.Service))
 		r.Post("/v1/lifecycle/arm", handleLifecycleArm(log, cfg.Service))
 		r.Post("/v1/lifecycle/admit", handleLifecycleAdmit(log, cfg.Service))

@@ -32,6 +32,7 @@ const (
 	TypeManualRequested     = "lifecycle.manual_requested"
 	TypeManualPhaseChanged  = "lifecycle.manual_phase_changed"
 	TypeManualCancelled     = "lifecycle.manual_cancelled"
+	TypeFenceLifted         = "lifecycle.fence_lifted"
 
 	TypeToolCalled = "audit.tool_called"
 )
@@ -62,6 +63,7 @@ var Catalog = []CatalogEntry{
 	{Type: TypeManualRequested, Schema: 1, New: func() any { return new(ManualRequested) }},
 	{Type: TypeManualPhaseChanged, Schema: 1, New: func() any { return new(ManualPhaseChanged) }},
 	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
+	{Type: TypeFenceLifted, Schema: 1, New: func() any { return new(FenceLifted) }},
 	{Type: TypeToolCalled, Schema: 2, New: func() any { return new(ToolCalled) }},
 }
 
@@ -303,6 +305,24 @@ type RolloverFailed struct {
 	AgentRef
 	Aborted bool   `json:"aborted"`
 	Error   string `json:"error,omitempty"`
+}
+
+// Reasons a fallback fence is lifted (FenceLifted.Reason).
+const (
+	// LiftRolloverRefused: the checkpoint was saved, and Pi refused the
+	// rollover it asked for (e.g. "Nothing to compact (session too small)").
+	LiftRolloverRefused = "rollover_refused"
+	// LiftBranchChanged: the branch now in context lacks the fallback
+	// message and is below the fallback threshold.
+	LiftBranchChanged = "branch_changed"
+)
+
+// FenceLifted records a fallback fence ended without a rollover, for
+// Reason (LiftRolloverRefused or LiftBranchChanged): tools reopen.
+type FenceLifted struct {
+	AgentRef
+	Reason   string `json:"reason"`
+	WindowID string `json:"window_id"`
 }
 
 // ManualRequested records a manual /compact: a checkpoint is awaited, or a

@@ -244,11 +244,47 @@ func Commit(ref events.AgentRef, s State, windowID, compactionEntryID string) (D
 
 // Fail decides a failed compaction. Without a prepared rollover it is the
 // failure of an attempt memoryd refused or never saw, and is ignored.
+//
+// A refusal (not aborted) of the rollover a saved fallback checkpoint asked
+// for also lifts the fallback's fence: Pi will not roll this branch over
+// (e.g. "Nothing to compact"), so keeping every tool blocked would stop the
+// agent for good; the host tells the model the window was not reset.
 func Fail(ref events.AgentRef, s State, aborted bool, msg string) Decision {
 	if s.PendingWindowID == "" {
 		return Decision{Outcome: Outcome{Ignored: true}}
 	}
-	return record(events.Pending{Type: events.TypeRolloverFailed, Data: events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}})
+	d := record(events.Pending{Type: events.TypeRolloverFailed, Data: events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}})
+	if !aborted && s.FenceActive && s.FenceKind == KindFallback && s.CheckpointSaved {
+		d.Events = append(d.Events, events.Pending{Type: events.TypeFenceLifted,
+			Data: events.FenceLifted{AgentRef: ref, Reason: events.LiftRolloverRefused, WindowID: s.WindowID}})
+	}
+	return d
+}
+
+// BranchChanged decides the fence when the host moved to another branch
+// (Pi's /tree): the agent is never blocked for a reason absent from its
+// context. A fallback fence waiting for its checkpoint whose message is not
+// on the new branch (fenceInBranch false) follows that branch's usage: below
+// the fallback threshold it is lifted (and the fallback may become due again
+// on this branch); at or above it, or with the usage unknown, the fence stays
+// and the outcome's Due is DueFallback: the host delivers the fallback
+// message again, into the branch now in context. Anything else is unchanged.
+func BranchChanged(ref events.AgentRef, s State, b events.Budget, used, window *int64, fenceInBranch bool) Decision {
+	if !s.FenceActive || s.FenceKind != KindFallback || s.CheckpointSaved || s.PendingWindowID != "" || fenceInBranch {
+		return Decision{}
+	}
+	w := window
+	if w == nil {
+		w = s.ContextWindow
+	}
+	if w == nil {
+		w = b.ContextWindow
+	}
+	if used != nil && w != nil && *w-*used > FallbackThreshold(*w, b) {
+		return record(events.Pending{Type: events.TypeFenceLifted,
+			Data: events.FenceLifted{AgentRef: ref, Reason: events.LiftBranchChanged, WindowID: s.WindowID}})
+	}
+	return Decision{Outcome: Outcome{Due: DueFallback}}
 }
 
 // Manual actions.

@@ -27,3 +27,31 @@ func (s State) DueRollover() string {
 	}
 	return ""
 }
+
+// DueOnThreshold is the control message the host sends instead of Pi's own
+// threshold compaction, which would summarize the window (the host always
+// cancels that compaction unless DueRollover names a rollover): KindReminder
+// while no reminder was sent in this window, then KindFallback; "" (cancel
+// only) while a fallback is queued or its fence is on, while a manual
+// checkpoint or a rollover is in progress, and while a new_context request
+// is pending (DueRollover). Derived like DueRollover, never stored.
+func (s State) DueOnThreshold() string {
+	switch {
+	case s.PendingWindowID != "", s.ManualInProgress() != "", s.FenceActive, s.FallbackDelivered, s.PendingNewContext:
+		return ""
+	case s.FallbackDue || s.ReminderDelivered || s.RolloverRequested:
+		return KindFallback
+	}
+	return KindReminder
+}
+
+// ManualInProgress is the request id of the manual /compact checkpoint in
+// progress in the current window (awaiting, saved or compacting), or "":
+// the one manual-checkpoint message the host keeps in the model's context.
+// A reusable checkpoint is not in progress.
+func (s State) ManualInProgress() string {
+	if s.Manual == nil || s.Manual.Phase == PhaseReusable || s.Manual.WindowID != s.WindowID {
+		return ""
+	}
+	return s.Manual.RequestID
+}

@@ -95,3 +95,66 @@ func TestDueRolloverReached(t *testing.T) {
 		})
 	}
 }
+
+// TestDueOnThreshold: the control message the host sends instead of Pi's
+// own threshold compaction, in states reached from Initial: the reminder
+// first, then the fallback, nothing while a fallback is queued or fenced
+// (no reminder under the fence), while a manual checkpoint or a rollover is
+// in progress, or while new_context is pending (DueRollover names it).
+func TestDueOnThreshold(t *testing.T) {
+	for _, r := range []struct {
+		name string
+		from []tCmd
+		want string
+	}{
+		{"READY", nil, KindReminder},
+		{"READY, reminder threshold crossed but not delivered", []tCmd{cUsage(76000)}, KindReminder},
+		{"READY, fallback threshold crossed but not delivered", []tCmd{cUsage(88000)}, KindFallback},
+		{"REMINDED", tReminded, KindFallback},
+		{"FALLBACK_QUEUED", tFallbackQueued, ""},
+		{"FENCED", tFenced, ""},
+		{"FENCED_CLAIMED", tClaimed, ""},
+		{"CHECKPOINT_SAVED", tSaved, ""},
+		{"ROLLOVER_PENDING new_context", tPending, ""},
+		{"ROLLOVER_PENDING hard, fallback not yet queued", tHardPending, KindFallback},
+		{"ROLLING_OVER", tRollingNC, ""},
+		{"MANUAL_AWAITING", tManualAwaiting, ""},
+		{"MANUAL_SAVED", tManualSaved, ""},
+		{"manual reusable", tReusable, KindReminder},
+		{"fence lifted by a refused rollover", seq(tRollingFB, []tCmd{cFail(false)}), KindFallback},
+		{"fence lifted by a branch change", seq(tFenced, []tCmd{cBranch(ptr64(50000), false)}), KindReminder},
+		{"window 2", seq(tReminded, tRollingNC, []tCmd{cCommit("w2")}), KindReminder},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			s := reach(t, r.from...)
+			if got := s.DueOnThreshold(); got != r.want {
+				t.Errorf("DueOnThreshold() = %q, want %q; phase %s, state %s", got, r.want, s.Phase(), js(s))
+			}
+		})
+	}
+}
+
+// TestManualInProgress: the manual checkpoint request the host keeps in
+// the model's context, in each manual phase.
+func TestManualInProgress(t *testing.T) {
+	for _, r := range []struct {
+		name string
+		from []tCmd
+		want string
+	}{
+		{"none", nil, ""},
+		{"queued", tManualQueued, "m1"},
+		{"awaiting", tManualAwaiting, "m1"},
+		{"saved", tManualSaved, "m1"},
+		{"compacting, prepared", tManualRolling, "m1"},
+		{"reusable", tReusable, ""},
+		{"cancelled", seq(tManualAwaiting, []tCmd{cManual(ActionCancel, "m1")}), ""},
+		{"committed", seq(tManualRolling, []tCmd{cCommit("w2")}), ""},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			if got := reach(t, r.from...).ManualInProgress(); got != r.want {
+				t.Errorf("ManualInProgress() = %q, want %q", got, r.want)
+			}
+		})
+	}
+}

@@ -1,9 +1,9 @@
 // Package fence is the checkpoint fence and window rollover state machine
 // of one agent (docs/behaviour.md §D), as pure functions: each command
 // (Usage, Deliver, Arm, Admit, ToolResult, Checkpoint, NewContext,
-// UserInput, Prepare, Commit, Fail, ManualAction) turns the current State
-// into a Decision, the events to record (or an error naming the state),
-// and Apply folds an event into the State. None reads a clock, storage or
+// UserInput, Prepare, Commit, Fail, ManualAction, BranchChanged) turns the
+// current State into a Decision, the events to record (or an error naming
+// the state), and Apply folds an event into the State. None reads a clock, storage or
 // randomness, so a replayed log always rebuilds the same state and shows
 // why each call was admitted or blocked.
 package fence
@@ -264,6 +264,14 @@ func Apply(s State, payload any) State {
 		s.Manual = nil
 		if s.FenceKind == KindManualCheckpoint {
 			s = fenceOff(s)
+		}
+	case *events.FenceLifted:
+		s = fenceOff(s)
+		s.FallbackDelivered = false
+		if p.Reason == events.LiftBranchChanged {
+			// The branch now in context is below the fallback threshold:
+			// crossing it again on this branch makes the fallback due again.
+			s.FallbackDue = false
 		}
 	}
 	return s

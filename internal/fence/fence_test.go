@@ -51,6 +51,18 @@ func cUsage(used int64) tCmd {
 	}}
 }
 
+// cBranch is a move to another branch with used tokens (nil: unknown) and
+// the fence's message on it or not.
+func cBranch(used *int64, fenceInBranch bool) tCmd {
+	name := "unknown"
+	if used != nil {
+		name = fmt.Sprint(*used)
+	}
+	return tCmd{fmt.Sprintf("branch used=%s fence_in_branch=%v", name, fenceInBranch), func(s State) (Decision, error) {
+		return ok(BranchChanged(tRef, s, tBudget, used, nil, fenceInBranch))
+	}}
+}
+
 func cDeliver(kind, window string) tCmd {
 	return tCmd{"delivered " + kind + " " + window, func(s State) (Decision, error) {
 		return Deliver(tRef, s, kind, window, kind+"-"+window)
@@ -261,6 +273,7 @@ var (
 	evManual     = events.TypeManualRequested
 	evManualStep = events.TypeManualPhaseChanged
 	evCancelled  = events.TypeManualCancelled
+	evLifted     = events.TypeFenceLifted
 )
 
 func due(want string) func(testing.TB, Outcome) {
@@ -392,11 +405,35 @@ var tRows = []tRow{
 			"fallback_delivered": "false", "reminder_due": "false", "pending_window_id": absent, "hard_rollover_latched": "true"}},
 	{row: "15", name: "commit of another window is refused", from: tRollingNC, do: cCommit("w3"), err: true, phase: RollingOver},
 
-	{row: "16", name: "fallback rollover fails: FENCED, checkpoint to rewrite", from: tRollingFB, do: cFail(false),
-		events: []string{evFailed}, phase: Fenced,
-		want: map[string]string{"fence_active": "true", "checkpoint_saved": "false", "pending_new_context": "false", "pending_window_id": absent}},
+	{row: "16", name: "fallback rollover refused: the fence is lifted", from: tRollingFB, do: cFail(false),
+		events: []string{evFailed, evLifted}, phase: Ready,
+		want: map[string]string{"fence_active": "false", "checkpoint_saved": "false", "pending_new_context": "false", "pending_window_id": absent,
+			"fallback_delivered": "false", "fallback_due": "true"}},
+	{row: "16", name: "after the refusal the fallback is not due again in the window", from: seq(tRollingFB, []tCmd{cFail(false)}),
+		do: cUsage(91000), out: due(""), events: []string{evUsage}, phase: Ready},
+	{row: "16", name: "an overflow rollover refused under an unsaved fence: the fence stays",
+		from: seq(tFenced, []tCmd{cPrepare(ReasonOverflow)}), do: cFail(false),
+		events: []string{evFailed}, phase: Fenced, want: map[string]string{"fence_active": "true"}},
 	{row: "16", name: "new_context rollover fails: READY", from: tRollingNC, do: cFail(false),
 		events: []string{evFailed}, phase: Ready, want: map[string]string{"pending_new_context": "false"}},
+
+	{row: "29", name: "branch without the fallback, below its threshold: the fence is lifted", from: tFenced, do: cBranch(ptr64(50000), false),
+		events: []string{evLifted}, phase: Ready,
+		want: map[string]string{"fence_active": "false", "fallback_delivered": "false", "fallback_due": "false", "reminder_due": "true"}},
+	{row: "29", name: "the fallback is due again when that branch crosses its threshold", from: seq(tFenced, []tCmd{cBranch(ptr64(50000), false)}),
+		do: cUsage(88000), out: due(DueFallback), events: []string{evUsage}, phase: Ready},
+	{row: "29", name: "branch without the fallback, above its threshold: delivered again", from: tFenced, do: cBranch(ptr64(90000), false),
+		out: due(DueFallback), events: nil, phase: Fenced},
+	{row: "29", name: "branch without the fallback, usage unknown: delivered again", from: tClaimed, do: cBranch(nil, false),
+		out: due(DueFallback), events: nil, phase: FencedClaimed},
+	{row: "29", name: "branch with the fallback: unchanged", from: tFenced, do: cBranch(ptr64(50000), true),
+		out: due(""), events: nil, phase: Fenced},
+	{row: "29", name: "checkpoint saved: the rollover goes on", from: tSaved, do: cBranch(ptr64(50000), false),
+		out: due(""), events: nil, phase: CheckpointSaved},
+	{row: "29", name: "a manual checkpoint's fence: unchanged", from: tManualAwaiting, do: cBranch(ptr64(50000), false),
+		out: due(""), events: nil, phase: ManualAwaiting},
+	{row: "29", name: "no fence: nothing", from: tReminded, do: cBranch(ptr64(90000), false),
+		out: due(""), events: nil, phase: Reminded},
 
 	{row: "17", name: "aborted: the new_context intent is kept", from: tRollingNC, do: cFail(true),
 		events: []string{evFailed}, phase: RolloverPending, want: map[string]string{"pending_new_context": "true"}},

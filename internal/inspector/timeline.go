@@ -3,6 +3,7 @@ package inspector
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
@@ -171,6 +172,8 @@ func (tl *timeline) add(ev events.Event) error {
 		st.Summary = "manual checkpoint " + p.Phase
 	case *events.ManualCancelled:
 		st.Summary = "manual checkpoint cancelled"
+	case *events.FenceLifted:
+		st.Summary = "fence lifted in " + p.WindowID + " (" + strings.ReplaceAll(p.Reason, "_", " ") + ")"
 	default:
 		return nil // notes and history: their own pages; calls: readCalls
 	}

@@ -15,9 +15,11 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// StateView is an agent's lifecycle state as GET /v1/state shows it. Phase
-// and RolloverDue are derived from the state when the view is made; neither
-// is part of the stored state (the projection and its digest).
+// StateView is an agent's lifecycle state as GET /v1/state shows it. Phase,
+// RolloverDue, ThresholdDue and ManualInProgress are derived from the state
+// when the view is made; none is part of the stored state (the projection
+// and its digest). They are the host's whole decision table: it decides
+// nothing about the fence itself.
 type StateView struct {
 	TaskID string `json:"task_id"`
 	Agent  string `json:"agent"`
@@ -26,10 +28,18 @@ type StateView struct {
 	// RolloverDue is the rollover the host prepares at its next settled
 	// boundary (fence.State.DueRollover); omitted when none is due.
 	RolloverDue string `json:"rollover_due,omitempty"`
+	// ThresholdDue is the control message the host sends when it cancels
+	// Pi's own threshold compaction (fence.State.DueOnThreshold); omitted:
+	// cancel it and send nothing.
+	ThresholdDue string `json:"threshold_due,omitempty"`
+	// ManualInProgress is the request id of the manual checkpoint in
+	// progress (fence.State.ManualInProgress); omitted when none is.
+	ManualInProgress string `json:"manual_in_progress,omitempty"`
 }
 
 func view(c caller, s fence.State) StateView {
-	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s, RolloverDue: s.DueRollover()}
+	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s,
+		RolloverDue: s.DueRollover(), ThresholdDue: s.DueOnThreshold(), ManualInProgress: s.ManualInProgress()}
 }
 
 // LifecycleResult is the response of a lifecycle call: the outcome fields
@@ -133,6 +143,30 @@ func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, c
 	}
 	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.Usage(ref(c), st, c.agent.Budget, tokensUsed, contextWindow), nil
+	})
+	if err != nil {
+		return UsageResult{}, err
+	}
+	res := UsageResult{State: &sv}
+	if out.Due != "" {
+		res.Due = &out.Due
+	}
+	return res, nil
+}
+
+// BranchChanged reports that the host moved to another branch of the
+// session (Pi's /tree), with that branch's usage and whether the fence's
+// message is on it; the answer's due is "fallback" when the host must send
+// the fallback message again (POST /v1/lifecycle/branch, fence.BranchChanged).
+func (s *Service) BranchChanged(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, fenceInBranch bool, requestID string) (UsageResult, error) {
+	if tokensUsed != nil && *tokensUsed < 0 {
+		return UsageResult{}, invalidf("tokens_used must be 0 or more, or null when unknown")
+	}
+	if contextWindow != nil && *contextWindow < 1 {
+		return UsageResult{}, invalidf("context_window must be at least 1")
+	}
+	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		return fence.BranchChanged(ref(c), st, c.agent.Budget, tokensUsed, contextWindow, fenceInBranch), nil
 	})
 	if err != nil {
 		return UsageResult{}, err

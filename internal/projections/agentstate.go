@@ -72,6 +72,8 @@ func lifecycleRef(payload any) (events.AgentRef, bool) {
 		return p.AgentRef, true
 	case *events.ManualCancelled:
 		return p.AgentRef, true
+	case *events.FenceLifted:
+		return p.AgentRef, true
 	}
 	return events.AgentRef{}, false
 }
