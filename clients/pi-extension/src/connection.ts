@@ -11,7 +11,7 @@ import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { MemorydClient, type CallContext } from "@memoryd/client";
 
 import { trackedFetch } from "./fetch.js";
-import { contextWindow, sessionKey, type MemorydExtensionOptions } from "./options.js";
+import { attachBudget, sessionKey, type MemorydExtensionOptions } from "./options.js";
 import { spawnMemoryd } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
 
@@ -110,13 +110,12 @@ export class Connection {
       try {
         if (!(await this.ensureRunning())) throw new Error(this.lastError);
         await steps.reached(this.current);
-        const w = contextWindow(this.options, ctx);
         this.attachRequest = {
           session_key: sessionKey(this.options, ctx),
           session_id: ctx.sessionManager.getSessionId(),
           session_file: ctx.sessionManager.getSessionFile() ?? "",
           task: this.options.task ?? null,
-          budget: { ...this.options.budget, ...(w ? { context_window: w } : {}) },
+          budget: attachBudget(this.options, ctx),
         };
         const res = await this.current.attach(this.attachRequest);
         this.agentIds = { taskId: res.task_id, agent: res.agent };

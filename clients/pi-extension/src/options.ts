@@ -5,6 +5,7 @@ import { delimiter, join } from "node:path";
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { Budget, MemorydClient, TaskRef } from "@memoryd/client";
 
+import { budgetFromPiSettings, warnOnce, type Env } from "./settings.js";
 import type { SpawnOptions } from "./spawn.js";
 import type { Trace } from "./trace.js";
 
@@ -24,8 +25,14 @@ export interface MemorydExtensionOptions {
    * JSON). Omitted: the session is its own task (/root), or resumes it.
    */
   task?: TaskRef | null;
-  /** Budget sent with attach. context_window, when set, is also the window usage is measured against. */
+  /** Budget sent with attach (its fields win over piSettings'). context_window, when set, is also the window usage is measured against. */
   budget?: Budget;
+  /**
+   * Take the budget from Pi's settings (tokenBudget) and the PI_TOKEN_BUDGET_*
+   * variables of env at attach, for the session's model (settings.ts). The
+   * entry Pi loads sets it (optionsFromEnv); unset: only `budget` is sent.
+   */
+  piSettings?: { env: Env };
   /**
    * Start memoryd as a shared background service when it is not reachable
    * (default from the environment: MEMORYD_SPAWN, else MEMORYD_BIN, else
@@ -46,7 +53,7 @@ const TASK_USAGE = "MEMORYD_TASK must be JSON like {\"task_id\":\"...\",\"parent
 
 /** Reads the extension's options from the environment (what the default export uses). */
 export function optionsFromEnv(env: Record<string, string | undefined> = process.env): MemorydExtensionOptions {
-  const opts: MemorydExtensionOptions = {};
+  const opts: MemorydExtensionOptions = { piSettings: { env } };
   if (env.MEMORYD_TASK) opts.task = parseTask(env.MEMORYD_TASK);
   const spawn = autostart(env);
   if (spawn) opts.spawn = spawn;
@@ -127,6 +134,25 @@ function parseTask(text: string): TaskRef {
 /** The context window usage is measured against: the configured one, else the model's. */
 export function contextWindow(options: MemorydExtensionOptions, ctx: ExtensionContext): number | undefined {
   return options.budget?.context_window ?? ctx.model?.contextWindow;
+}
+
+/** The budget of attach: Pi's settings for the session's model (piSettings), then the configured budget, then the context window. */
+export function attachBudget(options: MemorydExtensionOptions, ctx: ExtensionContext): Budget {
+  const model = ctx.model ? { provider: ctx.model.provider, id: ctx.model.id } : undefined;
+  const fromSettings = options.piSettings
+    ? budgetFromPiSettings({ env: options.piSettings.env, cwd: ctx.cwd, projectTrusted: ctx.isProjectTrusted(), model }, (line) =>
+        warnOnce(line, (l) => settingsWarning(ctx, l)),
+      )
+    : {};
+  const w = contextWindow(options, ctx);
+  return { ...fromSettings, ...options.budget, ...(w ? { context_window: w } : {}) };
+}
+
+/** A settings warning: a notification with Pi's UI, and a stderr line outside the TUI. */
+function settingsWarning(ctx: ExtensionContext, line: string): void {
+  const text = `Pi settings: ${line}`;
+  if (ctx.hasUI) ctx.ui.notify(text, "warning");
+  if (ctx.mode !== "tui") process.stderr.write(`[memoryd] ${text}\n`);
 }
 
 /** The session key of attach: the configured function, else the session file, else "pi-session:<id>". */
