@@ -105,10 +105,34 @@ export class ControlMessages {
   resendLostFallback(ctx: ExtensionContext): void {
     const st = this.state.current;
     if (!st || !st.fallback_delivered || st.fence_active || st.pending_window_id) return;
-    const inBranch = ctx.sessionManager
-      .getBranch()
-      .some((e) => e.type === "custom_message" && e.customType === CUSTOM_TYPE.fallback && controlDetails(e.details).windowId === st.window_id);
-    if (inBranch) return;
+    if (fenceMessageInBranch(ctx, st)) return;
+    this.sendFallbackAgain(st, { deliverAs: "followUp", triggerTurn: true });
+  }
+
+  /**
+   * session_tree: the session moved to another branch. memoryd decides what
+   * the fence does from that branch's usage and whether the fence's message
+   * is on it (docs/behaviour.md §D.3 row 29): it lifts a fallback's fence, or
+   * says the fallback is due again; then it is appended to the branch now in
+   * context (no turn: it is there for the next one).
+   */
+  async branchChanged(ctx: ExtensionContext): Promise<void> {
+    const st = this.state.current ?? (await this.state.refresh());
+    if (!st) return;
+    const usage = ctx.getContextUsage();
+    const res = await this.conn.client.branch({
+      context: this.conn.context(),
+      tokens_used: usage?.tokens ?? null,
+      context_window: contextWindow(this.options, ctx) ?? null,
+      fence_in_branch: fenceMessageInBranch(ctx, st),
+    });
+    this.state.update(res.state);
+    this.trace("branch", { tokens_used: usage?.tokens ?? null, due: res.due, phase: res.state.phase });
+    if (res.due === "fallback") this.sendFallbackAgain(res.state, { triggerTurn: false });
+  }
+
+  /** The fallback of st's window again, with its fence's request id (it arms nothing new). */
+  private sendFallbackAgain(st: AgentState, options: { deliverAs?: "followUp"; triggerTurn: boolean }): void {
     this.trace("resend_fallback", { windowId: st.window_id });
     this.pi.sendMessage(
       {
@@ -117,7 +141,7 @@ export class ControlMessages {
         display: false,
         details: { windowId: st.window_id, source_context_window_id: st.window_id, requestId: st.fence_request_id, kind: "fallback" },
       },
-      { deliverAs: "followUp", triggerTurn: true },
+      options,
     );
   }
 
@@ -149,10 +173,24 @@ export class ControlMessages {
   }
 }
 
-/** Whether memoryd's state makes a control message stale (see dropStale). */
+/**
+ * Whether memoryd's state makes a control message stale (see dropStale): one
+ * of another window; a fallback no longer queued or fenced (its fence was
+ * lifted); a manual checkpoint request that is not the one in progress.
+ */
 function isStale(customType: string, details: unknown, st: AgentState): boolean {
   const d = controlDetails(details);
-  if (customType !== CUSTOM_TYPE.manualCheckpoint) return d.windowId !== st.window_id;
-  const m = st.manual;
-  return !m || m.phase === "reusable" || m.request_id !== d.requestId || m.window_id !== st.window_id;
+  if (customType === CUSTOM_TYPE.manualCheckpoint) return d.requestId === undefined || d.requestId !== st.manual_in_progress;
+  if (customType === CUSTOM_TYPE.fallback && !st.fallback_delivered) return true;
+  return d.windowId !== st.window_id;
+}
+
+/** Whether the branch now in context holds the control message of st's fence (or of its queued fallback). */
+function fenceMessageInBranch(ctx: ExtensionContext, st: AgentState): boolean {
+  const type = st.fence_kind === "manual_checkpoint" ? CUSTOM_TYPE.manualCheckpoint : CUSTOM_TYPE.fallback;
+  return ctx.sessionManager.getBranch().some((e) => {
+    if (e.type !== "custom_message" || e.customType !== type) return false;
+    const d = controlDetails(e.details);
+    return d.windowId === st.window_id && (!st.fence_request_id || d.requestId === st.fence_request_id);
+  });
 }

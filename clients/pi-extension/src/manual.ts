@@ -97,8 +97,8 @@ export class ManualCompaction {
 
   /** Cancels the manual request memoryd has in progress, if any (not while its window is prepared). */
   private async cancelActive(why: string): Promise<void> {
-    const m = this.state.current?.manual;
-    if (!m || m.phase === "reusable" || this.state.current?.pending_window_id) return;
+    const st = this.state.current;
+    if (!st?.manual_in_progress || st.pending_window_id) return;
     await this.cancel(why);
   }
 

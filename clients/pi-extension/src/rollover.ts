@@ -31,7 +31,11 @@ interface PreparedWindow {
   reason: RolloverReason;
 }
 
-/** Rollovers after which the model is told to go on in the new window (not after /compact or an overflow). */
+/**
+ * Rollovers after which the model is told to go on in the new window (not
+ * after /compact, nor after an overflow without a pending request: that one
+ * is prepared for the request's own reason).
+ */
 const CONTINUE_AFTER = new Set<RolloverReason>(["new_context", "fallback", "hard_rollover"]);
 
 export class Rollover {
@@ -63,16 +67,18 @@ export class Rollover {
       await this.history.sync(ctx, "window-switch");
       const st = await this.state.refresh();
       if (!st) return { cancel: true };
-      const manualActive = st.manual !== undefined && st.manual.phase !== "reusable";
+      // Whatever compaction Pi started, a due rollover is the one it carries
+      // out (an overflow too: its pending request gets its continuation).
+      if (st.rollover_due) return this.compaction(await this.prepare(ctx, st.rollover_due), event);
       if (event.reason === "overflow") {
-        if (manualActive) return { cancel: true };
+        if (st.manual_in_progress) return { cancel: true };
         return this.compaction(await this.prepare(ctx, "overflow"), event);
       }
-      if (st.rollover_due) return this.compaction(await this.prepare(ctx, st.rollover_due), event);
       if (event.reason === "threshold") {
-        // Pi's own threshold compaction would summarize: refuse it and ask for a checkpoint instead.
-        if (!st.reminder_delivered) await this.control.reminder();
-        else if (!st.fallback_delivered && !st.fence_active) await this.control.fallback();
+        // Pi's own threshold compaction would summarize: refuse it and send
+        // the control message memoryd says is due instead, if any.
+        if (st.threshold_due === "reminder") await this.control.reminder();
+        else if (st.threshold_due === "fallback") await this.control.fallback();
         return { cancel: true };
       }
       // Manual /compact: held open until the model's checkpoint turn ends, then this compaction builds the window.
@@ -84,10 +90,18 @@ export class Rollover {
     }
   }
 
-  /** session_compact: the prepared window's compaction is in the branch; memoryd commits the window. */
+  /**
+   * session_compact: the prepared window's compaction is in the branch;
+   * memoryd commits the window, and after a new_context, fallback or hard
+   * rollover the model is told to go on in it (sendContinue). Whichever
+   * compaction carried the rollover out (the extension's own, Pi's
+   * threshold or overflow compaction), this is the one place the
+   * continuation is sent from.
+   */
   async compacted(event: SessionCompactEvent, ctx: ExtensionContext): Promise<void> {
     const r = this.prepared;
     if (!this.conn.attached || !r || event.compactionEntry.summary !== r.bootstrap) return;
+    let committed = false;
     await quietly(this.trace, "commit", async () => {
       await this.history.sync(ctx, "session_compact");
       const res = await this.conn.client.rolloverCommit({
@@ -96,10 +110,12 @@ export class Rollover {
         compaction_entry_id: event.compactionEntry.id,
       });
       this.state.update(res.state);
-      this.trace("rollover_committed", { windowId: res.window_id, previousWindowId: res.previous_window_id, entry: event.compactionEntry.id });
+      this.trace("rollover_committed", { windowId: res.window_id, previousWindowId: res.previous_window_id, entry: event.compactionEntry.id, reason: r.reason });
       showWindowReset(this.pi, { previousWindowId: r.previousWindowId, windowId: r.windowId, reason: r.reason, bootstrap: r.bootstrap });
+      committed = true;
     });
     this.prepared = undefined;
+    if (committed && CONTINUE_AFTER.has(r.reason)) this.sendContinue(r, event.reason);
   }
 
   /**
@@ -181,12 +197,13 @@ export class Rollover {
   /**
    * Prepares the rollover and compacts, and returns only when the compaction
    * ended. It runs in agent_settled, which Pi awaits inside session.prompt()
-   * (agent-session.js _emitAgentSettled), and the continuation it sends is
-   * deferred by Pi until the settled handlers end and then run inside that same
-   * prompt() — so print and JSON mode, which dispose the runtime as soon as
-   * prompt() returns (modes/print-mode.js), see the new window's turn too.
-   * ctx.compact() itself does not wait (it calls session.compact() in the
-   * background): the promise below waits for its onComplete/onError.
+   * (agent-session.js _emitAgentSettled); the continuation compacted() sends
+   * meanwhile is deferred by Pi until the settled handlers end and then runs
+   * inside that same prompt(), so print and JSON mode, which dispose the
+   * runtime as soon as prompt() returns (modes/print-mode.js), see the new
+   * window's turn too. ctx.compact() itself does not wait (it calls
+   * session.compact() in the background): the promise below waits for its
+   * onComplete/onError.
    */
   private async start(ctx: ExtensionContext, reason: RolloverReason): Promise<void> {
     if (this.starting || this.prepared) return;
@@ -198,7 +215,6 @@ export class Rollover {
         ctx.compact({
           onComplete: () => {
             this.trace("compact_complete", { windowId: r.windowId });
-            if (CONTINUE_AFTER.has(r.reason)) this.sendContinue(r);
             resolve();
           },
           onError: (err) => {
@@ -212,7 +228,17 @@ export class Rollover {
     }
   }
 
-  private sendContinue(r: PreparedWindow): void {
+  /**
+   * The continuation, a message that triggers a turn. Idle (the extension's
+   * own compaction, from agent_settled) it starts that turn. During Pi's
+   * own compaction at the end of a run it is queued, and Pi continues the
+   * run once the compaction ends (agent-session.js _runAutoCompaction:
+   * "continue once so queued messages are delivered"); queued as a steering
+   * message, it is in the new window's first request (agent-loop.js polls
+   * steering messages before the first turn, follow-ups only after it).
+   */
+  private sendContinue(r: PreparedWindow, compaction: string): void {
+    this.trace("continue", { windowId: r.windowId, reason: r.reason, compaction });
     this.pi.sendMessage(
       {
         customType: CUSTOM_TYPE.continue,
@@ -220,7 +246,7 @@ export class Rollover {
         display: false,
         details: { windowId: r.windowId, previousWindowId: r.previousWindowId },
       },
-      { deliverAs: "followUp", triggerTurn: true },
+      { deliverAs: "steer", triggerTurn: true },
     );
   }
 }

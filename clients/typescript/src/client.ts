@@ -3,6 +3,7 @@ import type {
   AdmitRequest,
   AdmitResult,
   AgentState,
+  BranchRequest,
   CommitRequest,
   CommitResult,
   ControlRequest,
@@ -204,6 +205,14 @@ export class MemorydClient {
   /** POST /v1/lifecycle/usage. */
   usage(req: UsageRequest, options?: CallOptions): Promise<UsageResult> {
     return this.post("/v1/lifecycle/usage", req, options);
+  }
+
+  /**
+   * POST /v1/lifecycle/branch: the host moved to another branch (Pi's /tree);
+   * due "fallback": send the fallback message again, into that branch.
+   */
+  branch(req: BranchRequest, options?: CallOptions): Promise<UsageResult> {
+    return this.post("/v1/lifecycle/branch", req, options);
   }
 
   /** POST /v1/lifecycle/delivered. */

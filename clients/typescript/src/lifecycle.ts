@@ -48,6 +48,15 @@ export interface AgentState {
    * decides it; omitted when none is due.
    */
   rollover_due?: RolloverDue;
+  /**
+   * The control message to send when Pi's own threshold compaction is
+   * cancelled (it would summarize the window); omitted: cancel it and send
+   * nothing (a fallback is queued or fenced, a manual checkpoint, a rollover
+   * or a new_context request is in progress).
+   */
+  threshold_due?: "reminder" | "fallback";
+  /** The request id of the manual /compact checkpoint in progress, if any. */
+  manual_in_progress?: string;
 }
 
 export type Due = "reminder" | "fallback" | "hard_rollover";
@@ -71,6 +80,15 @@ export interface UsageRequest {
 export interface UsageResult extends LifecycleResult {
   /** The threshold first crossed in this window by this report, if any. */
   due: Due | null;
+}
+
+export interface BranchRequest {
+  context: CallContext;
+  /** The usage of the branch now in context; null: unknown. */
+  tokens_used: number | null;
+  context_window?: number | null;
+  /** The active fence's control message is on the branch now in context. */
+  fence_in_branch: boolean;
 }
 
 export interface ControlRequest {

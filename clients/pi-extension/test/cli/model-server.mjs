@@ -2,8 +2,9 @@
 // /v1/chat/completions answered with SSE chunks (text or tool calls, then a
 // usage chunk), every request body recorded for the tests to assert on. The
 // script is a function of the request: script(body, n) returns
-// { text } or { calls: [[name, args], ...] } (n counts requests from 1), or a
-// Promise of one (a reply held back, e.g. while a test presses keys).
+// { text } or { calls: [[name, args], ...] } (n counts requests from 1), either
+// with promptTokens to report instead of the estimate, or a Promise of one (a
+// reply held back, e.g. while a test presses keys).
 import { createServer } from "node:http";
 
 /** Starts the server on 127.0.0.1:0. Returns { url (the /v1 base), requests, close() }. */
@@ -52,8 +53,9 @@ export async function startModelServer(script) {
         send(chunk({ content: out }));
         send(chunk({}, "stop"));
       }
-      // Token accounting as a real server would report it (about 4 characters a token).
-      const prompt = Math.ceil(JSON.stringify(body.messages).length / 4);
+      // Token accounting as a real server would report it (about 4 characters a token),
+      // unless the reply names its prompt tokens (reply.promptTokens: a context near its limit).
+      const prompt = reply.promptTokens ?? Math.ceil(JSON.stringify(body.messages).length / 4);
       const completion = Math.ceil(out.length / 4);
       send({ ...chunk({}), choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
       res.end("data: [DONE]\n\n");

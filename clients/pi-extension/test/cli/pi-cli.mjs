@@ -155,3 +155,19 @@ export function traced(stderr, event) {
     .filter((l) => l.startsWith(`[memoryd] ${event} `))
     .map((l) => JSON.parse(l.slice(`[memoryd] ${event} `.length)));
 }
+
+/** The memoryd state of the session pi attached as (from its "attached" trace), read with client. */
+export async function stateOf(client, stderr) {
+  const [attached] = traced(stderr, "attached");
+  if (!attached) throw new Error(`pi never attached to memoryd:\n${stderr}`);
+  return client.state(attached.task_id, attached.agent);
+}
+
+/** No extension error, no stale context, nothing Pi reports about extensions. */
+export function assertCleanStderr(stderr) {
+  const errors = traced(stderr, "error");
+  if (errors.length > 0) throw new Error(`extension errors: ${JSON.stringify(errors)}\n${stderr}`);
+  // Pi's own lines (the extension's trace lines name "stale" in their data).
+  const pis = stderr.split("\n").filter((l) => !l.startsWith("[memoryd] "));
+  if (pis.some((l) => /stale|Extension error/.test(l))) throw new Error(`pi's stderr reports a stale context or an extension error:\n${stderr}`);
+}

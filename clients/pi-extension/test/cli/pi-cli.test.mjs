@@ -17,7 +17,7 @@ import { after, before, test } from "node:test";
 import { MemorydClient, TOOL_NAMES } from "@memoryd/client";
 import { freePort, startMemoryd } from "../../../testing/memoryd.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
-import { freshSetup, jsonLines, runPi, startRpc, traced } from "./pi-cli.mjs";
+import { assertCleanStderr, freshSetup, jsonLines, runPi, startRpc, stateOf as stateOfSession, traced } from "./pi-cli.mjs";
 import { BIG_FILES, CHECKPOINT_TEXT, PROMPT, TASK_MARKER, rolloverRequests, rolloverScript, smallScript } from "./scenarios.mjs";
 
 let md;
@@ -37,18 +37,8 @@ after(async () => {
 /** What pi needs to reach memoryd, with the extension's trace on stderr (MEMORYD_DEBUG=1). */
 const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
 
-/** No extension error, no stale context, nothing Pi reports about extensions. */
-function assertCleanStderr(stderr) {
-  assert.deepEqual(traced(stderr, "error"), [], `extension errors:\n${stderr}`);
-  assert.doesNotMatch(stderr, /stale|Extension error/, stderr);
-}
-
-/** The memoryd state of the session pi attached as (from its "attached" trace). */
-async function stateOf(stderr) {
-  const [attached] = traced(stderr, "attached");
-  assert.ok(attached, `pi never attached to memoryd:\n${stderr}`);
-  return client.state(attached.task_id, attached.agent);
-}
+/** The memoryd state of the session pi attached as. */
+const stateOf = (stderr) => stateOfSession(client, stderr);
 
 /** The assertions shared by the three modes on a large session's new_context rollover. */
 async function assertRollover(requests, stderr) {

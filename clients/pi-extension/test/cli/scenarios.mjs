@@ -39,16 +39,7 @@ export function firstItemId(listText) {
 
 /** The large session: reads, checkpoint, new_context; in w2 the recovery reads, then "RECOVERED". */
 export function rolloverScript(body) {
-  if (inW2(body)) {
-    const last = body.messages.at(-1);
-    if (last.role !== "tool") {
-      return { calls: [["notes_read_file", { path: "checkpoint.md" }], ["history_list_items", { window_id: "w1", role: "user" }]] };
-    }
-    const r = lastResults(body);
-    if (r.history_list_items !== undefined) return { calls: [["history_read_item", { window_id: "w1", item_id: firstItemId(r.history_list_items) }]] };
-    if (r.history_read_item !== undefined) return { text: "RECOVERED: back on " + TASK_MARKER };
-    return { text: "unexpected results in w2: " + JSON.stringify(r) };
-  }
+  if (inW2(body)) return recoverInW2(body);
   const called = calledTools(body);
   if (!called.includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
   if (!called.includes("notes_write_file")) return { calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }]] };
@@ -101,4 +92,78 @@ export function held() {
   let release;
   const promise = new Promise((r) => (release = r));
   return { promise, release: (reply) => release(reply) };
+}
+
+/**
+ * Pi's defaults give the scripted model (no contextWindow in models.json) a
+ * 128000-token window and compact above 128000 − 16384 = 111616 tokens
+ * (core/compaction/compaction.js shouldCompact). memoryd's fallback is due at
+ * 16000 tokens left (half the reminder's 32000): 112000 used.
+ */
+export const NEAR_FULL = 113000;
+/** Above Pi's compaction threshold, below memoryd's fallback (the reminder is due). */
+export const ABOVE_PI_THRESHOLD = 111800;
+
+export const FALLBACK = "<context_window_fallback";
+export const REMINDER = "<context_window_reminder";
+export const hasText = (body, tag) => conversation(body).some((m) => textOf(m).includes(tag));
+
+/** w2 of the rollover sessions: the recovery reads, then "RECOVERED". */
+function recoverInW2(body) {
+  const last = body.messages.at(-1);
+  if (last.role !== "tool") {
+    return { calls: [["notes_read_file", { path: "checkpoint.md" }], ["history_list_items", { window_id: "w1", role: "user" }]] };
+  }
+  const r = lastResults(body);
+  if (r.history_list_items !== undefined) return { calls: [["history_read_item", { window_id: "w1", item_id: firstItemId(r.history_list_items) }]] };
+  if (r.history_read_item !== undefined) return { text: "RECOVERED: back on " + TASK_MARKER };
+  return { text: "unexpected results in w2: " + JSON.stringify(r) };
+}
+
+/**
+ * The fallback session: the model reads the three files, then answers with
+ * its context near full (NEAR_FULL): memoryd's fallback is due; asked for
+ * the checkpoint, it writes it, still near full, so the rollover is carried
+ * out by Pi's own threshold compaction at the end of the run; in w2 it
+ * recovers. It never calls new_context.
+ */
+export function fallbackScript(body) {
+  if (inW2(body)) return recoverInW2(body);
+  const called = calledTools(body);
+  if (!called.includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
+  if (!hasText(body, FALLBACK)) return { text: "Read the three files; the parser is next.", promptTokens: NEAR_FULL };
+  if (!called.includes("notes_write_file")) {
+    return { calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }]], promptTokens: NEAR_FULL + 500 };
+  }
+  return { text: "unexpected: still in w1 after the checkpoint", promptTokens: NEAR_FULL + 600 };
+}
+
+/**
+ * new_context above Pi's threshold (ABOVE_PI_THRESHOLD: the reminder is due,
+ * not the fallback): the model reads, writes its checkpoint and calls
+ * new_context in one answer; whatever it is told next in w1 it answers
+ * briefly, still above the threshold; in w2 it recovers.
+ */
+export function newContextNearFullScript(body) {
+  if (inW2(body)) return recoverInW2(body);
+  const called = calledTools(body);
+  if (!called.includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
+  if (!called.includes("new_context")) {
+    return {
+      calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }], ["new_context", {}]],
+      promptTokens: ABOVE_PI_THRESHOLD,
+    };
+  }
+  return { text: "Noted; the window rolls over next.", promptTokens: ABOVE_PI_THRESHOLD + 100 };
+}
+
+/**
+ * A small session near full: the model answers near full at once (the
+ * fallback is due), writes its checkpoint when asked, and then says "OK"
+ * to anything. Pi finds nothing to compact on so short a branch.
+ */
+export function shortFallbackScript(body) {
+  if (calledTools(body).includes("notes_write_file")) return { text: "OK, continuing in this window." };
+  if (hasText(body, FALLBACK)) return { calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }]], promptTokens: NEAR_FULL };
+  return { text: "Looking at it.", promptTokens: NEAR_FULL };
 }
