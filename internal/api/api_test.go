@@ -367,8 +367,8 @@ func TestHealthzNeedsNoToken(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got["status"] != "ok" || got["position"] != float64(0) {
-		t.Errorf("healthz = %s, want {\"status\":\"ok\",\"position\":0}", b)
+	if len(got) != 3 || got["status"] != "ok" || got["service"] != "memoryd" || got["position"] != float64(0) {
+		t.Errorf("healthz = %s, want {\"status\":\"ok\",\"service\":\"memoryd\",\"position\":0}", b)
 	}
 	ts.attach(t, "s1")
 	if p := ts.position(t); p != 2 {

@@ -10,7 +10,8 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// handleHealth handles "GET /healthz".
+// handleHealth handles "GET /healthz". "service" names memoryd, so that a
+// client can tell it from another server holding the address.
 func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := svc.LastPosition(r.Context())
@@ -18,7 +19,7 @@ func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 			writeError(w, r, log, err)
 			return
 		}
-		encode(w, http.StatusOK, map[string]any{"status": "ok", "position": p})
+		encode(w, http.StatusOK, map[string]any{"status": "ok", "service": "memoryd", "position": p})
 	}
 }
 

@@ -1,22 +1,75 @@
 // Reaching memoryd and attaching the session: the client (replaced when the
 // extension starts memoryd on another address), the task and agent the
 // session is attached as, the last reason memoryd could not be reached (said
-// once on stderr outside the TUI), the heartbeat that keeps the shared
+// once on stderr outside the TUI), the verdict when what answers is not a
+// memoryd the session can use (another server on its port, or a memoryd
+// refusing the token: no start, and connecting fails at once with it until
+// the next check), the heartbeat that keeps the shared
 // memoryd from its idle exit and notices a lost connection (memoryd started
 // again when it can be, and the session attached again), and the requests in
 // flight (awaited at shutdown, so no report is cut off).
 import { AsyncLocalStorage } from "node:async_hooks";
 
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { MemorydClient, type CallContext } from "@memoryd/client";
+import { MemorydClient, isMemorydError, tokenFilePath, type CallContext } from "@memoryd/client";
 
 import { trackedFetch } from "./fetch.js";
 import { attachBudget, sessionKey, type MemorydExtensionOptions } from "./options.js";
-import { spawnMemoryd } from "./spawn.js";
+import { spawnMemoryd, type SpawnOptions } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
 
 /** The cause in the client's unreachable error ("memoryd is not reachable at URL (why); start it with ..."). */
 const why = (message: string) => /^memoryd is not reachable at \S+ \((.*)\); start it with/.exec(message)?.[1] ?? message;
+
+/** memoryd's /healthz body (`status` and `position` alone: a memoryd older than the `service` field). */
+const isMemorydHealth = (h: unknown): boolean => {
+  const b = h as { service?: unknown; status?: unknown; position?: unknown } | null;
+  return b?.service === "memoryd" || (b?.status === "ok" && Number.isInteger(b.position));
+};
+
+/**
+ * What answers GET url/healthz when it is not memoryd's health: memoryd's
+ * error (its envelope's message, e.g. its Host check), or another server's
+ * status and content type ("HTTP 404, text/html"); undefined when nothing does.
+ * A plain request: the client's error keeps the status, not what answered.
+ */
+async function whatAnswers(url: string): Promise<{ memoryd: boolean; what: string } | undefined> {
+  let res: Response;
+  try {
+    res = await fetch(url + "/healthz", { signal: AbortSignal.timeout(3000) });
+  } catch {
+    return undefined;
+  }
+  const type = res.headers.get("content-type")?.split(";")[0]?.trim();
+  // Only a JSON body can be memoryd's envelope; another server's page is not read.
+  let error: string | undefined;
+  if (type === "application/json") error = envelopeMessage(await res.text().catch(() => ""));
+  else await res.body?.cancel().catch(() => {});
+  if (error !== undefined) return { memoryd: true, what: error };
+  return { memoryd: false, what: `HTTP ${res.status}${type ? `, ${type}` : ""}` };
+}
+
+/** The message of memoryd's error envelope ({"error":{"code","message"}}) when body is one. */
+function envelopeMessage(body: string): string | undefined {
+  try {
+    const e = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+    return typeof e?.code === "string" && typeof e.message === "string" ? e.message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why what answers at memoryd's address is of no use to the session; connecting fails with it until `until` (Date.now()). */
+interface Verdict {
+  /** What answers, e.g. "http://127.0.0.1:7411 is answered by something that is not memoryd (HTTP 404, text/html)". */
+  cause: string;
+  /** What the user does about it. */
+  fix: string;
+  until: number;
+}
+
+/** The verdict's line for the user. */
+const lineOf = (v: Verdict) => `${v.cause}; ${v.fix}; the memory tools fail until then`;
 
 /** What connecting does besides attach, in order. */
 export interface AttachSteps {
@@ -51,6 +104,8 @@ export class Connection {
   private readonly recovering = new AsyncLocalStorage<boolean>();
   /** The log of the memoryd this process started last. */
   private spawnedLog = "";
+  /** What answers is not a memoryd the session can use (set by the last check). */
+  private verdict: Verdict | undefined;
 
   constructor(
     private readonly options: MemorydExtensionOptions,
@@ -97,6 +152,9 @@ export class Connection {
   }
 
   unavailable(): Error {
+    if (this.verdict) {
+      return new Error(`memoryd is not available (${this.verdict.cause}): ${this.verdict.fix}, then retry; notes and history are only kept in memoryd.`);
+    }
     return new Error(
       `memoryd is not available (${this.lastError || "not connected"}). Start it (memoryd serve, or go run ./cmd/server in the memoryd repository; or put memoryd on PATH or set MEMORYD_BIN and the extension starts it) and retry; notes and history are only kept in memoryd.`,
     );
@@ -106,6 +164,8 @@ export class Connection {
   connect(ctx: ExtensionContext, steps: AttachSteps): Promise<void> {
     if (this.agentIds) return Promise.resolve();
     this.lastCtx = ctx;
+    // Already found of no use: fail at once, no probe and no start, until the verdict expires.
+    if (this.verdict && Date.now() < this.verdict.until) return Promise.reject(this.unavailable());
     this.connecting ??= (async () => {
       try {
         if (!(await this.ensureRunning())) throw new Error(this.lastError);
@@ -126,7 +186,8 @@ export class Connection {
         await steps.attached();
       } catch (err) {
         this.lastError = errorMessage(err);
-        this.tellDown(ctx, `memoryd is not reachable at ${this.current.baseUrl} (${why(this.lastError)}); the memory tools fail until it runs`);
+        if (isMemorydError(err, "unauthenticated", "no_token")) this.judge(this.tokenRefused(err.code === "no_token"));
+        this.tellDown(ctx, this.verdict ? lineOf(this.verdict) : `memoryd is not reachable at ${this.current.baseUrl} (${why(this.lastError)}); the memory tools fail until it runs`);
         throw this.unavailable();
       } finally {
         this.connecting = undefined;
@@ -150,6 +211,21 @@ export class Connection {
       new Promise((r) => (timer = setTimeout(r, 10_000))),
     ]);
     clearTimeout(timer);
+  }
+
+  /** Keeps the verdict until the next check: a heartbeat's interval (a minute when there is none). */
+  private judge(v: Omit<Verdict, "until">): void {
+    this.verdict = { ...v, until: Date.now() + (this.options.heartbeatMs || 60_000) };
+  }
+
+  /** memoryd answers but refuses the token sent (unauthenticated), or no token was found (noToken). */
+  private tokenRefused(noToken: boolean): Omit<Verdict, "until"> {
+    const url = this.current.baseUrl;
+    const file = tokenFilePath();
+    const fix = "set MEMORYD_TOKEN to its token (the file token beside its database)";
+    if (noToken) return { cause: `memoryd at ${url} is reachable, but there is no token for it (no MEMORYD_TOKEN, no ${file})`, fix };
+    const sent = this.options.token ? "the token option" : process.env.MEMORYD_TOKEN ? "MEMORYD_TOKEN" : `the token file ${file}`;
+    return { cause: `memoryd at ${url} is reachable, but the token is not its token (${sent})`, fix };
   }
 
   /** Says once per outage that memoryd is unreachable. */
@@ -197,13 +273,16 @@ export class Connection {
   private async beat(): Promise<void> {
     const url = this.current.baseUrl;
     let line = "";
-    if (!(await this.reachable())) {
+    const answer = await this.probe();
+    if (answer !== "memoryd") {
       const cause = why(this.lastError);
       this.lost = true;
-      const how = await this.ensureRunning().catch((err) => ((this.lastError = errorMessage(err)), false as const));
-      if (!how) return this.tellDown(this.lastCtx, `lost the connection to memoryd at ${url} (${cause}); the memory tools fail until it runs again`);
-      const again = how === "started" ? `started it again (its log: ${this.spawnedLog}); ` : "";
-      line = `lost the connection to memoryd at ${url} (${cause}); ${again}the session is attached again`;
+      const spawnOpts = answer === "nothing" ? this.options.spawn : undefined;
+      const started = spawnOpts && (await this.start(spawnOpts).catch((err) => ((this.lastError = errorMessage(err)), false as const)));
+      if (!started) {
+        return this.tellDown(this.lastCtx, this.verdict ? lineOf(this.verdict) : `lost the connection to memoryd at ${url} (${cause}); the memory tools fail until it runs again`);
+      }
+      line = `lost the connection to memoryd at ${url} (${cause}); started it again (its log: ${this.spawnedLog}); the session is attached again`;
     } else if (this.toldDown) line = `memoryd at ${url} answers again; the session is attached again`;
     if (!this.lost || !this.attachRequest) return;
     const res = await this.current.attach(this.attachRequest);
@@ -215,21 +294,45 @@ export class Connection {
     if (line) this.say(this.lastCtx, line);
   }
 
-  private async reachable(): Promise<boolean> {
+  /**
+   * Who answers GET /healthz at the address: memoryd; nothing (refused, or no
+   * answer in time); or "other": another server (the verdict says so) or a
+   * memoryd refusing the probe. lastError says why when it is not memoryd.
+   */
+  private async probe(): Promise<"memoryd" | "nothing" | "other"> {
+    this.verdict = undefined;
+    const url = this.current.baseUrl;
     try {
-      await this.current.health({ timeoutMs: 3000 });
-      return true;
+      if (isMemorydHealth(await this.current.health({ timeoutMs: 3000 }))) return "memoryd";
     } catch (err) {
       this.lastError = errorMessage(err);
-      return false;
+      if (!isMemorydError(err) || err.status === 0) return "nothing";
     }
+    const answer = await whatAnswers(url);
+    if (!answer) return "nothing";
+    if (answer.memoryd) {
+      this.lastError = answer.what;
+      return "other";
+    }
+    this.lastError = `${url} is answered by something that is not memoryd (${answer.what})`;
+    this.judge({ cause: this.lastError, fix: "choose another port for memoryd (MEMORYD_ADDR=127.0.0.1:<port>, or MEMORYD_URL when it is set)" });
+    return "other";
   }
 
-  /** Starts memoryd (shared, detached) when nothing answers and a binary is configured; false: none answers. */
+  /**
+   * Starts memoryd (shared, detached) when nothing answers and a binary is
+   * configured; false: no memoryd answers (lastError says why). Where
+   * something else answers, a memoryd started could not bind the address.
+   */
   private async ensureRunning(): Promise<"reachable" | "started" | false> {
-    if (await this.reachable()) return "reachable";
-    const spawnOpts = this.options.spawn;
-    if (!spawnOpts) return false;
+    const answer = await this.probe();
+    if (answer === "memoryd") return "reachable";
+    if (answer === "other" || !this.options.spawn) return false;
+    return this.start(this.options.spawn);
+  }
+
+  /** Starts memoryd (one start at a time) and, when it answers at another address (port 0), uses that. */
+  private async start(spawnOpts: SpawnOptions): Promise<"started"> {
     this.starting ??= (async () => {
       const addr = new URL(this.current.baseUrl).host;
       this.trace("spawn", { command: spawnOpts.command, addr: spawnOpts.addr ?? addr });

@@ -192,5 +192,7 @@ export interface ListTasksOptions {
 
 export interface Health {
   status: "ok";
+  /** Names memoryd, telling it from another server holding the address. */
+  service: "memoryd";
   position: number;
 }
