@@ -19,20 +19,25 @@ import { Connection, type AttachSteps } from "./connection.js";
 import { ControlMessages } from "./control.js";
 import { FenceGate } from "./gate.js";
 import { ManualCompaction } from "./manual.js";
+import { answerTaskRequests, type TokenBudgetTask } from "./launcher.js";
 import { GUIDANCE } from "./messages.js";
 import { registerWindowResetRenderer } from "./notice.js";
 import type { MemorydExtensionOptions } from "./options.js";
 import { Rollover } from "./rollover.js";
 import { AgentStateCache } from "./state.js";
+import { SubagentsAdapter } from "./subagents.js";
 import { HistorySync } from "./sync.js";
 import { ToolRegistry } from "./tools.js";
 import { errorMessage, quietly } from "./trace.js";
 
+export { createTokenBudgetExtension, getTokenBudgetTask } from "./launcher.js";
+export type { TokenBudgetExtensionOptions, TokenBudgetTask, TokenBudgetTaskContext, TokenBudgetTaskOption } from "./launcher.js";
 export { CUSTOM_TYPE, NO_KEPT_ENTRY } from "./messages.js";
 export { optionsFromEnv } from "./options.js";
 export type { MemorydExtensionOptions } from "./options.js";
 export { spawnMemoryd } from "./spawn.js";
 export type { SpawnOptions, SpawnedMemoryd } from "./spawn.js";
+export { subagentChildEntry } from "./subagents.js";
 
 /** Returns the extension factory. */
 export function createMemorydExtension(options: MemorydExtensionOptions = {}): ExtensionFactory {
@@ -50,6 +55,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   const manual = new ManualCompaction(conn, state, control, trace);
   const rollover = new Rollover(pi, conn, state, history, control, manual, trace);
   const tools = new ToolRegistry(pi, conn, state, trace, connect);
+  const subagents = new SubagentsAdapter(pi, trace);
   const attachSteps: AttachSteps = {
     reached: (client) => tools.registerServed(client),
     attached: async () => {
@@ -60,9 +66,18 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   };
 
   /** Connects the session once: at session_start, or at a tool call that comes first. */
-  function connect(ctx: ExtensionContext): Promise<void> {
-    return conn.connect(ctx, attachSteps);
+  async function connect(ctx: ExtensionContext): Promise<void> {
+    await conn.connect(ctx, attachSteps);
+    subagents.register(ctx, attachedTask());
   }
+
+  /** The session's task as attached: for getTokenBudgetTask and pi-subagents' children. */
+  function attachedTask(): TokenBudgetTask | undefined {
+    const ids = conn.ids;
+    return ids && { context: { taskId: ids.taskId, baseUrl: conn.client.baseUrl }, agentName: ids.agent };
+  }
+
+  answerTaskRequests(pi, attachedTask);
 
   registerWindowResetRenderer(pi);
 
@@ -97,6 +112,10 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
 
   pi.on("tool_call", (event) => gate.admit(event));
 
+  pi.on("tool_execution_start", (event) => subagents.toolRunning(event.toolName, 1));
+
+  pi.on("tool_execution_end", (event) => subagents.toolRunning(event.toolName, -1));
+
   pi.on("tool_result", (event) => gate.result(event));
 
   pi.on("agent_settled", async (_event, ctx) => {
@@ -125,6 +144,7 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
     await rollover.shutdown();
     await manual.shutdown();
     gate.reset();
+    subagents.unregister();
     await conn.stop();
   });
 }
