@@ -130,6 +130,14 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
     });
   });
 
+  pi.on("session_tree", async (_event, ctx) => {
+    if (!conn.attached) return;
+    await quietly(trace, "tree", async () => {
+      await history.sync(ctx, "tree");
+      await control.branchChanged(ctx);
+    });
+  });
+
   pi.on("session_before_compact", async (event, ctx) => {
     if (!conn.attached) return undefined;
     return rollover.beforeCompact(event, ctx);

@@ -9,7 +9,7 @@ export const CUSTOM_TYPE = {
   continue: "pi-token-budget:continue",
   notReset: "pi-token-budget:not-reset",
   unavailable: "pi-token-budget:unavailable",
-  /** A custom entry (pi.appendEntry: shown in the TUI, never in the model's context): the window was reset. */
+  /** A custom entry of earlier versions (pi.appendEntry: shown in the TUI, never in the model's context): the window was reset. */
   windowReset: "pi-token-budget:window-reset",
 } as const;
 

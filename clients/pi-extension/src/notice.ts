@@ -1,16 +1,19 @@
-// The rollover as a user of Pi's TUI sees it. Pi replaces the whole chat with
-// its own "[compaction] Compacted from N tokens" line, so after a committed
-// rollover the extension appends a custom entry (pi.appendEntry: kept in the
-// session, rendered in the chat, never part of the model's context, see Pi's
-// docs/extensions.md "pi.registerEntryRenderer") whose renderer shows one line
-// — the window was reset, w1 → w2, the reason — and, expanded with Pi's
-// app.tools.expand key (Ctrl+O by default), the bootstrap the new window
-// starts from.
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+// The rollover as a user of Pi's TUI sees it. Pi shows every compaction as
+// its own "[compaction] Compacted from N tokens" block (the bootstrap when
+// expanded with Ctrl+O), which no extension can hide; so memoryd adds no
+// second block to the chat: N is the old window's real usage (memoryd's
+// last usage report, see rollover.ts), and the footer says which window
+// is live and why it began (ctx.ui.setStatus), e.g. "memoryd: context
+// window reset w1 → w2 (the model called new_context)".
+//
+// Sessions written by earlier versions hold window-reset entries
+// (pi.appendEntry); their renderer stays registered so they still show
+// their line and, expanded, the bootstrap.
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
 import { CUSTOM_TYPE, windowResetLine } from "./messages.js";
 
-/** The data of a window-reset entry. */
+/** The data of a window-reset entry (written by earlier versions). */
 export interface WindowResetData {
   previousWindowId: string;
   windowId: string;
@@ -18,7 +21,7 @@ export interface WindowResetData {
   bootstrap: string;
 }
 
-/** Registers the renderer of the window-reset entries. */
+/** Registers the renderer of the window-reset entries of earlier versions' sessions. */
 export function registerWindowResetRenderer(pi: ExtensionAPI): void {
   pi.registerEntryRenderer<WindowResetData>(CUSTOM_TYPE.windowReset, (entry, options, theme) => {
     const d = entry.data;
@@ -37,9 +40,9 @@ export function registerWindowResetRenderer(pi: ExtensionAPI): void {
   });
 }
 
-/** Appends the window-reset entry of a committed rollover. */
-export function showWindowReset(pi: ExtensionAPI, data: WindowResetData): void {
-  pi.appendEntry<WindowResetData>(CUSTOM_TYPE.windowReset, data);
+/** The footer status after a committed rollover (with a UI). */
+export function showWindowReset(ctx: ExtensionContext, d: Omit<WindowResetData, "bootstrap">): void {
+  if (ctx.hasUI) ctx.ui.setStatus("memoryd", windowResetLine(d.previousWindowId, d.windowId, d.reason));
 }
 
 /** Splits plain text into lines at most width columns wide (Pi's TUI refuses wider lines). */

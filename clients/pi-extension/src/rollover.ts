@@ -111,7 +111,7 @@ export class Rollover {
       });
       this.state.update(res.state);
       this.trace("rollover_committed", { windowId: res.window_id, previousWindowId: res.previous_window_id, entry: event.compactionEntry.id, reason: r.reason });
-      showWindowReset(this.pi, { previousWindowId: r.previousWindowId, windowId: r.windowId, reason: r.reason, bootstrap: r.bootstrap });
+      showWindowReset(ctx, { previousWindowId: r.previousWindowId, windowId: r.windowId, reason: r.reason });
       committed = true;
     });
     this.prepared = undefined;
@@ -183,12 +183,18 @@ export class Rollover {
     return this.prepared;
   }
 
+  /**
+   * The compaction Pi records: the bootstrap as its summary, nothing kept,
+   * and as tokensBefore the old window's usage as the model last reported
+   * it (memoryd's state), which Pi's TUI shows; Pi's own estimate only when
+   * none was reported.
+   */
   private compaction(r: PreparedWindow, event: SessionBeforeCompactEvent): SessionBeforeCompactResult {
     return {
       compaction: {
         summary: r.bootstrap,
         firstKeptEntryId: NO_KEPT_ENTRY,
-        tokensBefore: event.preparation.tokensBefore,
+        tokensBefore: this.state.current?.tokens_used ?? event.preparation.tokensBefore,
         details: { memoryd: { window_id: r.windowId, previous_window_id: r.previousWindowId, reason: r.reason } },
       },
     };

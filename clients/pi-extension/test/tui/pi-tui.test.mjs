@@ -1,8 +1,12 @@
 // The extension in the REAL interactive pi (no -p/--mode), driven in a tmux
 // terminal (send-keys / capture-pane), with Pi's default settings, a real
 // memoryd and the scripted model server of test/cli:
-// - after new_context the chat shows one line "context window reset w1 → w2"
-//   with its reason, and the bootstrap when expanded (Ctrl+O);
+// - after new_context the chat shows one compaction block (Pi's, counting the
+//   old window's reported tokens; the bootstrap when expanded with Ctrl+O)
+//   and memoryd's footer names w1 → w2 and the reason;
+// - a fallback rollover carried out by Pi's threshold compaction is followed
+//   by the new window's turn with no key pressed;
+// - /tree with the fence on: the fence follows the branch now in context;
 // - a manual /compact: the checkpoint turn runs inside the one compaction,
 //   which builds w2; the screen never shows "Compaction cancelled";
 // - a manual checkpoint request the user drops (Escape during its turn) is
@@ -17,7 +21,7 @@ import { MemorydClient } from "@memoryd/client";
 import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { startModelServer, textOf } from "../cli/model-server.mjs";
 import { freshSetup, runPi, traced } from "../cli/pi-cli.mjs";
-import { BIG_FILES, PROMPT, READ_DONE, hasManual, held, inW2, lastIsManual, manualScript, rolloverScript } from "../cli/scenarios.mjs";
+import { BIG_FILES, NEAR_FULL, PROMPT, READ_DONE, fallbackScript, hasManual, held, inW2, lastIsManual, manualScript, rolloverScript } from "../cli/scenarios.mjs";
 import { requireTmux, startTui } from "./tmux.mjs";
 
 let md;
@@ -72,7 +76,24 @@ async function duringHeldCheckpoint(fn) {
   }
 }
 
-test("TUI: after new_context the chat shows the window reset (w1 → w2, the reason) and, expanded, the bootstrap", { timeout: 120_000 }, async () => {
+/**
+ * The rollover as the screen shows it: Pi's one compaction block, counting
+ * the old window's tokens as the model last reported them (usedBefore: a
+ * RegExp of the number as Pi prints it), and memoryd's footer line naming
+ * the windows and the reason, once on the screen; Ctrl+O expands the
+ * bootstrap in Pi's block.
+ */
+async function assertOneResetShown(tui, reason, usedBefore) {
+  const screen = tui.screen();
+  assert.match(screen, new RegExp(`Compacted from ${usedBefore.source} tokens`), screen);
+  assert.equal(screen.split(`memoryd: context window reset w1 → w2 (${reason})`).length - 1, 1, `one reset line, in the footer:\n${screen}`);
+  assert.doesNotMatch(screen, /<context_window_reset\/>/, "collapsed: the bootstrap is not shown");
+  tui.keys("C-o");
+  // The bootstrap's sections (its first lines may scroll out of the 50-line terminal).
+  await tui.waitFor((s) => s.includes("Recovery protocol:") && s.includes("Existing notes for /root at this context-window reset"), 10_000, "the expanded bootstrap");
+}
+
+test("TUI: after new_context one compaction block shows the window reset (Pi's, with the real token count) and memoryd's footer names w1 → w2 and the reason", { timeout: 120_000 }, async () => {
   const model = await startModelServer(rolloverScript);
   const setup = freshSetup(model.url, BIG_FILES);
   const tui = startTui(setup, { env: memorydEnv() });
@@ -80,13 +101,31 @@ test("TUI: after new_context the chat shows the window reset (w1 → w2, the rea
     await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
     tui.type(PROMPT);
     await tui.waitFor((s) => s.includes("RECOVERED: back on"), 60_000, "the model's w2 answer");
-    const screen = tui.screen();
-    assert.match(screen, /memoryd: context window reset w1 → w2 \(the model called new_context\) \(ctrl\+o to show the bootstrap\)/);
-    assert.doesNotMatch(screen, /<context_window_reset\/>/, "collapsed: the bootstrap is not shown");
-    tui.keys("C-o");
-    // The bootstrap's sections (its first lines may scroll out of the 50-line terminal).
-    await tui.waitFor((s) => s.includes("Recovery protocol:") && s.includes("Existing notes for /root at this context-window reset"), 10_000, "the expanded bootstrap");
+    const [usage] = traced(tui.stderr(), "usage").filter((u) => u.tokens_used > 30_000).slice(-1);
+    await assertOneResetShown(tui, "the model called new_context", new RegExp(usage.tokens_used.toLocaleString("en-US")));
     const st = await stateOf(tui.stderr());
+    assert.deepEqual([st.window_id, st.phase], ["w2", "READY"]);
+  } finally {
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
+
+test("TUI: the fallback rollover Pi's threshold compaction carries out is followed by the new window's turn", { timeout: 120_000 }, async () => {
+  const model = await startModelServer(fallbackScript);
+  const setup = freshSetup(model.url, BIG_FILES);
+  const tui = startTui(setup, { env: memorydEnv() });
+  try {
+    await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
+    tui.type(PROMPT);
+    // No key pressed after the prompt: the continuation alone starts the w2 turn.
+    await tui.waitFor((s) => s.includes("RECOVERED: back on"), 60_000, "the model's w2 answer");
+    const stderr = tui.stderr();
+    assert.deepEqual(traced(stderr, "continue").map((c) => [c.reason, c.compaction]), [["fallback", "threshold"]], stderr);
+    assert.deepEqual(traced(stderr, "deliver").map((d) => d.kind), ["fallback"], "no reminder under the fence");
+    await assertOneResetShown(tui, "checkpoint saved at the fallback", /113,\d{3}/);
+    const st = await stateOf(stderr);
     assert.deepEqual([st.window_id, st.phase], ["w2", "READY"]);
   } finally {
     tui.stop();
@@ -171,3 +210,69 @@ test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd REA
     assert.deepEqual([resumed.window_id, resumed.phase], ["w1", "READY"]);
   }),
 );
+
+/**
+ * The /tree session: two questions, the second answered near full (the
+ * fallback is due), the fallback turn answered without a checkpoint (the
+ * fence stays on); "go on" then calls history_list_windows and the model
+ * says what it got.
+ */
+function treeScript(body) {
+  const last = body.messages.at(-1);
+  const text = textOf(last);
+  if (last.role === "tool") return { text: `TOOL SAID: ${text.slice(0, 60)}` };
+  if (text.includes("<context_window_fallback")) return { text: "I will checkpoint later.", promptTokens: NEAR_FULL };
+  if (text.includes("first question")) return { text: "FIRST ANSWER" };
+  if (text.includes("second question")) return { text: "SECOND ANSWER", promptTokens: NEAR_FULL };
+  if (text.includes("go on")) return { calls: [["history_list_windows", {}]] };
+  return { text: "OTHER ANSWER" };
+}
+
+/** /tree to the entry whose line shows text (found with the tree's search), without a branch summary. */
+async function treeTo(tui, text) {
+  tui.type("/tree");
+  await tui.waitFor((s) => s.includes("Session Tree"), 10_000, "the tree selector");
+  tui.keys(...[...text].map((c) => (c === " " ? "Space" : c)));
+  await tui.waitFor((s) => s.includes(`› • assistant: ${text}`), 10_000, `${text} selected`);
+  tui.keys("Enter");
+  await tui.waitFor((s) => s.includes("Summarize branch?"), 10_000, "the summary question");
+  tui.keys("Enter"); // No summary
+}
+
+test("TUI: /tree with the fence on: the fence follows the branch now in context (the fallback again above its threshold, lifted below it)", { timeout: 120_000 }, async () => {
+  const model = await startModelServer(treeScript);
+  const setup = freshSetup(model.url);
+  const tui = startTui(setup, { env: memorydEnv() });
+  const branchTraces = () => traced(tui.stderr(), "branch");
+  try {
+    await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
+    tui.type("first question");
+    await tui.waitFor((s) => s.includes("FIRST ANSWER"), 30_000, "the first answer");
+    tui.type("second question");
+    await tui.waitUntil(() => traced(tui.stderr(), "settled").some((t) => t.phase === "FENCED"), 30_000, "the fenced, settled session");
+    // Back to the near-full answer, before the fallback: the fallback is delivered again there.
+    await treeTo(tui, "SECOND ANSWER");
+    await tui.waitUntil(() => branchTraces().length === 1, 30_000, "the first branch report");
+    assert.equal(branchTraces()[0].due, "fallback");
+    assert.equal(traced(tui.stderr(), "resend_fallback").length, 1);
+    assert.equal((await stateOf(tui.stderr())).phase, "FENCED");
+    // Back to the small first answer: the fence is lifted.
+    await treeTo(tui, "FIRST ANSWER");
+    await tui.waitUntil(() => branchTraces().length === 2, 30_000, "the second branch report");
+    assert.deepEqual([branchTraces()[1].due, branchTraces()[1].phase], [null, "READY"]);
+    const st = await stateOf(tui.stderr());
+    assert.deepEqual([st.window_id, st.phase, st.fence_active], ["w1", "READY", false]);
+    const { events } = await client.listEvents({ task_id: st.task_id });
+    assert.deepEqual(events.filter((e) => e.type === "lifecycle.fence_lifted").map((e) => e.data.reason), ["branch_changed"]);
+    // The model's context has no fallback, and its tools answer.
+    tui.type("go on");
+    await tui.waitFor((s) => s.includes("TOOL SAID:"), 30_000, "the tool result turn");
+    const goOn = model.requests.find((b) => textOf(b.messages.at(-1)).includes("go on"));
+    assert.ok(!goOn.messages.some((m) => textOf(m).includes("<context_window_fallback")), "no fallback in the branch now in context");
+    assert.doesNotMatch(tui.screen(), /TOOL SAID: Checkpoint required/);
+  } finally {
+    tui.stop();
+    await model.close();
+    setup.remove();
+  }
+});
