@@ -52,8 +52,9 @@ export class ManualCompaction {
   async checkpoint(ctx: ExtensionContext, signal: AbortSignal): Promise<boolean> {
     const st = await this.control.manualRequest();
     if (st.rollover_due === "manual_compact") return true;
-    const requestId = st.manual?.request_id;
-    if (st.manual?.phase !== "awaiting" || !requestId) return false;
+    // Not due yet: the checkpoint is awaited (memoryd's request in progress), or there is none.
+    const requestId = st.manual_in_progress;
+    if (!requestId) return false;
     const outcome = new Promise<Outcome>((resolve) => {
       const onAbort = () => {
         this.trace("manual_aborted", { requestId });

@@ -171,9 +171,10 @@ export class Rollover {
 
   private async prepare(ctx: ExtensionContext, reason: RolloverReason): Promise<PreparedWindow> {
     await this.history.sync(ctx, "window-switch");
-    const manual = this.state.current?.manual;
-    if (reason === "manual_compact" && manual?.phase === "saved") {
-      const res = await this.conn.client.manual({ context: this.conn.context(), action: "compacting", request_id: manual.request_id });
+    const manual = this.state.current?.manual_in_progress;
+    if (reason === "manual_compact" && manual) {
+      // Saved → compacting (a repeat records nothing).
+      const res = await this.conn.client.manual({ context: this.conn.context(), action: "compacting", request_id: manual });
       this.state.update(res.state);
     }
     const res = await this.conn.client.rolloverPrepare({ context: this.conn.context(), reason });
