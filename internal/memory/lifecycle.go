@@ -135,6 +135,15 @@ type UsageResult struct {
 // ReportUsage records token usage and says which threshold, if any, it
 // made due (POST /v1/lifecycle/usage).
 func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string) (UsageResult, error) {
+	return s.usageDecision(ctx, cc, tokensUsed, contextWindow, requestID, func(c caller, st fence.State) fence.Decision {
+		return fence.Usage(ref(c), st, c.agent.Budget, tokensUsed, contextWindow)
+	})
+}
+
+// usageDecision checks a usage report's counts, runs decide on them (Usage
+// or BranchChanged) and answers with the control message it makes due.
+func (s *Service) usageDecision(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string,
+	decide func(c caller, st fence.State) fence.Decision) (UsageResult, error) {
 	if tokensUsed != nil && *tokensUsed < 0 {
 		return UsageResult{}, invalidf("tokens_used must be 0 or more, or null when unknown")
 	}
@@ -142,7 +151,7 @@ func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, c
 		return UsageResult{}, invalidf("context_window must be at least 1")
 	}
 	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
-		return fence.Usage(ref(c), st, c.agent.Budget, tokensUsed, contextWindow), nil
+		return decide(c, st), nil
 	})
 	if err != nil {
 		return UsageResult{}, err
@@ -159,23 +168,9 @@ func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, c
 // message is on it; the answer's due is "fallback" when the host must send
 // the fallback message again (POST /v1/lifecycle/branch, fence.BranchChanged).
 func (s *Service) BranchChanged(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, fenceInBranch bool, requestID string) (UsageResult, error) {
-	if tokensUsed != nil && *tokensUsed < 0 {
-		return UsageResult{}, invalidf("tokens_used must be 0 or more, or null when unknown")
-	}
-	if contextWindow != nil && *contextWindow < 1 {
-		return UsageResult{}, invalidf("context_window must be at least 1")
-	}
-	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
-		return fence.BranchChanged(ref(c), st, c.agent.Budget, tokensUsed, contextWindow, fenceInBranch), nil
+	return s.usageDecision(ctx, cc, tokensUsed, contextWindow, requestID, func(c caller, st fence.State) fence.Decision {
+		return fence.BranchChanged(ref(c), st, c.agent.Budget, tokensUsed, contextWindow, fenceInBranch)
 	})
-	if err != nil {
-		return UsageResult{}, err
-	}
-	res := UsageResult{State: &sv}
-	if out.Due != "" {
-		res.Due = &out.Due
-	}
-	return res, nil
 }
 
 func checkKind(kind string, allowed ...string) error {

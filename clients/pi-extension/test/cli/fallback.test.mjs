@@ -11,12 +11,10 @@
 // - a checkpoint whose rollover Pi refuses (a branch too short to compact):
 //   the fence is lifted, the model is told, and its tools answer again.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { MemorydClient } from "@memoryd/client";
-import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { conversation, lastResults, startModelServer, textOf } from "./model-server.mjs";
-import { assertCleanStderr, freshSetup, jsonLines, runPi, startRpc, stateOf, traced } from "./pi-cli.mjs";
+import { assertCleanStderr, freshSetup, jsonLines, memorydForPi, runPi, startRpc, traced } from "./pi-cli.mjs";
 import {
   BIG_FILES,
   CHECKPOINT_TEXT,
@@ -26,24 +24,15 @@ import {
   TASK_MARKER,
   fallbackScript,
   hasText,
+  recoveredAt,
+  settledAfterRecovery,
   inW2,
   newContextNearFullScript,
   shortFallbackScript,
 } from "./scenarios.mjs";
 
-let md;
-let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
-});
-
-const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
+const memoryd = memorydForPi();
+const memorydEnv = () => memoryd.env();
 
 const CONTINUE = /^<context_window_continue window_id="w2" previous_window_id="w1"\/>/;
 
@@ -74,7 +63,7 @@ async function assertContinuedAfter(reason, requests, stderr, { atEnd }) {
   const results = Object.assign({}, ...requests.slice(firstW2).map(lastResults));
   assert.ok(results.notes_read_file?.includes(CHECKPOINT_TEXT), `notes_read_file: ${results.notes_read_file}`);
   assert.ok(results.history_read_item?.includes(PROMPT), `history_read_item: ${results.history_read_item}`);
-  const st = await stateOf(client, stderr);
+  const st = await memoryd.stateOf(stderr);
   assert.deepEqual([st.window_id, st.phase, st.rollover_due, st.pending_new_context], ["w2", "READY", undefined, false]);
   assertCleanStderr(stderr);
 }
@@ -114,8 +103,7 @@ test("JSON mode: Pi's threshold compaction rolls over and the w2 turn follows in
     assert.ok(compacted > 0, `no compaction_end: ${events.map((e) => e.type)}`);
     assert.equal(events[compacted].reason, "threshold");
     assert.equal(events[compacted].result.details.memoryd.reason, "fallback");
-    const recovered = events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant" && textOf(e.message).startsWith("RECOVERED"));
-    assert.ok(recovered > compacted, "the model answered in w2 after the compaction");
+    assert.ok(recoveredAt(events) > compacted, "the model answered in w2 after the compaction");
     assert.equal(events.at(-1).type, "agent_settled");
     assertOneFallbackNoReminder(model.requests, r.stderr);
     await assertContinuedAfter("fallback", model.requests, r.stderr, { atEnd: true });
@@ -131,9 +119,7 @@ test("RPC mode: one prompt command, the fallback rollover and the w2 turn", { ti
   const rpc = startRpc(setup, { env: memorydEnv() });
   try {
     rpc.send({ id: "p1", type: "prompt", message: PROMPT });
-    const recoveredAt = (events) =>
-      events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant" && textOf(e.message).startsWith("RECOVERED"));
-    await rpc.waitFor((ev) => recoveredAt(ev) >= 0 && ev.slice(recoveredAt(ev)).some((e) => e.type === "agent_settled"), 90_000, "the w2 answer and agent_settled");
+    await rpc.waitFor(settledAfterRecovery, 90_000, "the w2 answer and agent_settled");
     assertOneFallbackNoReminder(model.requests, rpc.stderr());
     await assertContinuedAfter("fallback", model.requests, rpc.stderr(), { atEnd: true });
   } finally {
@@ -176,12 +162,12 @@ test("print mode: a checkpoint whose rollover Pi refuses lifts the fence and the
     assert.ok(!hasText(after, FALLBACK), "the lifted fence's fallback is gone from the model's context");
     assert.equal(r.stdout.trim(), "OK, continuing in this window.");
     // memoryd: the fence was lifted by an event, tools answer again.
-    const st = await stateOf(client, r.stderr);
+    const st = await memoryd.stateOf(r.stderr);
     assert.deepEqual([st.window_id, st.phase, st.fence_active, st.threshold_due], ["w1", "READY", false, "fallback"]);
-    const { events } = await client.listEvents({ task_id: st.task_id });
+    const { events } = await memoryd.client.listEvents({ task_id: st.task_id });
     const lifted = events.filter((e) => e.type === "lifecycle.fence_lifted");
     assert.deepEqual(lifted.map((e) => e.data.reason), ["rollover_refused"]);
-    const listed = await client.notesListFilesByPrefix({ task_id: st.task_id, agent: st.agent });
+    const listed = await memoryd.client.notesListFilesByPrefix({ task_id: st.task_id, agent: st.agent });
     assert.match(JSON.stringify(listed), /checkpoint\.md/);
     assertCleanStderr(r.stderr);
   } finally {

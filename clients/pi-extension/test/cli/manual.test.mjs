@@ -10,27 +10,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { MemorydClient } from "@memoryd/client";
-import { memorydPerFile } from "../../../testing/memoryd.mjs";
 import { waitFor } from "../start/pi-cli.mjs";
 import { startModelServer, textOf } from "./model-server.mjs";
-import { freshSetup, startRpc, traced } from "./pi-cli.mjs";
+import { freshSetup, memorydForPi, startRpc, traced } from "./pi-cli.mjs";
 import { BIG_FILES, READ_DONE, hasManual, held, lastIsManual, manualScript } from "./scenarios.mjs";
 
-let md;
-let client;
-memorydPerFile(MemorydClient, (m, c) => {
-  md = m;
-  client = c;
-});
-
-const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
-
-async function stateOf(stderr) {
-  const [attached] = traced(stderr, "attached");
-  assert.ok(attached, `pi never attached to memoryd:\n${stderr}`);
-  return client.state(attached.task_id, attached.agent);
-}
+const memoryd = memorydForPi();
+const memorydEnv = () => memoryd.env();
+const stateOf = memoryd.stateOf;
 
 /** Sends a prompt; resolves with the events of its run, up to agent_settled. */
 async function ask(rpc, message) {

@@ -10,6 +10,9 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { MemorydClient } from "@memoryd/client";
+import { memorydPerFile } from "../../../testing/memoryd.mjs";
+
 /** The folder of the pi package this workspace installed (its main is dist/index.js). */
 function packageDir(name) {
   let dir = dirname(fileURLToPath(import.meta.resolve(name)));
@@ -170,4 +173,26 @@ export function assertCleanStderr(stderr) {
   // Pi's own lines (the extension's trace lines name "stale" in their data).
   const pis = stderr.split("\n").filter((l) => !l.startsWith("[memoryd] "));
   if (pis.some((l) => /stale|Extension error/.test(l))) throw new Error(`pi's stderr reports a stale context or an extension error:\n${stderr}`);
+}
+
+/**
+ * One memoryd for a test file (memorydPerFile: started before its first
+ * test, checked to exit 0 after its last), and what the tests need of it:
+ * env(extra) for pi (its URL and token, the extension's trace on stderr),
+ * the client, and stateOf(stderr), the state of the session pi attached as.
+ */
+export function memorydForPi() {
+  let md;
+  let client;
+  memorydPerFile(MemorydClient, (m, c) => {
+    md = m;
+    client = c;
+  });
+  return {
+    env: (extra = {}) => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1", ...extra }),
+    get client() {
+      return client;
+    },
+    stateOf: (stderr) => stateOf(client, stderr),
+  };
 }

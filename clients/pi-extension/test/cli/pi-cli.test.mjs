@@ -12,37 +12,32 @@
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { MemorydClient, TOOL_NAMES } from "@memoryd/client";
-import { freePort, startMemoryd } from "../../../testing/memoryd.mjs";
+import { TOOL_NAMES } from "@memoryd/client";
+import { freePort } from "../../../testing/memoryd.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
-import { assertCleanStderr, freshSetup, jsonLines, runPi, startRpc, stateOf as stateOfSession, traced } from "./pi-cli.mjs";
-import { BIG_FILES, CHECKPOINT_TEXT, PROMPT, TASK_MARKER, rolloverRequests, rolloverScript, smallScript } from "./scenarios.mjs";
+import { assertCleanStderr, freshSetup, jsonLines, memorydForPi, runPi, startRpc, traced } from "./pi-cli.mjs";
+import {
+  BIG_FILES,
+  CHECKPOINT_TEXT,
+  PROMPT,
+  TASK_MARKER,
+  recoveredAt,
+  rolloverRequests,
+  rolloverScript,
+  settledAfterRecovery,
+  smallScript,
+} from "./scenarios.mjs";
 
-let md;
-let client;
-let served;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-  served = await client.listTools();
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
-});
-
+const memoryd = memorydForPi();
 /** What pi needs to reach memoryd, with the extension's trace on stderr (MEMORYD_DEBUG=1). */
-const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
-
-/** The memoryd state of the session pi attached as. */
-const stateOf = (stderr) => stateOfSession(client, stderr);
-
+const memorydEnv = () => memoryd.env();
+const stateOf = memoryd.stateOf;
 /** The assertions shared by the three modes on a large session's new_context rollover. */
 async function assertRollover(requests, stderr) {
   const { first, firstW2, firstW2Index, results, last } = rolloverRequests(requests);
+  const served = await memoryd.client.listTools();
   // The 11 tools as memoryd serves them (name, description, JSON Schema).
   const offered = new Map(first.tools.map((t) => [t.function.name, t.function]));
   for (const spec of served) {
@@ -118,8 +113,7 @@ test("JSON mode: the rollover and the new window's turn are in the event stream"
     assert.equal(events[0].type, "session");
     const compacted = events.findIndex((e) => e.type === "compaction_end" && e.result?.summary?.includes("<context_window_reset/>"));
     assert.ok(compacted > 0, `no compaction_end: ${events.map((e) => e.type)}`);
-    const recovered = events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant" && textOf(e.message).startsWith("RECOVERED"));
-    assert.ok(recovered > compacted, "the model answered in w2 after the compaction");
+    assert.ok(recoveredAt(events) > compacted, "the model answered in w2 after the compaction");
     assert.equal(events.at(-1).type, "agent_settled");
     await assertRollover(model.requests, r.stderr);
   } finally {
@@ -134,9 +128,7 @@ test("RPC mode: the rollover and the new window's turn follow one prompt command
   const rpc = startRpc(setup, { env: memorydEnv() });
   try {
     rpc.send({ id: "p1", type: "prompt", message: PROMPT });
-    const recoveredAt = (events) =>
-      events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant" && textOf(e.message).startsWith("RECOVERED"));
-    await rpc.waitFor((ev) => recoveredAt(ev) >= 0 && ev.slice(recoveredAt(ev)).some((e) => e.type === "agent_settled"), 60_000, "the w2 answer and agent_settled");
+    await rpc.waitFor(settledAfterRecovery, 60_000, "the w2 answer and agent_settled");
     await assertRollover(model.requests, rpc.stderr());
   } finally {
     const exit = await rpc.stop();

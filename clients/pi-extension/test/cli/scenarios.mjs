@@ -47,6 +47,16 @@ export function rolloverScript(body) {
   return { text: "unexpected: still in w1 after new_context" };
 }
 
+/** The index of the model's "RECOVERED" answer (w2) in pi's JSON/RPC events, or -1. */
+export const recoveredAt = (events) =>
+  events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant" && textOf(e.message).startsWith("RECOVERED"));
+
+/** pi's JSON/RPC events hold the "RECOVERED" answer and the agent_settled after it. */
+export const settledAfterRecovery = (events) => {
+  const at = recoveredAt(events);
+  return at >= 0 && events.slice(at).some((e) => e.type === "agent_settled");
+};
+
 /** The small session: new_context at once; then whatever the model is told, it answers "OK". */
 export function smallScript(body) {
   if (!calledTools(body).includes("new_context")) return { calls: [["new_context", {}]] };

@@ -10,27 +10,16 @@
 import assert from "node:assert/strict";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { MemorydClient, TOOL_NAMES } from "@memoryd/client";
-import { freePort, memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
+import { TOOL_NAMES } from "@memoryd/client";
+import { freePort, memorydBinary } from "../../../testing/memoryd.mjs";
 import { healthz } from "../start/pi-cli.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
-import { MODEL, PROVIDER, freshSetup, runPi, traced } from "./pi-cli.mjs";
+import { MODEL, PROVIDER, freshSetup, memorydForPi, runPi, traced } from "./pi-cli.mjs";
 
-let md;
-let client;
-
-before(async () => {
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  assert.equal((await md.stop()).code, 0);
-});
-
-const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_AUTOSTART: "0", MEMORYD_DEBUG: "1" });
+const memoryd = memorydForPi();
+const memorydEnv = () => memoryd.env({ MEMORYD_AUTOSTART: "0" });
 
 /** A fresh setup whose agent folder holds settings.json with tokenBudget. */
 function setupWith(modelUrl, tokenBudget) {
@@ -43,7 +32,7 @@ function setupWith(modelUrl, tokenBudget) {
 async function registeredBudget(stderr) {
   const [attached] = traced(stderr, "attached");
   assert.ok(attached, `pi never attached to memoryd:\n${stderr}`);
-  const { events } = await client.listEvents({ task_id: attached.task_id });
+  const { events } = await memoryd.client.listEvents({ task_id: attached.task_id });
   const registered = events.find((e) => e.type === "agent.registered" && e.data.agent === attached.agent);
   return registered.data.budget;
 }

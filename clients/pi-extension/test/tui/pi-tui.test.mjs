@@ -15,35 +15,17 @@
 //   and a resumed session (pi -c) does not show the model the dropped request.
 // Needs tmux on PATH (fails, does not skip, without it).
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 
-import { MemorydClient } from "@memoryd/client";
-import { startMemoryd } from "../../../testing/memoryd.mjs";
 import { startModelServer, textOf } from "../cli/model-server.mjs";
-import { freshSetup, runPi, traced } from "../cli/pi-cli.mjs";
+import { freshSetup, memorydForPi, runPi, traced } from "../cli/pi-cli.mjs";
 import { BIG_FILES, NEAR_FULL, PROMPT, READ_DONE, fallbackScript, hasManual, held, inW2, lastIsManual, manualScript, rolloverScript } from "../cli/scenarios.mjs";
 import { requireTmux, startTui } from "./tmux.mjs";
 
-let md;
-let client;
-
-before(async () => {
-  requireTmux();
-  md = await startMemoryd();
-  client = new MemorydClient({ baseUrl: md.url, token: md.token });
-});
-
-after(async () => {
-  if (md) assert.equal((await md.stop()).code, 0);
-});
-
-const memorydEnv = () => ({ MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" });
-
-async function stateOf(stderr) {
-  const [attached] = traced(stderr, "attached");
-  assert.ok(attached, `pi never attached to memoryd:\n${stderr}`);
-  return client.state(attached.task_id, attached.agent);
-}
+before(requireTmux);
+const memoryd = memorydForPi();
+const memorydEnv = () => memoryd.env();
+const stateOf = memoryd.stateOf;
 
 /** Starts pi in tmux, runs the reads turn; returns the terminal. */
 async function afterReads(setup) {
@@ -93,16 +75,20 @@ async function assertOneResetShown(tui, reason, usedBefore) {
   await tui.waitFor((s) => s.includes("Recovery protocol:") && s.includes("Existing notes for /root at this context-window reset"), 10_000, "the expanded bootstrap");
 }
 
-test("TUI: after new_context one compaction block shows the window reset (Pi's, with the real token count) and memoryd's footer names w1 → w2 and the reason", { timeout: 120_000 }, async () => {
-  const model = await startModelServer(rolloverScript);
+/**
+ * The large session of script typed into pi in tmux, with no key pressed
+ * after the prompt until the model's w2 answer ("RECOVERED": the rollover's
+ * continuation alone started it); then check(tui); memoryd is READY in w2.
+ */
+async function recoveredInTui(script, check) {
+  const model = await startModelServer(script);
   const setup = freshSetup(model.url, BIG_FILES);
   const tui = startTui(setup, { env: memorydEnv() });
   try {
     await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
     tui.type(PROMPT);
     await tui.waitFor((s) => s.includes("RECOVERED: back on"), 60_000, "the model's w2 answer");
-    const [usage] = traced(tui.stderr(), "usage").filter((u) => u.tokens_used > 30_000).slice(-1);
-    await assertOneResetShown(tui, "the model called new_context", new RegExp(usage.tokens_used.toLocaleString("en-US")));
+    await check(tui);
     const st = await stateOf(tui.stderr());
     assert.deepEqual([st.window_id, st.phase], ["w2", "READY"]);
   } finally {
@@ -110,29 +96,23 @@ test("TUI: after new_context one compaction block shows the window reset (Pi's, 
     await model.close();
     setup.remove();
   }
-});
+}
 
-test("TUI: the fallback rollover Pi's threshold compaction carries out is followed by the new window's turn", { timeout: 120_000 }, async () => {
-  const model = await startModelServer(fallbackScript);
-  const setup = freshSetup(model.url, BIG_FILES);
-  const tui = startTui(setup, { env: memorydEnv() });
-  try {
-    await tui.waitFor((s) => s.includes("scripted-model"), 30_000, "pi's editor");
-    tui.type(PROMPT);
-    // No key pressed after the prompt: the continuation alone starts the w2 turn.
-    await tui.waitFor((s) => s.includes("RECOVERED: back on"), 60_000, "the model's w2 answer");
+test("TUI: after new_context one compaction block shows the window reset (Pi's, with the real token count) and memoryd's footer names w1 → w2 and the reason", { timeout: 120_000 }, () =>
+  recoveredInTui(rolloverScript, async (tui) => {
+    const [usage] = traced(tui.stderr(), "usage").filter((u) => u.tokens_used > 30_000).slice(-1);
+    await assertOneResetShown(tui, "the model called new_context", new RegExp(usage.tokens_used.toLocaleString("en-US")));
+  }),
+);
+
+test("TUI: the fallback rollover Pi's threshold compaction carries out is followed by the new window's turn", { timeout: 120_000 }, () =>
+  recoveredInTui(fallbackScript, async (tui) => {
     const stderr = tui.stderr();
     assert.deepEqual(traced(stderr, "continue").map((c) => [c.reason, c.compaction]), [["fallback", "threshold"]], stderr);
     assert.deepEqual(traced(stderr, "deliver").map((d) => d.kind), ["fallback"], "no reminder under the fence");
     await assertOneResetShown(tui, "checkpoint saved at the fallback", /113,\d{3}/);
-    const st = await stateOf(stderr);
-    assert.deepEqual([st.window_id, st.phase], ["w2", "READY"]);
-  } finally {
-    tui.stop();
-    await model.close();
-    setup.remove();
-  }
-});
+  }),
+);
 
 test("TUI: a manual /compact runs the checkpoint turn inside the one compaction, with no 'Compaction cancelled'", { timeout: 120_000 }, async () => {
   const model = await startModelServer(manualScript(() => ({ calls: [["notes_write_file", { path: "checkpoint.md", text: "manual checkpoint" }]] })));
@@ -262,7 +242,7 @@ test("TUI: /tree with the fence on: the fence follows the branch now in context 
     assert.deepEqual([branchTraces()[1].due, branchTraces()[1].phase], [null, "READY"]);
     const st = await stateOf(tui.stderr());
     assert.deepEqual([st.window_id, st.phase, st.fence_active], ["w1", "READY", false]);
-    const { events } = await client.listEvents({ task_id: st.task_id });
+    const { events } = await memoryd.client.listEvents({ task_id: st.task_id });
     assert.deepEqual(events.filter((e) => e.type === "lifecycle.fence_lifted").map((e) => e.data.reason), ["branch_changed"]);
     // The model's context has no fallback, and its tools answer.
     tui.type("go on");
