@@ -1,7 +1,8 @@
 // The real pi-subagents package (npm pi-subagents, a devDependency) in the real
 // pi CLI beside the extension: the scripted parent writes a note and delegates
 // to the agent "memo" through pi-subagents' own `subagent` tool (foreground);
-// memo names this extension's child entry in subagentOnlyExtensions, so the
+// memo names this extension's child entry in subagentOnlyExtensions, or Pi's
+// settings name it for every agent (subagents.defaultExtensions), so the
 // child joins the parent's task as /root/agent_<hash of its session key>,
 // reads the parent's note, lists and searches the parent's history by
 // agent_name and writes its own note, which the parent then reads, and
@@ -27,7 +28,20 @@ const PLAN = "plan: review the parser\n";
 const CHILD_TASK = "Review it (child marker CHILD-4409).";
 const REPORT = "report: the parser is fine\n";
 
-test("a child started by pi-subagents joins the parent's task, and the two read each other's notes and history", { timeout: 180_000 }, async () => {
+test("a child started by pi-subagents joins the parent's task (the agent's subagentOnlyExtensions), and the two read each other's notes and history", { timeout: 180_000 }, () =>
+  delegate({ agentFields: [`subagentOnlyExtensions: ${childEntry}`] }),
+);
+
+test("every agent's child joins through Pi's settings: subagents.defaultExtensions names the child entry", { timeout: 180_000 }, () =>
+  delegate({ settings: { subagents: { defaultExtensions: [childEntry] } } }),
+);
+
+/**
+ * The delegation session: the agent "memo" with agentFields in its
+ * definition, Pi's settings.json (in the agent folder) settings; the
+ * assertions of the file's header.
+ */
+async function delegate({ agentFields = [], settings }) {
   const md = await startMemoryd();
   const client = new MemorydClient({ baseUrl: md.url, token: md.token });
   /** The child's agent, as GET /v1/tasks lists it once the parent's subagent call returned. */
@@ -72,12 +86,13 @@ test("a child started by pi-subagents joins the parent's task, and the two read 
         "name: memo",
         "description: reads the plan and reports",
         `model: ${PROVIDER}/${MODEL}`,
-        `subagentOnlyExtensions: ${childEntry}`,
+        ...agentFields,
         "---",
         CHILD_PROMPT,
         "",
       ].join("\n"),
     );
+    if (settings) writeFileSync(join(setup.agentDir, "settings.json"), JSON.stringify(settings));
     const run = await runPi(setup, ["-e", subagentsEntry, "-p", PARENT_PROMPT], {
       env: { MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_DEBUG: "1" },
       timeoutMs: 150_000,
@@ -111,7 +126,7 @@ test("a child started by pi-subagents joins the parent's task, and the two read 
     setup.remove();
     assert.equal((await md.stop()).code, 0);
   }
-});
+}
 
 /** The tool results the child's (child: true) or the parent's requests carried, by tool name. */
 function resultsOf(requests, child) {
