@@ -523,12 +523,11 @@ func fcSameState(a, b fence.State) bool {
 }
 
 func TestH47CompactionFailure(t *testing.T) {
-	t.Run("not aborted clears the request, fence stays armed", func(t *testing.T) {
+	t.Run("not aborted under a fence without its checkpoint: the fence stays armed", func(t *testing.T) {
 		s := mustOpenService(t)
 		cc := fcAttach(t, s, "/s/h47a.jsonl", fcBudget())
 		fcFence(t, s, cc)
-		fcMustTool(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
-		fcPrepare(t, s, cc, fence.ReasonFallback)
+		fcPrepare(t, s, cc, fence.ReasonOverflow)
 		res, err := s.FailRollover(fcCtx, cc, false, "Nothing to compact", "")
 		fcOK(t, "fail", err)
 		if *res.Ignored {
@@ -541,9 +540,28 @@ func TestH47CompactionFailure(t *testing.T) {
 		_, err = fcTool(s, cc, "r1", tools.GetContextRemaining, `{}`)
 		fcWantFenced(t, "H47 read after the failure", err, fence.ReasonCheckpointRequired)
 		if out := fcMustTool(t, s, cc, "c2", tools.NotesWriteFile, fcCheckpoint); !out.Terminate {
-			t.Error("H47 rewriting the checkpoint did not terminate")
+			t.Error("H47 writing the checkpoint did not terminate")
 		}
 		fcPhase(t, s, cc, fence.CheckpointSaved)
+	})
+	// Differs from H47 (issue 30): the rollover a saved fallback checkpoint
+	// asked for, refused by Pi, lifts the fence instead of blocking every
+	// tool until another write (behaviour.md §D.3 row 16).
+	t.Run("not aborted after the fallback's checkpoint: the fence is lifted, tools reopen", func(t *testing.T) {
+		s := mustOpenService(t)
+		cc := fcAttach(t, s, "/s/h47d.jsonl", fcBudget())
+		fcFence(t, s, cc)
+		fcMustTool(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
+		fcPrepare(t, s, cc, fence.ReasonFallback)
+		_, err := s.FailRollover(fcCtx, cc, false, "Nothing to compact", "")
+		fcOK(t, "fail", err)
+		sv := fcPhase(t, s, cc, fence.Ready)
+		if sv.PendingNewContext || sv.CheckpointSaved || sv.FenceActive || sv.PendingWindowID != "" {
+			t.Errorf("H47 state %+v", sv.State)
+		}
+		if _, err := fcTool(s, cc, "r1", tools.GetContextRemaining, `{}`); err != nil {
+			t.Errorf("H47 read after the refused rollover: %v", err)
+		}
 	})
 	t.Run("not aborted new_context request cleared", func(t *testing.T) {
 		s := mustOpenService(t)
