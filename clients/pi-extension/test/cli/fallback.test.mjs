@@ -8,6 +8,8 @@
 // - no reminder while the fallback is queued or fenced (Pi's threshold
 //   compaction before the checkpoint turn is only cancelled);
 // - new_context called above Pi's threshold: the same continuation;
+// - an overflow compaction while new_context is pending: the rollover is the
+//   request's, with its continuation;
 // - a checkpoint whose rollover Pi refuses (a branch too short to compact):
 //   the fence is lifted, the model is told, and its tools answer again.
 import assert from "node:assert/strict";
@@ -28,6 +30,7 @@ import {
   settledAfterRecovery,
   inW2,
   newContextNearFullScript,
+  overflowPendingScript,
   shortFallbackScript,
 } from "./scenarios.mjs";
 
@@ -140,6 +143,27 @@ test("print mode: new_context above Pi's threshold rolls over with a continuatio
     assert.ok(!traced(r.stderr, "deliver").some((d) => d.kind === "fallback"), "no fallback: usage stayed under memoryd's fallback threshold");
     // The reminder was due (not the fallback): its turn's request is where Pi compacts.
     await assertContinuedAfter("new_context", model.requests, r.stderr, { atEnd: false });
+  } finally {
+    await model.close();
+    setup.remove();
+  }
+});
+
+test("print mode: an overflow while new_context is pending rolls over for the request, with its continuation", { timeout: 120_000 }, async () => {
+  const model = await startModelServer(overflowPendingScript);
+  const setup = freshSetup(model.url, BIG_FILES);
+  try {
+    const r = await runPi(setup, ["--mode", "json", PROMPT], { env: memorydEnv() });
+    assert.equal(r.code, 0, r.stderr);
+    const compacted = jsonLines(r.stdout).filter((e) => e.type === "compaction_end" && e.result);
+    assert.deepEqual(compacted.map((e) => [e.reason, e.result.details.memoryd.reason]), [["overflow", "new_context"]]);
+    const continued = traced(r.stderr, "continue");
+    assert.deepEqual(continued.map((c) => [c.reason, c.compaction]), [["new_context", "overflow"]], r.stderr);
+    assert.ok(model.requests.some((b) => inW2(b) && conversation(b).some((m) => CONTINUE.test(textOf(m)))), "a w2 request carries the continuation");
+    assert.ok(recoveredAt(jsonLines(r.stdout)) >= 0, "the model answered in w2");
+    const st = await memoryd.stateOf(r.stderr);
+    assert.deepEqual([st.window_id, st.phase, st.pending_new_context], ["w2", "READY", false]);
+    assertCleanStderr(r.stderr);
   } finally {
     await model.close();
     setup.remove();

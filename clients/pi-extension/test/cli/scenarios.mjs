@@ -177,3 +177,22 @@ export function shortFallbackScript(body) {
   if (hasText(body, FALLBACK)) return { calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }]], promptTokens: NEAR_FULL };
   return { text: "Looking at it.", promptTokens: NEAR_FULL };
 }
+
+/** More than the 128000-token window: Pi reads a "stop" answer reporting it as a context overflow. */
+export const OVERFLOWED = 130000;
+
+/**
+ * An overflow while new_context is pending: the model writes its checkpoint
+ * and calls new_context beside a read (a mixed batch does not end the run),
+ * then answers with a prompt past the window (OVERFLOWED), so Pi's overflow
+ * compaction carries the rollover out; in w2 it recovers.
+ */
+export function overflowPendingScript(body) {
+  if (inW2(body)) return recoverInW2(body);
+  const called = calledTools(body);
+  if (!called.includes("read")) return { calls: Object.keys(BIG_FILES).map((path) => ["read", { path }]) };
+  if (!called.includes("new_context")) {
+    return { calls: [["notes_write_file", { path: "checkpoint.md", text: CHECKPOINT_TEXT }], ["new_context", {}], ["read", { path: "a.txt" }]] };
+  }
+  return { text: "Read it again.", promptTokens: OVERFLOWED };
+}
