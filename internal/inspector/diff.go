@@ -1,47 +1,76 @@
 package inspector
 
-import "strings"
+import (
+	"context"
+	"strings"
+)
 
 // diffLine is one line of a line diff: kept ('='), added ('+') or
-// removed ('-').
+// removed ('-'), or a run of Gap unchanged lines not shown ('…').
 type diffLine struct {
 	Op   string
 	Text string
+	Gap  int
 }
 
-// maxDiffCells bounds the LCS table of a diff (lines of one side times
-// lines of the other, after the common head and tail are set aside);
-// past it the middle is shown as removed, then added.
-const maxDiffCells = 4_000_000
+// Bounds of a diff as the notes page shows it: the work is linear in the
+// notes' size but for the LCS table, and the page's size is bounded.
+const (
+	// maxDiffCells bounds the LCS table (lines of one side times lines of
+	// the other, after the common head and tail are set aside); past it
+	// the middle is shown as removed, then added.
+	maxDiffCells = 4_000_000
+	// diffContext is how many unchanged lines are shown beside a change;
+	// a longer unchanged run is one gap line.
+	diffContext = 3
+	// maxDiffLines is how many lines of the diff are shown; the rest are
+	// counted.
+	maxDiffLines = 2000
+)
 
-// lineDiff is the line diff from a to b by longest common subsequence.
-func lineDiff(a, b string) []diffLine {
+// lineDiff is the line diff from a to b by longest common subsequence, as
+// shown: unchanged runs cut to their context, at most maxDiffLines lines,
+// and the number of diff lines not shown past that. It stops with the
+// context's error when the request is cancelled.
+func lineDiff(ctx context.Context, a, b string) ([]diffLine, int, error) {
 	x, y := splitLines(a), splitLines(b)
-	var head, tail []diffLine
-	for len(x) > 0 && len(y) > 0 && x[0] == y[0] {
-		head = append(head, diffLine{"=", x[0]})
-		x, y = x[1:], y[1:]
+	head := 0
+	for head < len(x) && head < len(y) && x[head] == y[head] {
+		head++
 	}
-	for len(x) > 0 && len(y) > 0 && x[len(x)-1] == y[len(y)-1] {
-		tail = append([]diffLine{{"=", x[len(x)-1]}}, tail...)
-		x, y = x[:len(x)-1], y[:len(y)-1]
+	tail := 0
+	for tail < len(x)-head && tail < len(y)-head && x[len(x)-1-tail] == y[len(y)-1-tail] {
+		tail++
 	}
-	out := head
-	if len(x)*len(y) > maxDiffCells {
-		for _, l := range x {
-			out = append(out, diffLine{"-", l})
+	var e diffEmitter
+	e.keep(x[:head]...)
+	xm, ym := x[head:len(x)-tail], y[head:len(y)-tail]
+	if len(xm)*len(ym) > maxDiffCells {
+		for _, l := range xm {
+			e.change("-", l)
 		}
-		for _, l := range y {
-			out = append(out, diffLine{"+", l})
+		for _, l := range ym {
+			e.change("+", l)
 		}
-		return append(out, tail...)
+	} else if err := lcsDiff(ctx, xm, ym, &e); err != nil {
+		return nil, 0, err
 	}
+	e.keep(x[len(x)-tail:]...)
+	e.flush(true)
+	return e.lines, e.omitted, nil
+}
+
+// lcsDiff emits the diff of x and y by their longest common subsequence.
+func lcsDiff(ctx context.Context, x, y []string, e *diffEmitter) error {
 	// lcs[i][j] is the LCS length of x[i:] and y[j:].
 	lcs := make([][]int32, len(x)+1)
 	for i := range lcs {
 		lcs[i] = make([]int32, len(y)+1)
 	}
 	for i := len(x) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		for j := len(y) - 1; j >= 0; j-- {
 			if x[i] == y[j] {
 				lcs[i][j] = lcs[i+1][j+1] + 1
@@ -54,23 +83,77 @@ func lineDiff(a, b string) []diffLine {
 	for i < len(x) && j < len(y) {
 		switch {
 		case x[i] == y[j]:
-			out = append(out, diffLine{"=", x[i]})
+			e.keep(x[i])
 			i, j = i+1, j+1
 		case lcs[i+1][j] >= lcs[i][j+1]:
-			out = append(out, diffLine{"-", x[i]})
+			e.change("-", x[i])
 			i++
 		default:
-			out = append(out, diffLine{"+", y[j]})
+			e.change("+", y[j])
 			j++
 		}
 	}
 	for ; i < len(x); i++ {
-		out = append(out, diffLine{"-", x[i]})
+		e.change("-", x[i])
 	}
 	for ; j < len(y); j++ {
-		out = append(out, diffLine{"+", y[j]})
+		e.change("+", y[j])
 	}
-	return append(out, tail...)
+	return nil
+}
+
+// diffEmitter builds the diff as shown from the unchanged lines and the
+// changes in order.
+type diffEmitter struct {
+	lines   []diffLine
+	omitted int      // diff lines past maxDiffLines, not shown
+	run     []string // the unchanged lines since the last change
+	changed bool     // a change came before run
+}
+
+func (e *diffEmitter) keep(lines ...string) { e.run = append(e.run, lines...) }
+
+func (e *diffEmitter) change(op, text string) {
+	e.flush(false)
+	e.add(diffLine{Op: op, Text: text})
+	e.changed = true
+}
+
+// flush shows the unchanged run: its last lines before the first change,
+// its first after the last one (end), both ends between two changes, and a
+// gap line for the rest.
+func (e *diffEmitter) flush(end bool) {
+	n := len(e.run)
+	first, last := n, 0
+	switch {
+	case !e.changed && !end:
+		first, last = 0, min(n, diffContext)
+	case end:
+		first = min(n, diffContext)
+	case n > 2*diffContext+1:
+		first, last = diffContext, diffContext
+	}
+	for _, l := range e.run[:first] {
+		e.add(diffLine{Op: "=", Text: l})
+	}
+	if gap := n - first - last; gap > 0 {
+		e.add(diffLine{Op: "…", Gap: gap})
+	}
+	for _, l := range e.run[n-last:] {
+		e.add(diffLine{Op: "=", Text: l})
+	}
+	e.run = e.run[:0]
+}
+
+func (e *diffEmitter) add(l diffLine) {
+	switch {
+	case len(e.lines) < maxDiffLines:
+		e.lines = append(e.lines, l)
+	case l.Gap > 0:
+		e.omitted += l.Gap
+	default:
+		e.omitted++
+	}
 }
 
 // splitLines splits s into lines without their newlines; a final newline

@@ -15,7 +15,8 @@ type notesData struct {
 	Rev           int         // the revision shown
 	Content       string
 	Rev1, Rev2    int        // the diff shown (0: none)
-	Diff          []diffLine // from Rev1 to Rev2
+	Diff          []diffLine // from Rev1 to Rev2, as shown
+	DiffOmitted   int        // lines of the diff past the shown ones
 	Page          []noteRev  // the revisions listed, newest first
 	Older         int64      // cursor of the next (older) page of revisions, 0: none
 	// Files is how many files the agent may read; Own and Others list at
@@ -103,7 +104,10 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 				in.fail(w, r, err)
 				return
 			}
-			d.Diff = lineDiff(file.contentAt(d.Rev1), file.contentAt(d.Rev2))
+			if d.Diff, d.DiffOmitted, err = lineDiff(r.Context(), file.contentAt(d.Rev1), file.contentAt(d.Rev2)); err != nil {
+				in.fail(w, r, err)
+				return
+			}
 		}
 	}
 	in.renderAt(w, r, "notes", d.Agent+" · notes", at, d)
