@@ -74,6 +74,7 @@ func NewServer(cfg Config) http.Handler {
 	if cfg.InspectorOnly {
 		return srv
 	}
+	r.Get("/v1/proof", handleProof(cfg.Token, log))
 	r.Group(func(r chi.Router) {
 		r.Use(requireToken(cfg.Token, log))
 		r.Handle("/metrics", handleMetrics(cfg.Registry))

@@ -187,6 +187,7 @@ export class Connection {
       } catch (err) {
         this.lastError = errorMessage(err);
         if (isMemorydError(err, "unauthenticated", "no_token")) this.judge(this.tokenRefused(err.code === "no_token"));
+        else if (isMemorydError(err, "unproven")) this.judge(this.unproven(String(err.details.what)));
         this.tellDown(ctx, this.verdict ? lineOf(this.verdict) : `memoryd is not reachable at ${this.current.baseUrl} (${why(this.lastError)}); the memory tools fail until it runs`);
         throw this.unavailable();
       } finally {
@@ -226,6 +227,17 @@ export class Connection {
     if (noToken) return { cause: `memoryd at ${url} is reachable, but there is no token for it (no MEMORYD_TOKEN, no ${file})`, fix };
     const sent = this.options.token ? "the token option" : process.env.MEMORYD_TOKEN ? "MEMORYD_TOKEN" : `the token file ${file}`;
     return { cause: `memoryd at ${url} is reachable, but the token is not its token (${sent})`, fix };
+  }
+
+  /**
+   * What answers as memoryd did not prove it holds the token (port squatting,
+   * or a memoryd with another token): nothing was sent to it.
+   */
+  private unproven(what: string): Omit<Verdict, "until"> {
+    return {
+      cause: `${this.current.baseUrl} answers as memoryd but did not prove it holds this session's token (${what}); the token and the session were not sent to it`,
+      fix: "if it is your memoryd, set MEMORYD_TOKEN to its token; otherwise another program holds its port: stop it, or choose another port for memoryd (MEMORYD_ADDR=127.0.0.1:<port>, or MEMORYD_URL when it is set)",
+    };
   }
 
   /** Says once per outage that memoryd is unreachable. */

@@ -75,6 +75,7 @@ export class MemorydClient {
       timeoutMs: this.timeoutMs,
       token: typeof token === "function" ? token : token !== undefined ? () => token : () => discoverToken(env),
       fetch: options.fetch ?? globalThis.fetch,
+      proof: {},
     };
   }
 

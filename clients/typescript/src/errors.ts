@@ -10,8 +10,9 @@
  * Failures on the client side have `status` 0 and one of the codes
  * `unreachable` (memoryd is not running or refused the connection),
  * `timeout` (no answer within the request timeout), `aborted` (the caller's
- * signal), `no_token` (no token could be discovered) or `bad_response` (the
- * answer was not memoryd's JSON).
+ * signal), `no_token` (no token could be discovered), `bad_response` (the
+ * answer was not memoryd's JSON) or `unproven` (what answers did not prove
+ * it holds the token, so neither the token nor any data was sent to it).
  */
 export class MemorydError extends Error {
   override readonly name = "MemorydError";
@@ -52,7 +53,7 @@ export type ServerErrorCode =
   | "internal";
 
 /** Codes of failures that happen before memoryd answers. */
-export type ClientErrorCode = "unreachable" | "timeout" | "aborted" | "no_token" | "bad_response";
+export type ClientErrorCode = "unreachable" | "timeout" | "aborted" | "no_token" | "bad_response" | "unproven";
 
 export type MemorydErrorCode = ServerErrorCode | ClientErrorCode;
 

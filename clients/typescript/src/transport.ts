@@ -1,7 +1,9 @@
-// One HTTP request to memoryd: the bearer token, JSON bodies, the timeout,
-// and every failure turned into a MemorydError (the error envelope of
+// One HTTP request to memoryd: the bearer token (sent only to a server that
+// proved it holds it, proof.ts), JSON bodies, the timeout, and every failure
+// turned into a MemorydError (the error envelope of
 // API.md §2, or a client-side code when memoryd gave no answer).
 import { MemorydError, type MemorydErrorCode } from "./errors.js";
+import { ensureProven, forgetProof, type ProofState } from "./proof.js";
 
 /** Options every call accepts. */
 export interface CallOptions {
@@ -41,6 +43,8 @@ export interface Transport {
   timeoutMs: number;
   token: () => string | undefined;
   fetch: typeof fetch;
+  /** The server's proof that it holds the token, made before the token is first sent. */
+  proof: ProofState;
 }
 
 /**
@@ -58,6 +62,7 @@ export async function send(t: Transport, req: RawRequest): Promise<RawResponse> 
         0,
       );
     }
+    await ensureProven(t, token, (path) => send(t, { method: "GET", path, noAuth: true, timeoutMs: req.timeoutMs, signal: req.signal }));
     headers.Authorization = `Bearer ${token}`;
   }
   let body: string | Uint8Array | undefined;
@@ -78,6 +83,8 @@ export async function send(t: Transport, req: RawRequest): Promise<RawResponse> 
     res = await t.fetch(url, { method: req.method, headers, body, signal });
     text = await res.text();
   } catch (cause) {
+    // Whatever answers next proves itself again before it gets the token.
+    if (!req.signal?.aborted) forgetProof(t);
     throw transportError(cause, req, url, timeoutMs, timeout);
   }
   if (res.status >= 200 && res.status < 300) {

@@ -84,7 +84,8 @@ describe("process routes", () => {
   test("metrics is Prometheus text and needs the token", async () => {
     const text = await client.metrics();
     assert.match(text, /^# (HELP|TYPE) /m);
-    await rejectsWith(() => new MemorydClient({ baseUrl: md.url, token: "wrong" }).metrics(), "unauthenticated", 401);
+    // A wrong token is never sent: memoryd cannot prove it holds it.
+    await rejectsWith(() => new MemorydClient({ baseUrl: md.url, token: "wrong" }).metrics(), "unproven", 0);
   });
 });
 
@@ -571,12 +572,33 @@ describe("events and state", () => {
 });
 
 describe("transport errors", () => {
-  test("401: wrong token and no token", async () => {
+  test("a wrong token is never sent (memoryd does not prove it holds it), and no token", async () => {
     const bad = new MemorydClient({ baseUrl: md.url, token: "not-the-token" });
-    const e = await rejectsWith(() => bad.listTools(), "unauthenticated", 401);
-    assert.match(e.message, /token/);
+    const e = await rejectsWith(() => bad.listTools(), "unproven", 0);
+    assert.match(e.message, /did not prove it is the memoryd holding this token \(a proof that does not match this token\)/);
     const none = new MemorydClient({ baseUrl: md.url, token: () => undefined });
     await rejectsWith(() => none.listTools(), "no_token", 0);
+  });
+
+  test("memoryd proves itself once per client, and again after it was unreachable", async () => {
+    const proofs = [];
+    const counting = (url, init) => {
+      if (new URL(url).pathname === "/v1/proof") proofs.push(url);
+      return fetch(url, init);
+    };
+    const c = new MemorydClient({ baseUrl: md.url, token: md.token, fetch: counting });
+    await c.listTools();
+    await c.listTools();
+    assert.equal(proofs.length, 1);
+    let down = true;
+    const flaky = new MemorydClient({
+      baseUrl: md.url,
+      token: md.token,
+      fetch: (url, init) => (down && new URL(url).pathname === "/v1/tools" ? ((down = false), Promise.reject(new TypeError("fetch failed"))) : counting(url, init)),
+    });
+    await rejectsWith(() => flaky.listTools(), "unreachable", 0);
+    await flaky.listTools();
+    assert.equal(proofs.length, 3, "the failed request's proof, then a new one");
   });
 
   test("403: requests with an Origin header are refused", async () => {

@@ -1,11 +1,13 @@
 // The real pi CLI (print mode, one tool call) when memoryd's address is
 // answered by something the session cannot use: another HTTP server holding
-// the port, or a memoryd that does not take the token. The extension says
-// what answers in one stderr line and in the tool result the model sees,
-// starts no memoryd (one could not bind the port; MEMORYD_BIN is set, so it
-// could try), and does not ask again at every request: the other server sees
-// at most two /healthz requests from the pi process, whatever the number of
-// requests (session start, the prompt, the tool call).
+// the port, a memoryd that cannot prove it holds the session's token, or a
+// rogue answering like memoryd (port squatting), which gets neither the
+// token nor any session data. The extension says what answers in one stderr
+// line and in the tool result the model sees, starts no memoryd (one could
+// not bind the port; MEMORYD_BIN is set, so it could try), and does not ask
+// again at every request: the other server sees at most two /healthz
+// requests from the pi process, whatever the number of requests (session
+// start, the prompt, the tool call).
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { join } from "node:path";
@@ -81,22 +83,64 @@ test("another HTTP server on memoryd's address: one line naming it and how to ch
   }
 });
 
-test("a memoryd that does not take the token: reachable, but the token is not its token (or there is none); no start", { timeout: 120_000 }, async () => {
+/** The verdict's fix when what answers as memoryd does not prove it holds the token. */
+const unprovenFix =
+  "if it is your memoryd, set MEMORYD_TOKEN to its token; otherwise another program holds its port: stop it, or choose another port for memoryd \\(MEMORYD_ADDR=127\\.0\\.0\\.1:<port>, or MEMORYD_URL when it is set\\)";
+
+test("a memoryd that does not prove it holds the token (another token), or no token: one line, no start", { timeout: 120_000 }, async () => {
   const md = await startMemoryd();
   const url = escape(md.url);
-  const fix = "set MEMORYD_TOKEN to its token \\(the file token beside its database\\)";
   try {
     const wrong = await promptOnce({ MEMORYD_URL: md.url, MEMORYD_TOKEN: `not-${md.token}` });
-    const cause = `memoryd at ${url} is reachable, but the token is not its token \\(MEMORYD_TOKEN\\)`;
+    const cause = `${url} answers as memoryd but did not prove it holds this session's token \\(a proof that does not match this token\\); the token and the session were not sent to it`;
     assert.deepEqual(said(wrong.stderr).length, 1, wrong.stderr);
-    assert.match(said(wrong.stderr)[0], new RegExp(`^\\[memoryd\\] ${cause}; ${fix}; the memory tools fail until then$`));
-    assert.match(wrong.result, new RegExp(`^memoryd is not available \\(${cause}\\): ${fix}, then retry; notes and history are only kept in memoryd\\.$`));
+    assert.match(said(wrong.stderr)[0], new RegExp(`^\\[memoryd\\] ${cause}; ${unprovenFix}; the memory tools fail until then$`));
+    assert.match(wrong.result, new RegExp(`^memoryd is not available \\(${cause}\\): ${unprovenFix}, then retry; notes and history are only kept in memoryd\\.$`));
 
     // No MEMORYD_TOKEN, and no token file where the extension looks (memoryd's database is elsewhere).
     const none = await promptOnce({ MEMORYD_URL: md.url });
     assert.deepEqual(said(none.stderr).length, 1, none.stderr);
+    const fix = "set MEMORYD_TOKEN to its token \\(the file token beside its database\\)";
     assert.match(said(none.stderr)[0], new RegExp(`^\\[memoryd\\] memoryd at ${url} is reachable, but there is no token for it \\(no MEMORYD_TOKEN, no \\S+/token\\); ${fix}; `));
   } finally {
     assert.equal((await md.stop()).code, 0, md.stderr());
+  }
+});
+
+/**
+ * A rogue on memoryd's address that answers everything as memoryd would
+ * (its /healthz, 200 and JSON to every route, a made-up /v1/proof), every
+ * request recorded with its Authorization header and body.
+ */
+async function startRogue() {
+  const requests = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      requests.push({ path: new URL(req.url, "http://x").pathname, authorization: req.headers.authorization, body });
+      const answer = req.url.startsWith("/v1/proof")
+        ? { service: "memoryd", address: `127.0.0.1:${server.address().port}`, proof: "ab".repeat(32) }
+        : { status: "ok", service: "memoryd", position: 7, tools: [] };
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((r) => (server.close(r), server.closeAllConnections())) };
+}
+
+test("a rogue answering like memoryd on its address (port squatting) gets neither the token nor the session; the user is told", { timeout: 120_000 }, async () => {
+  const rogue = await startRogue();
+  try {
+    const { stderr, result } = await promptOnce({ MEMORYD_URL: rogue.url, MEMORYD_TOKEN: "the-users-secret-token" });
+    assert.ok(!rogue.requests.some((r) => r.authorization), `the rogue got an Authorization header: ${JSON.stringify(rogue.requests)}`);
+    assert.ok(!rogue.requests.some((r) => r.body !== ""), `the rogue got a request body: ${JSON.stringify(rogue.requests)}`);
+    assert.deepEqual([...new Set(rogue.requests.map((r) => r.path))].sort(), ["/healthz", "/v1/proof"]);
+    const cause = `${escape(rogue.url)} answers as memoryd but did not prove it holds this session's token \\(a proof that does not match this token\\)`;
+    assert.equal(said(stderr).length, 1, stderr);
+    assert.match(said(stderr)[0], new RegExp(`^\\[memoryd\\] ${cause}`));
+    assert.match(result, new RegExp(`^memoryd is not available \\(${cause}`));
+  } finally {
+    await rogue.close();
   }
 });
