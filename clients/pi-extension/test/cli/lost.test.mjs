@@ -36,6 +36,13 @@ async function ask(rpc, message) {
   return rpc.events.slice(from);
 }
 
+/**
+ * The session is connected: its session_start sync, which follows the whole
+ * connect (attach, then the state and the tools), is in the trace. Stopping
+ * memoryd at the "attached" trace instead would cut the connect short.
+ */
+const connected = (stderr) => traced(stderr, "synced").some((s) => s.point === "session_start");
+
 /** The lines of stderr that are not the extension's trace (MEMORYD_DEBUG) of the lost connection. */
 const lostLines = (stderr) => stderr.split("\n").filter((l) => /^\[memoryd\] (lost the connection|memoryd at .* answers again)/.test(l));
 
@@ -52,7 +59,7 @@ async function killedMidSession(heartbeat) {
   const env = { MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: url, XDG_DATA_HOME: join(setup.dir, "xdg"), MEMORYD_HEARTBEAT: heartbeat, MEMORYD_DEBUG: "1" };
   const rpc = startRpc(setup, { env });
   try {
-    await waitFor(() => attaches(log).length >= 1, 60_000, () => `the first attach; stderr:\n${rpc.stderr()}`);
+    await waitFor(() => attaches(log).length >= 1 && connected(rpc.stderr()), 60_000, () => `the first attach; stderr:\n${rpc.stderr()}`);
     const [first] = servingPids(log);
     process.kill(first, "SIGKILL");
     if (heartbeat === "0") await waitFor(async () => !(await healthz(url)), 20_000, "the killed memoryd to stop answering");
@@ -97,7 +104,7 @@ test("memoryd stopped mid-session with MEMORYD_AUTOSTART=0: one line, a clear to
   const rpc = startRpc(setup, { env });
   const { db, dir } = md;
   try {
-    await waitFor(() => traced(rpc.stderr(), "attached").length > 0, 60_000, () => `the attach; stderr:\n${rpc.stderr()}`);
+    await waitFor(() => connected(rpc.stderr()), 60_000, () => `the connected session; stderr:\n${rpc.stderr()}`);
     await md.stop({ keep: true });
     await waitFor(() => lostLines(rpc.stderr()).length > 0, 30_000, () => `the lost-connection line; stderr:\n${rpc.stderr()}`);
     assert.match(lostLines(rpc.stderr())[0], /^\[memoryd\] lost the connection to memoryd at http:\/\/127\.0\.0\.1:\d+ \(.+\); the memory tools fail until it runs again$/);
