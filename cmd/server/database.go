@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/memory"
 )
@@ -16,13 +17,29 @@ import (
 // folder (defaultDataDir).
 func defaultDBPath(getenv func(string) string) (string, error) {
 	if p := getenv("MEMORYD_DB"); p != "" {
-		return p, nil
+		return p, checkDatabase(p)
 	}
 	dir, err := defaultDataDir(getenv)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "memory.db"), nil
+}
+
+// checkDatabase refuses a database (--db, MEMORYD_DB) that names
+// PostgreSQL, starting with "postgres:" or "postgresql:" in any case, but
+// is not a postgres:// or postgresql:// URL: memoryd would take it for an
+// SQLite file named "postgres:" (two servers meant to share a database
+// would write two files). The value is not repeated: it may hold a
+// password.
+func checkDatabase(db string) error {
+	lower := strings.ToLower(db)
+	if memory.IsPostgres(db) || !strings.HasPrefix(lower, "postgres:") && !strings.HasPrefix(lower, "postgresql:") {
+		return nil
+	}
+	return &usageError{"--db (or MEMORYD_DB) begins as a PostgreSQL URL (postgres: or postgresql:) but is not one memoryd can use: " +
+		"give postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://..., the scheme in lower case); " +
+		"an SQLite file whose name begins so is given as ./postgres:..."}
 }
 
 // defaultDataDir returns $XDG_DATA_HOME/memoryd, else

@@ -81,6 +81,11 @@ func parseVerb(v *verb, args []string, getenv func(string) string) (*flag.FlagSe
 		}
 		return fs, nil, &usageError{err.Error()}
 	}
+	if db := fs.Lookup("db"); db != nil {
+		if err := checkDatabase(db.Value.String()); err != nil {
+			return fs, nil, err
+		}
+	}
 	return fs, run, v.checkArgs(fs.Args())
 }
 

@@ -721,6 +721,39 @@ func TestDefaultDBPath(t *testing.T) {
 	}
 }
 
+// TestDBThatLooksLikePostgresButIsNotAURL: a --db or MEMORYD_DB that
+// starts with postgres: or postgresql: (any case) but is not a
+// postgres:// or postgresql:// URL is a usage error (exit 2) naming the
+// form expected, and nothing is created: it used to be an SQLite file
+// named "postgres:" (two servers meant to share one PostgreSQL database
+// wrote two files).
+func TestDBThatLooksLikePostgresButIsNotAURL(t *testing.T) {
+	t.Chdir(t.TempDir()) // where a relative "postgres:" file would land
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel() // serve, were it to start, stops at once
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--db", "postgres:/memoryd?sslmode=disable"}, map[string]string{"MEMORYD_TOKEN": "x"}},
+		{[]string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"MEMORYD_TOKEN": "x", "MEMORYD_DB": "postgresql:memoryd"}},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--db", "POSTGRES://localhost/memoryd"}, map[string]string{"MEMORYD_TOKEN": "x"}},
+		{[]string{"import", "--db", "Postgres:/memoryd", "log.jsonl"}, nil},
+		{[]string{"verify"}, map[string]string{"MEMORYD_DB": "postgres:memoryd"}},
+		{[]string{"tasks", "--db", "postgresql:/memoryd"}, nil},
+	} {
+		var stderr bytes.Buffer
+		err := run(canceled, c.args, env(c.env), nil, io.Discard, &stderr)
+		var ue *usageError
+		if !errors.As(err, &ue) || exitCode(err) != 2 || !strings.Contains(err.Error(), "postgres://") {
+			t.Errorf("run %q (env %v): %v (exit %d), want a usage error (exit 2) naming postgres://", c.args, c.env, err, exitCode(err))
+		}
+	}
+	if left, _ := os.ReadDir("."); len(left) != 0 {
+		t.Errorf("a refused --db left %v behind", left)
+	}
+}
+
 // TestLongVerbsNoProgressWhenNotATerminal: export, import, replay,
 // import-session and verify draw a progress bar only on a terminal. With stderr a
 // buffer or a plain file they write nothing there at all.
