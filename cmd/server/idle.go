@@ -7,10 +7,13 @@ import (
 	"time"
 )
 
-// idleWatch ends a server that answered no request for a while
-// (--idle-exit): the Pi extension starts memoryd as a shared background
-// service and pings /healthz while a session is open, so the service stops
-// that long after the last session ended. A request in flight is never idle
+// idleWatch ends a server that answered no authenticated request for a
+// while (--idle-exit): the Pi extension starts memoryd as a shared
+// background service and sends an authenticated heartbeat while a session
+// is open, so the service stops that long after the last session ended.
+// Only requests that passed the token check (or the inspector's session
+// check) count: a stranger's refused requests, or a web page's fetch of
+// /healthz, do not keep it running. A request in flight is never idle
 // time: the clock starts when the last one finishes.
 type idleWatch struct {
 	active atomic.Int64 // requests being handled
@@ -25,6 +28,13 @@ func newIdleWatch(now func() time.Time) *idleWatch {
 }
 
 func (w *idleWatch) touch() { w.last.Store(w.now().UnixNano()) }
+
+// request brackets one authenticated request: it begins it and returns
+// its end (api.Config.Activity).
+func (w *idleWatch) request() (done func()) {
+	w.begin()
+	return w.end
+}
 
 // begin and end bracket one request.
 func (w *idleWatch) begin() {

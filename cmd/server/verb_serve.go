@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memoryd/memoryd/internal/api"
+	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -46,7 +47,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 		fs.BoolVar(&o.audit, "audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
 		fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to `FILE`, for performance work")
 		fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed")
-		fs.DurationVar(&o.idleExit, "idle-exit", 0, "stop (as on SIGTERM) after this long without a request, e.g. 30m; 0 never (the Pi extension's shared service uses it)")
+		fs.DurationVar(&o.idleExit, "idle-exit", 0, "stop (as on SIGTERM) after this long without an authenticated request (one with the token, or an inspector page in a session), e.g. 30m; 0 never (the Pi extension's shared service uses it)")
 		fs.StringVar(&o.tlsCert, "tls-cert", getenv("MEMORYD_TLS_CERT"), "serve HTTPS with the certificate in `FILE` (PEM: the server's certificate, then any intermediates; env MEMORYD_TLS_CERT); needs --tls-key")
 		fs.StringVar(&o.tlsKey, "tls-key", getenv("MEMORYD_TLS_KEY"), "the private key of --tls-cert, in `FILE` (PEM; env MEMORYD_TLS_KEY)")
 		fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "serve plain HTTP on a non-loopback --addr: the token and the notes cross the network unencrypted (only where the network encrypts, e.g. a VPN)")
@@ -166,12 +167,14 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		log.Warn("listening on a non-loopback address in plain HTTP (--insecure-plaintext): the token and every request and answer cross the network unencrypted, "+
 			"and the Host check is off: anyone who can reach it, or read its traffic, and has the token can use memoryd", "addr", tcp.String())
 	}
-	cfg := api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback}
-	ui := api.NewInspector(cfg) // the web inspector at /ui
-	defer ui.Close()            // its copies of past states; before the store closes
-	cfg.Inspector = ui
+	var idle *idleWatch // --idle-exit
+	if o.idleExit > 0 {
+		idle = newIdleWatch(time.Now)
+	}
+	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback}, idle)
+	defer ui.Close() // its copies of past states; before the store closes
 	srv := &http.Server{
-		Handler:           api.NewServer(cfg),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -190,14 +193,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	drain := newDrain()
 	drain.install(srv)
-	if o.idleExit > 0 {
-		idle := newIdleWatch(time.Now)
-		next := srv.Handler
-		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			idle.begin()
-			defer idle.end()
-			next.ServeHTTP(w, r)
-		})
+	if idle != nil {
 		go idle.run(ctx, o.idleExit, idleTick(o.idleExit), log, idleStop)
 	}
 	stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -231,6 +227,18 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	ui.Close()
 	return svc.Close() // flushes the read audit of the calls answered, then closes the store
+}
+
+// serveHandler is serve's HTTP handler and its web inspector at /ui (the
+// caller closes it once the server stopped). idle, when not nil, is told
+// of the requests that passed authentication alone (--idle-exit).
+func serveHandler(cfg api.Config, idle *idleWatch) (http.Handler, *inspector.Inspector) {
+	if idle != nil {
+		cfg.Activity = idle.request
+	}
+	ui := api.NewInspector(cfg)
+	cfg.Inspector = ui
+	return api.NewServer(cfg), ui
 }
 
 // loadTLS reads the certificate and key files of --tls-cert and --tls-key

@@ -19,8 +19,9 @@ import (
 )
 
 // requireToken refuses requests without "Authorization: Bearer <token>",
-// comparing in constant time.
-func requireToken(token string, log *slog.Logger) func(http.Handler) http.Handler {
+// comparing in constant time. activity (when not nil) brackets each
+// request that passed (Config.Activity).
+func requireToken(token string, log *slog.Logger, activity func() (done func())) func(http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,6 +30,9 @@ func requireToken(token string, log *slog.Logger) func(http.Handler) http.Handle
 				w.Header().Set("WWW-Authenticate", `Bearer realm="memoryd"`)
 				writeError(w, r, log, httpErr(errUnauthenticated, "missing or wrong bearer token; send Authorization: Bearer <token> (MEMORYD_TOKEN or the token file beside the database)"))
 				return
+			}
+			if activity != nil {
+				defer activity()()
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -35,6 +35,12 @@ type Config struct {
 	// InspectorOnly serves the inspector alone: no /v1 route, no
 	// /metrics (the inspect verb).
 	InspectorOnly bool
+	// Activity, when set, is called when a request has passed the
+	// bearer-token check (or the inspector's session check) and done when
+	// it ends: serve's --idle-exit counts only these requests as use, so
+	// that a stranger's refused requests or a web page's fetch of
+	// /healthz cannot keep memoryd running.
+	Activity func() (done func())
 }
 
 // NewServer returns the HTTP handler of memoryd.
@@ -76,7 +82,7 @@ func NewServer(cfg Config) http.Handler {
 	}
 	r.Get("/v1/proof", handleProof(cfg.Token, log))
 	r.Group(func(r chi.Router) {
-		r.Use(requireToken(cfg.Token, log))
+		r.Use(requireToken(cfg.Token, log, cfg.Activity))
 		r.Handle("/metrics", handleMetrics(cfg.Registry))
 		r.Post("/v1/sessions/attach", handleSessionAttach(log, cfg.Service))
 		r.Post("/v1/history/sync", handleHistorySync(log, cfg.Service))

@@ -45,6 +45,9 @@ type Config struct {
 	ErrorStatus func(error) (status int, message string)
 	// Scratches is how many past states (?at=P) are kept open; 0: 4.
 	Scratches int
+	// Activity, when set, brackets each request in a valid session (the
+	// API's Config.Activity: --idle-exit counts only those).
+	Activity func() (done func())
 }
 
 // Inspector is the /ui handler. Close releases the past states it keeps.
@@ -103,6 +106,7 @@ func (in *Inspector) routeTree() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(in.requireSession)
 		r.Get(Prefix, in.tasksPage)
+		r.Get(Prefix+"/", in.tasksPage) // what a user types for the start page
 		r.Get(Prefix+"/tasks/{task}/agents/*", in.timelinePage)
 		r.Get(Prefix+"/tasks/{task}/notes", in.notesPage)
 		r.Get(Prefix+"/tasks/{task}/history", in.historyPage)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 type notesData struct {
@@ -47,6 +49,12 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 	d := notesData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent")}
 	if d.Agent == "" {
 		d.Agent = "/root"
+	}
+	// An unknown task or an agent not registered to it is not found, as
+	// on the timeline and history pages, rather than a page without notes.
+	if _, err := svc.State(r.Context(), memory.CallContext{TaskID: d.TaskID, Agent: d.Agent}); err != nil {
+		in.fail(w, r, err)
+		return
 	}
 	full := q.Get("file")
 	files, file, err := readNotes(r.Context(), svc, d.TaskID, full)

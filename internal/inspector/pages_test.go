@@ -3,6 +3,7 @@ package inspector_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -259,5 +260,47 @@ func TestPagesEscapeWhatTheLogHolds(t *testing.T) {
 	doc := s.page(t, c, "/ui/tasks/"+cc.TaskID+"/notes?agent=/root&file=/root/notes/evil.md")
 	if got := byID(doc, "note-content").FirstChild.Data; got != evil {
 		t.Errorf("note shown as %q", got)
+	}
+}
+
+// TestUnknownTaskOrAgentIsNotFound: the notes page answers 404, as the
+// timeline and history pages do, for a task memoryd does not know and
+// for an agent not registered to the task; it does not show an empty
+// list of notes.
+func TestUnknownTaskOrAgentIsNotFound(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/a.jsonl")
+	c := s.loggedIn(t)
+	for _, p := range []string{
+		"/ui/tasks/" + cc.TaskID + "/notes?agent=/root", // known: 200
+		"/ui/tasks/no-such-task/notes",
+		"/ui/tasks/no-such-task/notes?agent=/root",
+		"/ui/tasks/" + cc.TaskID + "/notes?agent=/root/nobody",
+		"/ui/tasks/no-such-task/history?agent=/root",
+		"/ui/tasks/" + cc.TaskID + "/history?agent=/root/nobody",
+		"/ui/tasks/no-such-task/agents/root",
+		"/ui/tasks/" + cc.TaskID + "/agents/root/nobody",
+	} {
+		want := http.StatusNotFound
+		if strings.HasSuffix(p, cc.TaskID+"/notes?agent=/root") {
+			want = http.StatusOK
+		}
+		if resp, doc := s.get(t, c, p); resp.StatusCode != want {
+			t.Errorf("GET %s: %d (%s), want %d", p, resp.StatusCode, text(byID(doc, "error-message")), want)
+		}
+	}
+}
+
+// TestUIWithASlashIsTheStartPage: /ui/ is the start page, as /ui is
+// (behind the same session check), not a 404.
+func TestUIWithASlashIsTheStartPage(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/a.jsonl")
+	if resp, _ := s.get(t, s.client(t), "/ui/"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
+		t.Errorf("GET /ui/ without a session: %d to %q, want 303 to /ui/login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	doc := s.page(t, s.loggedIn(t), "/ui/")
+	if !strings.Contains(text(doc), cc.TaskID) {
+		t.Errorf("GET /ui/ does not list the task %s: %s", cc.TaskID, text(byID(doc, "main")))
 	}
 }

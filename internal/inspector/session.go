@@ -99,6 +99,9 @@ func (in *Inspector) requireSession(next http.Handler) http.Handler {
 			http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 			return
 		}
+		if in.cfg.Activity != nil {
+			defer in.cfg.Activity()()
+		}
 		next.ServeHTTP(w, r)
 	})
 }

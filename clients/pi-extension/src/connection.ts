@@ -261,7 +261,8 @@ export class Connection {
   }
 
   /**
-   * Pings /healthz every heartbeatMs (keeping the shared memoryd from its idle exit). memoryd gone:
+   * Pings /healthz every heartbeatMs, then sends one authenticated request (keepAlive: keeping the shared
+   * memoryd from its idle exit, which counts only those). memoryd gone:
    * starts it again if it can (else says once that the connection is lost); once it answers again
    * the session attaches again (the same session key: the same task and agent), said in one line.
    */
@@ -296,7 +297,8 @@ export class Connection {
       }
       line = `lost the connection to memoryd at ${url} (${cause}); started it again (its log: ${this.spawnedLog}); the session is attached again`;
     } else if (this.toldDown) line = `memoryd at ${url} answers again; the session is attached again`;
-    if (!this.lost || !this.attachRequest) return;
+    if (!this.lost) return this.keepAlive();
+    if (!this.attachRequest) return;
     const res = await this.current.attach(this.attachRequest);
     this.agentIds = { taskId: res.task_id, agent: res.agent };
     this.trace("reattached", { ...res });
@@ -304,6 +306,15 @@ export class Connection {
     this.toldDown = false;
     this.lastError = "";
     if (line) this.say(this.lastCtx, line);
+  }
+
+  /**
+   * One authenticated request (GET /v1/tools, answered from memory): only
+   * those hold off memoryd's --idle-exit, /healthz does not. A failure is
+   * traced, not lost: the next heartbeat probes again.
+   */
+  private async keepAlive(): Promise<void> {
+    await this.current.listTools({ timeoutMs: 3000 }).catch((err) => this.trace("error", { what: "heartbeat keep-alive", error: errorMessage(err) }));
   }
 
   /**

@@ -191,6 +191,33 @@ test("a child session joins its parent's task through the task option and shares
   }
 });
 
+test("the heartbeat follows /healthz with an authenticated request: only those hold off memoryd's --idle-exit", { timeout: 60_000 }, async () => {
+  const asked = [];
+  const recording = (url, init) => {
+    asked.push(`${init?.method ?? "GET"} ${new URL(url).pathname} ${init?.headers?.Authorization ? "with the token" : "without"}`);
+    return fetch(url, init);
+  };
+  const beating = new MemorydClient({ baseUrl: md.url, token: md.token, fetch: recording });
+  const { session } = await createPiSession({
+    extension: createMemorydExtension({ client: beating, heartbeatMs: 50 }),
+    model: stepsModel(["ready"]),
+  });
+  try {
+    await session.prompt("hello"); // attached: the heartbeat runs
+    const from = asked.length;
+    const beatWithToken = () => {
+      const beats = asked.slice(from);
+      const probe = beats.indexOf("GET /healthz without");
+      return probe >= 0 && beats.slice(probe + 1).includes("GET /v1/tools with the token");
+    };
+    await waitFor(beatWithToken, 5_000, "a heartbeat's /healthz followed by GET /v1/tools with the token").catch((err) => {
+      throw new Error(`${err.message}; asked:\n${asked.slice(from).join("\n")}`);
+    });
+  } finally {
+    session.dispose();
+  }
+});
+
 test("memoryd unreachable: the 11 tools exist but fail with a clear error; nothing is written locally", { timeout: 60_000 }, async () => {
   const port = await freePort();
   const results = [];
