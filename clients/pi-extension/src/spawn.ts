@@ -4,18 +4,18 @@
 // machine shares it. It stops by itself after --idle-exit without requests;
 // the extension never stops it.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 
 import { defaultDbPath } from "@memoryd/client";
 
 /** How to start memoryd when it is not running. */
 export interface SpawnOptions {
-  /** The program: a memoryd binary, or "go" to run `go run ./cmd/server` in cwd (a memoryd checkout). */
+  /** The program: a memoryd binary, or "go" to run `go run ./cmd/server` in cwd (a memoryd checkout; required, absolute). */
   command: string;
   /** Arguments before `serve --addr ...`; default [] for a binary, ["run", "./cmd/server"] for "go". */
   args?: string[];
-  /** Working directory (for "go": the memoryd checkout). */
+  /** Working directory (for "go": the memoryd checkout, an absolute path: never the pi process's own, which may be an untrusted project). */
   cwd?: string;
   /** Extra environment (e.g. MEMORYD_DB, MEMORYD_TOKEN). */
   env?: Record<string, string>;
@@ -48,6 +48,37 @@ export function defaultLogFile(env: Record<string, string | undefined> = process
   return join(dirname(defaultDbPath(env)), "memoryd.log");
 }
 
+/**
+ * Opens the log file for appending as memoryd creates its token file: never
+ * through a symbolic link (O_NOFOLLOW), only a regular file of this user, and
+ * made 0600 if it was readable by others (its text is the notes' metadata).
+ */
+export function openLogFile(path: string): number {
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+  let fd: number;
+  try {
+    fd = openSync(path, flags, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") {
+      throw new Error(`refusing memoryd's log file ${path}: it is a symbolic link; remove it (a new log is made at the next start)`);
+    }
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`refusing memoryd's log file ${path}: it is not a regular file; remove it`);
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid) {
+      throw new Error(`refusing memoryd's log file ${path}: it belongs to user ${st.uid}, not to you (${uid}); remove it`);
+    }
+    if ((st.mode & 0o077) !== 0) fchmodSync(fd, 0o600);
+    return fd;
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
 /** Answers GET /healthz within timeoutMs. */
 export async function healthy(url: string, timeoutMs = 2000): Promise<boolean> {
   try {
@@ -71,12 +102,18 @@ export async function spawnMemoryd(options: SpawnOptions, defaultAddr: string): 
   const env = { ...process.env, ...options.env };
   const addr = options.addr ?? defaultAddr;
   const isGo = options.command === "go";
+  if (isGo && !(options.cwd && isAbsolute(options.cwd))) {
+    throw new Error(
+      `MEMORYD_SPAWN=go needs MEMORYD_REPO, the absolute path of a memoryd checkout (got ${JSON.stringify(options.cwd ?? "")}): ` +
+        "without it `go run ./cmd/server` would run the code of whatever folder pi runs in",
+    );
+  }
   const idleExit = options.idleExit ?? "30m";
   const args = [...(options.args ?? (isGo ? ["run", "./cmd/server"] : [])), "serve", "--addr", addr];
   if (idleExit !== "0") args.push("--idle-exit", idleExit);
   const logFile = options.logFile ?? defaultLogFile(env);
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
-  const fd = openSync(logFile, "a", 0o600);
+  const fd = openLogFile(logFile);
   const from = fstatSync(fd).size;
   let child: ChildProcess;
   try {
