@@ -15,6 +15,7 @@ import (
 )
 
 func main() {
+	useScratchFolder(os.Getenv, os.Stderr)
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "memoryd:", err)
 		os.Exit(exitCode(err))

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 			io.Copy(io.Discard, os.Stdin)
 			os.Exit(3)
 		}()
+		useScratchFolder(os.Getenv, os.Stderr) // as main does
 		if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "memoryd:", err)
 			os.Exit(exitCode(err))

@@ -24,11 +24,11 @@ var inspectVerb = verb{
 	summary:  "open a log or a database in the web inspector, read-only, on a loopback port",
 	about: `
 Serves the web inspector (the pages memoryd serve has at /ui) for an exported log FILE.jsonl,
-imported into a temporary database that is deleted when it stops, or for the database --db
-(only read). Nothing else is served: no /v1 route, no write. It listens on a loopback address
-(--addr, a free port by default), prints "listening on http://HOST:PORT", then a one-time login
-link: opening it logs one browser in (a session cookie) and spends it. The link holds no token;
-the login form is off. It stops on SIGINT or SIGTERM.`,
+imported into a scratch database (in the data folder's scratch/, 0700) deleted when it stops,
+or for the database --db (only read). Nothing else is served: no /v1 route, no write. It listens
+on a loopback address (--addr, a free port by default), prints "listening on http://HOST:PORT",
+then a one-time login link: opening it logs one browser in (a session cookie) and spends it. The
+link holds no token; the login form is off. It stops on SIGINT or SIGTERM.`,
 	args: []arg{
 		{name: "FILE.jsonl", about: "an exported log (memoryd export), e.g. from a bug report; - for stdin", optional: true},
 	},

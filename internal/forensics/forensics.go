@@ -273,10 +273,10 @@ func OpenLogging(ctx context.Context, path string, logf func(format string, args
 	return memory.Open(ctx, path, memory.OpenOptions{Synchronous: "off", Logf: logf})
 }
 
-// Scratch opens a fresh database in a new temporary folder; cleanup closes
-// and removes it.
+// Scratch opens a fresh database in a new private folder (in the scratch
+// folder, SetScratchFolder); cleanup closes and removes it.
 func Scratch(ctx context.Context) (svc *memory.Service, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "memoryd-replay-")
+	dir, err := newScratchDir()
 	if err != nil {
 		return nil, nil, err
 	}
