@@ -522,6 +522,18 @@ func fcSameState(a, b fence.State) bool {
 	return string(x) == string(y)
 }
 
+// fcRollingFallback: an agent whose fallback checkpoint is saved and whose
+// rollover is prepared (ROLLING_OVER).
+func fcRollingFallback(t *testing.T) (*Service, CallContext) {
+	t.Helper()
+	s := mustOpenService(t)
+	cc := fcAttach(t, s, "/s/h47-fallback.jsonl", fcBudget())
+	fcFence(t, s, cc)
+	fcMustTool(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
+	fcPrepare(t, s, cc, fence.ReasonFallback)
+	return s, cc
+}
+
 func TestH47CompactionFailure(t *testing.T) {
 	t.Run("not aborted under a fence without its checkpoint: the fence stays armed", func(t *testing.T) {
 		s := mustOpenService(t)
@@ -548,11 +560,7 @@ func TestH47CompactionFailure(t *testing.T) {
 	// asked for, refused by Pi, lifts the fence instead of blocking every
 	// tool until another write (behaviour.md §D.3 row 16).
 	t.Run("not aborted after the fallback's checkpoint: the fence is lifted, tools reopen", func(t *testing.T) {
-		s := mustOpenService(t)
-		cc := fcAttach(t, s, "/s/h47d.jsonl", fcBudget())
-		fcFence(t, s, cc)
-		fcMustTool(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
-		fcPrepare(t, s, cc, fence.ReasonFallback)
+		s, cc := fcRollingFallback(t)
 		_, err := s.FailRollover(fcCtx, cc, false, "Nothing to compact", "")
 		fcOK(t, "fail", err)
 		sv := fcPhase(t, s, cc, fence.Ready)
@@ -590,11 +598,7 @@ func TestH47CompactionFailure(t *testing.T) {
 		fcPhase(t, s, cc, fence.Ready)
 	})
 	t.Run("aborted keeps a saved fallback checkpoint", func(t *testing.T) {
-		s := mustOpenService(t)
-		cc := fcAttach(t, s, "/s/h47d.jsonl", fcBudget())
-		fcFence(t, s, cc)
-		fcMustTool(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
-		fcPrepare(t, s, cc, fence.ReasonFallback)
+		s, cc := fcRollingFallback(t)
 		_, err := s.FailRollover(fcCtx, cc, true, "cancelled", "")
 		fcOK(t, "fail", err)
 		if sv := fcPhase(t, s, cc, fence.CheckpointSaved); !sv.PendingNewContext || !sv.CheckpointSaved {
