@@ -66,7 +66,7 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest", "- bound: bare net/http, same requests: ", "- raw SQLite, 1,000 inserts a FULL transaction: ", "- memoryd p50 − bare p50: ",
-		"- " + inspectorFreshName + ": ", "- " + inspectorForwardName + ": "} {
+		"- " + inspectorAtPages[2].name + ": ", "- " + inspectorAtPages[4].name + ": "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q", want)
 		}

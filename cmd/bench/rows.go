@@ -157,6 +157,16 @@ var allRows = []*row{
 		fig: ms, target: 0.1, targetText: "≤ 100 ms",
 	},
 	{
+		name: "inspector-at",
+		help: "the web inspector's first page as of a past position\n" +
+			"(timeline, events, notes, history, tasks) on the replayed\n" +
+			"-events database, and the history page on the history\n" +
+			"database, each once                            (≤ 1 s)",
+		needs:   []*fixture{fxReplayed, fxHistory},
+		measure: (*bench).measureInspectorAt, notes: (*bench).inspectorAtNotes,
+		fig: ms, target: 1, targetText: "≤ 1 s",
+	},
+	{
 		name: "postgres-append16",
 		help: "durable note appends/s over HTTP, 16 clients, through one\n" +
 			"memoryd on PostgreSQL, vs raw PostgreSQL inserting one row per\n" +

@@ -52,19 +52,43 @@ func (b *bench) measureInspector(ctx context.Context, rep repetition) (sample, e
 }
 
 func (b *bench) inspectPages(ctx context.Context, base string) (sample, error) {
-	last, err := b.cl.health(ctx, base)
+	web, task, last, err := b.inspectorLogin(ctx, base)
 	if err != nil {
 		return sample{}, err
 	}
-	task, err := b.firstTask(ctx, base)
-	if err != nil {
-		return sample{}, err
+	var s sample
+	for _, pg := range inspectorPages {
+		var took []float64
+		for range inspectorGets {
+			t, err := inspectorGet(ctx, web, base+pg.path(task, last), pg.name)
+			if err != nil {
+				return sample{}, err
+			}
+			took = append(took, t)
+		}
+		slices.Sort(took)
+		med := took[len(took)/2]
+		s.fig = max(s.fig, med)
+		s.add(pg.name+" (s)", med)
+	}
+	return s, nil
+}
+
+// inspectorLogin logs in to the inspector at base with the token and
+// returns a client with the session, the newest task and the log's last
+// position.
+func (b *bench) inspectorLogin(ctx context.Context, base string) (web *http.Client, task string, last int64, err error) {
+	if last, err = b.cl.health(ctx, base); err != nil {
+		return nil, "", 0, err
+	}
+	if task, err = b.firstTask(ctx, base); err != nil {
+		return nil, "", 0, err
 	}
 	jar, _ := cookiejar.New(nil)
-	web := &http.Client{Jar: jar, Transport: b.cl.http.Transport}
+	web = &http.Client{Jar: jar, Transport: b.cl.http.Transport}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/ui/login", strings.NewReader(url.Values{"token": {b.token}}.Encode()))
 	if err != nil {
-		return sample{}, err
+		return nil, "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
@@ -74,73 +98,134 @@ func (b *bench) inspectPages(ctx context.Context, base string) (sample, error) {
 	login := &http.Client{Jar: jar, Transport: web.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := login.Do(req)
 	if err != nil {
-		return sample{}, fmt.Errorf("inspector login: %w", err)
+		return nil, "", 0, fmt.Errorf("inspector login: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
-		return sample{}, fmt.Errorf("inspector login: status %d, want 303", resp.StatusCode)
+		return nil, "", 0, fmt.Errorf("inspector login: status %d, want 303", resp.StatusCode)
+	}
+	return web, task, last, nil
+}
+
+// inspectorGet fetches an inspector page and returns the seconds it took
+// to its last byte.
+func inspectorGet(ctx context.Context, web *http.Client, u, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	t := time.Now()
+	page, err := fetch(web, req)
+	took := time.Since(t).Seconds()
+	if err != nil {
+		return 0, fmt.Errorf("inspector %s: %w", name, err)
+	}
+	if !strings.Contains(page, "memoryd inspector") {
+		return 0, fmt.Errorf("inspector %s: not an inspector page: %.200s", name, page)
+	}
+	return took, nil
+}
+
+// inspectorAtPages are the pages of the inspector-at row, each as of a
+// position the memoryd has not shown before (half the log, then 1,000
+// events later), in this order, each fetched once: what a user waits for
+// on the first page at a position.
+var inspectorAtPages = []struct {
+	name string
+	path func(task string, half int64) string // half: half the log's last position
+}{
+	{"timeline of /root as of half the log (reads the log up to there)", func(task string, half int64) string {
+		return fmt.Sprintf("/ui/tasks/%s/agents/root?at=%d", task, half)
+	}},
+	{"events as of half the log (reads the log up to there)", func(_ string, half int64) string {
+		return fmt.Sprintf("/ui/events?after=%d&at=%d", half-100, half)
+	}},
+	{"notes of /root as of half the log (folds the note events of /root up to there)", func(task string, half int64) string {
+		return fmt.Sprintf("/ui/tasks/%s/notes?agent=/root&at=%d", task, half)
+	}},
+	{"history of /root as of half the log (a copy of the task's history: none in this log)", func(task string, half int64) string {
+		return fmt.Sprintf("/ui/tasks/%s/history?agent=/root&at=%d", task, half)
+	}},
+	{"tasks as of half the log + 1,000 (folds each agent's fence events up to there)", func(_ string, half int64) string {
+		return fmt.Sprintf("/ui?at=%d", half+min(inspectorForward, half/4))
+	}},
+}
+
+// measureInspectorAt starts memoryd on the replayed database, logs in,
+// and fetches each of inspectorAtPages once; the figure is the slowest.
+func (b *bench) measureInspectorAt(ctx context.Context, rep repetition) (sample, error) {
+	p, err := b.startMemoryd(ctx, "memoryd(inspector-at)", b.replayed)
+	if err != nil {
+		return sample{}, err
+	}
+	s, err := b.inspectPagesAt(ctx, p.url)
+	if err == nil {
+		err = b.inspectHistoryAt(ctx, rep, &s)
+	}
+	if err == nil {
+		b.logf("%s: slowest page %s", rep.row, ms(s.fig))
+	}
+	if serr := p.stop(); err == nil {
+		err = serr
+	}
+	return s, err
+}
+
+func (b *bench) inspectPagesAt(ctx context.Context, base string) (sample, error) {
+	web, task, last, err := b.inspectorLogin(ctx, base)
+	if err != nil {
+		return sample{}, err
+	}
+	half := last / 2
+	if half < 200 {
+		return sample{}, fmt.Errorf("inspector-at: a log of %d events is too short (at least 400)", last)
 	}
 	var s sample
-	for _, pg := range inspectorPages {
-		var took []float64
-		for range inspectorGets {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+pg.path(task, last), nil)
-			if err != nil {
-				return sample{}, err
-			}
-			t := time.Now()
-			page, err := fetch(web, req)
-			took = append(took, time.Since(t).Seconds())
-			if err != nil {
-				return sample{}, fmt.Errorf("inspector %s: %w", pg.name, err)
-			}
-			if !strings.Contains(page, "memoryd inspector") {
-				return sample{}, fmt.Errorf("inspector %s: not an inspector page: %.200s", pg.name, page)
-			}
-		}
-		slices.Sort(took)
-		med := took[len(took)/2]
-		s.fig = max(s.fig, med)
-		s.add(pg.name+" (s)", med)
-	}
-	// Time travel, for information (not in the figure): the first page as
-	// of half the log copies the log up to there; the next, 1,000 events
-	// later, brings that copy forward. Each is fetched once: a second
-	// fetch would be served from the kept copy.
-	half := last / 2
-	for _, tt := range []struct {
-		name string
-		at   int64
-	}{
-		{inspectorFreshName, half},
-		{inspectorForwardName, min(half+inspectorForward, last-1)},
-	} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/ui?at=%d", base, tt.at), nil)
+	for _, pg := range inspectorAtPages {
+		t, err := inspectorGet(ctx, web, base+pg.path(task, half), pg.name)
 		if err != nil {
 			return sample{}, err
 		}
-		t := time.Now()
-		page, err := fetch(web, req)
-		took := time.Since(t).Seconds()
-		if err != nil {
-			return sample{}, fmt.Errorf("inspector %s: %w", tt.name, err)
-		}
-		if !strings.Contains(page, "memoryd inspector") {
-			return sample{}, fmt.Errorf("inspector %s: not an inspector page: %.200s", tt.name, page)
-		}
-		s.add(tt.name+" (s)", took)
+		s.fig = max(s.fig, t)
+		s.add(pg.name+" (s)", t)
 	}
 	return s, nil
 }
 
-// inspectorForward is how far past half the log the second time-travel
-// page is.
+// inspectHistoryAt fetches, on the history server (fxHistory), the
+// history page of its agent as of half its log, one position lower each
+// repetition so that each is a fresh copy of the task's history.
+func (b *bench) inspectHistoryAt(ctx context.Context, rep repetition, s *sample) error {
+	web, _, last, err := b.inspectorLogin(ctx, b.hist.url)
+	if err != nil {
+		return err
+	}
+	at := last/2 - int64(rep.n)
+	t, err := inspectorGet(ctx, web, fmt.Sprintf("%s/ui/tasks/%s/history?agent=/root&at=%d", b.hist.url, b.histTask, at), inspectorHistoryName)
+	if err != nil {
+		return err
+	}
+	s.fig = max(s.fig, t)
+	s.add(inspectorHistoryName+" (s)", t)
+	return nil
+}
+
+const inspectorHistoryName = "history of /root on the history database as of half its log (a copy of its history)"
+
+// inspectorForward is how far past half the log the last page of the
+// inspector-at row is (a quarter of that half on a short log).
 const inspectorForward = 1000
 
-const (
-	inspectorFreshName   = "tasks as of half the log, first page (a fresh copy; information)"
-	inspectorForwardName = "tasks as of half the log + 1,000 (that copy brought forward; information)"
-)
+func (b *bench) inspectorAtNotes() string {
+	return fmt.Sprintf("A memoryd started afresh on the replayed %s-event database (one task, four agents); after a login, "+
+		"each page below is fetched once, in this order, and timed by the client to its last byte: each is the first page at its "+
+		"position. The timeline and the events page read the log up to the position, the notes and tasks pages fold its events "+
+		"up to it, the history page copies the task's history up to it (docs/performance.md); the tasks page is %s events later "+
+		"(fewer on a log under 8,000). The synthetic log holds "+
+		"note appends only, so last, on the -history-bytes history database (one task, %s of Pi session entries), the history "+
+		"page as of half its log is fetched once: a copy of the task's history up to there (its notes and audit records left out).",
+		num(float64(b.cfg.events), 0), num(inspectorForward, 0), mb(b.cfg.historyBytes))
+}
 
 // firstTask is the newest task of the memoryd at base.
 func (b *bench) firstTask(ctx context.Context, base string) (string, error) {
@@ -189,8 +274,6 @@ func (b *bench) inspectorNotes() string {
 	return fmt.Sprintf("A memoryd started on the replayed %s-event database (one task; /root's stream holds a quarter of the log); "+
 		"after a login with the token (`POST /ui/login`, the session cookie kept), each page of the web inspector is fetched %d times "+
 		"over HTTP (%s) and timed by the client to its last byte; the figure is the slowest page's median, each page's median is "+
-		"below. For information, not in the figure, each fetched once after those: the tasks page as of half the log (`/ui?at=P`, "+
-		"the first page at P copies the log up to P into a scratch database) and as of P + %s (the copy at P brought forward by "+
-		"the events in between, docs/performance.md).",
-		num(float64(b.cfg.events), 0), inspectorGets, strings.Join(names, ", "), num(inspectorForward, 0))
+		"below. Pages as of a past position are the inspector-at row.",
+		num(float64(b.cfg.events), 0), inspectorGets, strings.Join(names, ", "))
 }

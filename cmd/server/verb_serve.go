@@ -42,6 +42,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 		fs.StringVar(&o.addr, "addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address `HOST:PORT` (env MEMORYD_ADDR); a port alone (:7411, :0 for a free one) is on 127.0.0.1")
 		fs.StringVar(&o.db, "db", "", "database `F` (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db, else ~/.local/share/memoryd/memory.db)")
 		fs.Int64Var(&o.maxBody, "max-body", 8<<20, "largest request body in `bytes`")
+		fs.Int64Var(&o.inspectorScratch, "inspector-scratch", 2<<30, "disk the web inspector's past states (?at=P, copies of the log up to P in the data folder's scratch/) may take, in `bytes`; a page whose copy would pass it says so")
 		fs.StringVar(&o.sync, "sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")
 		fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 		fs.BoolVar(&o.audit, "audit-calls", true, "record every tool call (reads included) as an audit event, in batches off the read path")
@@ -59,7 +60,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 type serveOptions struct {
 	addr, db, sync, logLevel, cpuProfile string
 	tlsCert, tlsKey                      string
-	maxBody                              int64
+	maxBody, inspectorScratch            int64
 	audit, insecurePlaintext             bool
 	grace, idleExit                      time.Duration
 }
@@ -79,6 +80,9 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	if o.maxBody < 1 {
 		return &usageError{fmt.Sprintf("--max-body must be at least 1 byte, got %d", o.maxBody)}
+	}
+	if o.inspectorScratch < 1 {
+		return &usageError{fmt.Sprintf("--inspector-scratch must be at least 1 byte, got %d", o.inspectorScratch)}
 	}
 	if o.grace < 0 {
 		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", o.grace)}
@@ -171,7 +175,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if o.idleExit > 0 {
 		idle = newIdleWatch(time.Now)
 	}
-	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback}, idle)
+	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback, InspectorScratch: o.inspectorScratch}, idle)
 	defer ui.Close() // its copies of past states; before the store closes
 	srv := &http.Server{
 		Handler:           handler,

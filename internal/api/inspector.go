@@ -14,7 +14,7 @@ import (
 // Inspector: it takes the token, the Host check and the error statuses
 // of the API. Its caller closes it when the server has stopped.
 func NewInspector(cfg Config) *inspector.Inspector {
-	ic := inspector.Config{Service: cfg.Service, Logger: cfg.Logger, Token: cfg.Token, Activity: cfg.Activity,
+	ic := inspector.Config{Service: cfg.Service, Logger: cfg.Logger, Token: cfg.Token, Activity: cfg.Activity, ScratchBytes: cfg.InspectorScratch,
 		ErrorStatus: func(err error) (int, string) {
 			st, body := errorObject(err)
 			return st, body.Message

@@ -32,6 +32,9 @@ type Config struct {
 	// Inspector, when set, is served at /ui (NewInspector makes it; its
 	// maker closes it).
 	Inspector *inspector.Inspector
+	// InspectorScratch bounds the disk the inspector's past states
+	// (?at=P) take, in bytes (0: the inspector's default, 2 GiB).
+	InspectorScratch int64
 	// InspectorOnly serves the inspector alone: no /v1 route, no
 	// /metrics (the inspect verb).
 	InspectorOnly bool

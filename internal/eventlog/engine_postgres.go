@@ -211,6 +211,14 @@ func (q postgresQueries) StreamVersion(ctx context.Context, stream string) (int6
 	return q.pg().StreamVersion(ctx, stream)
 }
 
+func (q postgresQueries) TaskEventsWithoutNotesAfter(ctx context.Context, arg eventsdb.TaskEventsWithoutNotesAfterParams) ([]eventsdb.Event, error) {
+	return pgEvents(q.pg().TaskEventsWithoutNotesAfter(ctx, eventspg.TaskEventsWithoutNotesAfterParams(arg)))
+}
+
+func (q postgresQueries) StreamNotesAfter(ctx context.Context, arg eventsdb.StreamNotesAfterParams) ([]eventsdb.Event, error) {
+	return pgEvents(q.pg().StreamNotesAfter(ctx, eventspg.StreamNotesAfterParams(arg)))
+}
+
 func (q postgresQueries) TaskEventsAfter(ctx context.Context, arg eventsdb.TaskEventsAfterParams) ([]eventsdb.Event, error) {
 	return pgEvents(q.pg().TaskEventsAfter(ctx, eventspg.TaskEventsAfterParams(arg)))
 }

@@ -48,7 +48,28 @@ func (s *Store) ContinueReporting(ctx context.Context, next func() (ev events.Ev
 	return s.importEvents(ctx, false, next, broken)
 }
 
+// ImportPart is ImportReporting of a part of a log: the events next
+// yields keep their positions and stream versions, which must grow but
+// may skip (the events of other tasks, or of kinds left out). The
+// result is a scratch database, not a log: the inspector copies into it
+// only the events its page reads, and a log with gaps cannot be exported
+// or replayed as one. ContinuePart adds to it as ContinueReporting does.
+func (s *Store) ImportPart(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
+	return s.importWith(ctx, true, true, next, broken)
+}
+
+// ContinuePart is ImportPart into a store that may hold a part already.
+func (s *Store) ContinuePart(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
+	return s.importWith(ctx, false, true, next, broken)
+}
+
 func (s *Store) importEvents(ctx context.Context, empty bool, next func() (events.Event, bool, error), broken func(*events.RuleError)) (int64, error) {
+	return s.importWith(ctx, empty, false, next, broken)
+}
+
+// importWith imports what next yields; part allows gaps in positions and
+// stream versions (ImportPart).
+func (s *Store) importWith(ctx context.Context, empty, part bool, next func() (events.Event, bool, error), broken func(*events.RuleError)) (int64, error) {
 	var n int64
 	err := s.Update(ctx, "", func(tx *Tx) error {
 		last, err := tx.q.LastPosition(ctx)
@@ -68,7 +89,7 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (event
 			if !ok {
 				return tx.FlushProjections(ctx)
 			}
-			if err := tx.checkSequence(ctx, ev); err != nil {
+			if err := tx.checkSequence(ctx, ev, part); err != nil {
 				return err
 			}
 			if err := tx.checkRules(ctx, &ev); err != nil {
@@ -98,10 +119,13 @@ func invalidEvent(format string, args ...any) error {
 }
 
 // checkSequence checks that ev can be the next event of the log: its
-// position and its stream version follow, and its type and schema are
-// known.
-func (t *Tx) checkSequence(ctx context.Context, ev events.Event) error {
-	if ev.Position != t.last+1 {
+// position and its stream version follow (with part, come later), and
+// its type and schema are known.
+func (t *Tx) checkSequence(ctx context.Context, ev events.Event, part bool) error {
+	if part && ev.Position <= t.last {
+		return invalidEvent("position %d, expected more than %d", ev.Position, t.last)
+	}
+	if !part && ev.Position != t.last+1 {
 		return invalidEvent("position %d, expected %d (positions are gapless from 1)", ev.Position, t.last+1)
 	}
 	entry, ok := events.Lookup(ev.Type)
@@ -115,7 +139,10 @@ func (t *Tx) checkSequence(ctx context.Context, ev events.Event) error {
 	if err != nil {
 		return err
 	}
-	if ev.StreamVersion != v+1 {
+	if part && ev.StreamVersion <= v {
+		return invalidEvent("stream %s version %d, expected more than %d", ev.Stream, ev.StreamVersion, v)
+	}
+	if !part && ev.StreamVersion != v+1 {
 		return invalidEvent("stream %s version %d, expected %d", ev.Stream, ev.StreamVersion, v+1)
 	}
 	return nil

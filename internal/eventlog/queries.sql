@@ -14,6 +14,18 @@ SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(u
 -- name: TaskEventsAfter :many
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
 
+-- name: TaskEventsWithoutNotesAfter :many
+-- A task's events but its notes and audit records, in position order (the
+-- inspector's copy for a history page as of a position), by the
+-- events_task index, the skipped rows unread by Go.
+SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
+
+-- name: StreamNotesAfter :many
+-- One stream's note writes and appends, every note's, in position order
+-- (the inspector's notes as of a position), by the (stream,
+-- stream_version) index.
+SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
+
 -- name: StreamEventsAfter :many
 -- One stream's events in position order, by the (stream, stream_version)
 -- index: a stream's versions grow with its positions.

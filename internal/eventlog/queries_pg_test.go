@@ -102,6 +102,18 @@ func TestPostgresEventQueries(t *testing.T) {
 		check("TaskEventsAfter", result{l, lerr}, result{events(p), perr})
 	}
 	{
+		a := eventsdb.TaskEventsWithoutNotesAfterParams{TaskID: "t1", After: 0, Until: 30, MaxEvents: 10}
+		l, lerr := lq.TaskEventsWithoutNotesAfter(ctx, a)
+		p, perr := pq.TaskEventsWithoutNotesAfter(ctx, eventspg.TaskEventsWithoutNotesAfterParams(a))
+		check("TaskEventsWithoutNotesAfter", result{l, lerr}, result{events(p), perr})
+	}
+	{
+		a := eventsdb.StreamNotesAfterParams{Stream: "t1/root", After: 0, Until: 40, MaxEvents: 10}
+		l, lerr := lq.StreamNotesAfter(ctx, a)
+		p, perr := pq.StreamNotesAfter(ctx, eventspg.StreamNotesAfterParams(a))
+		check("StreamNotesAfter", result{l, lerr}, result{events(p), perr})
+	}
+	{
 		a := eventsdb.StreamEventsAfterParams{Stream: "t1/root", After: 0, Until: 40, MaxEvents: 4}
 		l, lerr := lq.StreamEventsAfter(ctx, a)
 		p, perr := pq.StreamEventsAfter(ctx, eventspg.StreamEventsAfterParams(a))

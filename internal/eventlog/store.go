@@ -416,6 +416,12 @@ const (
 	// OnlyFenced reads all but the notes, history and audit events: every
 	// event the checkpoint fence folds (with Stream).
 	OnlyFenced
+	// OnlyNotes reads the note.written and note.appended events of every
+	// note (with Stream).
+	OnlyNotes
+	// WithoutNotes reads all but the notes and audit events (with
+	// TaskID): what the history and the fence are made of.
+	WithoutNotes
 )
 
 // Read returns one page of events in position order.
@@ -440,8 +446,12 @@ func readEvents(ctx context.Context, db eventsdb.DBTX, f Filter) ([]events.Event
 		rows, err = q.StreamLifecycleEventsAfter(ctx, eventsdb.StreamLifecycleEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
 	case f.Stream != "" && f.Only == OnlyNote:
 		rows, err = q.NoteEventsAfter(ctx, eventsdb.NoteEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, Path: f.Path, MaxEvents: limit})
+	case f.Stream != "" && f.Only == OnlyNotes:
+		rows, err = q.StreamNotesAfter(ctx, eventsdb.StreamNotesAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
 	case f.Stream != "":
 		rows, err = q.StreamEventsAfter(ctx, eventsdb.StreamEventsAfterParams{Stream: f.Stream, After: f.After, Until: until, MaxEvents: limit})
+	case f.TaskID != "" && f.Only == WithoutNotes:
+		rows, err = q.TaskEventsWithoutNotesAfter(ctx, eventsdb.TaskEventsWithoutNotesAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
 	case f.TaskID != "":
 		rows, err = q.TaskEventsAfter(ctx, eventsdb.TaskEventsAfterParams{TaskID: f.TaskID, After: f.After, Until: until, MaxEvents: limit})
 	default:

@@ -234,21 +234,28 @@ func StoreEvents(ctx context.Context, svc *memory.Service, until int64) Next {
 // StoreEventsAfter yields the events of svc's log after position after
 // (up to until, 0 for all).
 func StoreEventsAfter(ctx context.Context, svc *memory.Service, after, until int64) Next {
+	return filteredEvents(ctx, svc, eventlog.Filter{After: after, Until: until})
+}
+
+// filteredEvents yields the events of svc's log that f selects (its
+// Limit is the page size: 2000), from f.After.
+func filteredEvents(ctx context.Context, svc *memory.Service, f eventlog.Filter) Next {
 	store := svc.Store()
+	f.Limit = 2000
 	var page []events.Event
 	done := false
 	return func() (events.Event, bool, error) {
 		if len(page) == 0 && !done {
 			var err error
-			page, err = store.Read(ctx, eventlog.Filter{After: after, Until: until, Limit: 2000})
+			page, err = store.Read(ctx, f)
 			if err != nil {
 				return events.Event{}, false, err
 			}
-			if len(page) < 2000 {
+			if len(page) < f.Limit {
 				done = true
 			}
 			if len(page) > 0 {
-				after = page[len(page)-1].Position
+				f.After = page[len(page)-1].Position
 			}
 		}
 		if len(page) == 0 {
@@ -276,16 +283,54 @@ func OpenLogging(ctx context.Context, path string, logf func(format string, args
 // Scratch opens a fresh database in a new private folder (in the scratch
 // folder, SetScratchFolder); cleanup closes and removes it.
 func Scratch(ctx context.Context) (svc *memory.Service, cleanup func(), err error) {
+	db, err := NewScratchDB(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.Service, db.Remove, nil
+}
+
+// A ScratchDB is a fresh database in a private folder of its own, as
+// Scratch makes it, with what it takes on disk.
+type ScratchDB struct {
+	Service *memory.Service
+	dir     string
+}
+
+// NewScratchDB is Scratch giving the database's folder too (Bytes).
+func NewScratchDB(ctx context.Context) (*ScratchDB, error) {
 	dir, err := newScratchDir()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	svc, err = Open(ctx, filepath.Join(dir, "replay.db"))
+	svc, err := Open(ctx, filepath.Join(dir, "replay.db"))
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, err
+		return nil, err
 	}
-	return svc, func() { svc.Close(); os.RemoveAll(dir) }, nil
+	return &ScratchDB{Service: svc, dir: dir}, nil
+}
+
+// Bytes is the size of the files in the database's folder (the database,
+// its WAL and shared-memory index).
+func (db *ScratchDB) Bytes() int64 {
+	entries, err := os.ReadDir(db.dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+// Remove closes the database and removes its folder.
+func (db *ScratchDB) Remove() {
+	db.Service.Close()
+	os.RemoveAll(db.dir)
 }
 
 // Target opens the database a replay writes: path (OpenLogging, logf its
@@ -622,10 +667,68 @@ func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples 
 // copied. Each event is applied as src applied it: one that an import
 // would refuse is given to report instead (nil: not reported).
 func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
+	return CopyLogWatched(ctx, dst, src, until, report, nil)
+}
+
+// CopyLogWatched is CopyLog calling watch (when not nil) with the number
+// of events read so far, every WatchEvery events: an error it returns
+// stops the copy, which then keeps nothing. The inspector bounds its
+// copies' disk so.
+func CopyLogWatched(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError), watch func(copied int64) error) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}
 	}
-	return dst.Store().ImportReporting(ctx, StoreEvents(ctx, src, until), report)
+	return dst.Store().ImportReporting(ctx, watched(StoreEvents(ctx, src, until), watch), report)
+}
+
+// WatchEvery is how many events a watched copy reads between two calls
+// of its watch.
+const WatchEvery = 4096
+
+// watched calls watch with the number of events next has yielded, every
+// WatchEvery events; its error ends next.
+func watched(next Next, watch func(int64) error) Next {
+	if watch == nil {
+		return next
+	}
+	var n int64
+	return func() (events.Event, bool, error) {
+		ev, ok, err := next()
+		if ok {
+			n++
+			if n%WatchEvery == 0 {
+				if err := watch(n); err != nil {
+					return events.Event{}, false, err
+				}
+			}
+		}
+		return ev, ok, err
+	}
+}
+
+// CopyHistory imports into dst, which must hold no events, the events of
+// task taskID in src's log up to until but its notes and audit records:
+// what the history tools read (the task's history, its windows and its
+// agents), at a fraction of a whole copy's cost when other tasks or
+// notes fill the log. dst is then a part of a log (eventlog's
+// ImportPart), for reading only. watch is CopyLogWatched's.
+func CopyHistory(ctx context.Context, dst, src *memory.Service, taskID string, until int64, watch func(copied int64) error) (int64, error) {
+	return dst.Store().ImportPart(ctx, watched(historyEvents(ctx, src, taskID, 0, until), watch), func(*events.RuleError) {})
+}
+
+// ForwardHistory brings dst, a CopyHistory of task taskID up to some
+// position Q, forward to until (at least Q): the result is what
+// CopyHistory up to until gives.
+func ForwardHistory(ctx context.Context, dst, src *memory.Service, taskID string, until int64, watch func(copied int64) error) (int64, error) {
+	from, err := dst.Store().LastPosition(ctx) // Q or before: the events in between are not copied
+	if err != nil {
+		return 0, err
+	}
+	return dst.Store().ContinuePart(ctx, watched(historyEvents(ctx, src, taskID, from, until), watch), func(*events.RuleError) {})
+}
+
+func historyEvents(ctx context.Context, svc *memory.Service, taskID string, after, until int64) Next {
+	return filteredEvents(ctx, svc, eventlog.Filter{After: after, Until: until, TaskID: taskID, Only: eventlog.WithoutNotes})
 }
 
 // ForwardLog brings dst, a copy of src's log up to some position Q (as
@@ -635,6 +738,11 @@ func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report 
 // nothing; until before Q is refused (ErrInvalidEvent). It returns the
 // number of events copied.
 func ForwardLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
+	return ForwardLogWatched(ctx, dst, src, until, report, nil)
+}
+
+// ForwardLogWatched is ForwardLog with a watch, as CopyLogWatched.
+func ForwardLogWatched(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError), watch func(copied int64) error) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}
 	}
@@ -645,5 +753,5 @@ func ForwardLog(ctx context.Context, dst, src *memory.Service, until int64, repo
 	if until > 0 && until < from {
 		return 0, fmt.Errorf("%w: the copy is at position %d, past %d", events.ErrInvalidEvent, from, until)
 	}
-	return dst.Store().ContinueReporting(ctx, StoreEventsAfter(ctx, src, from, until), report)
+	return dst.Store().ContinueReporting(ctx, watched(StoreEventsAfter(ctx, src, from, until), watch), report)
 }

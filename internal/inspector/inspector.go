@@ -10,8 +10,9 @@
 // one-time login codes for the inspect verb), the Origin and Host rules of
 // /ui, and the security headers of every /ui response. It never writes:
 // it reads through memory's read paths (InspectTool, Tasks, Events,
-// StreamEvents) and builds the state at a past position with the code of
-// `call --until` (internal/forensics).
+// StreamEvents). As of a past position it reads the log up to there, and
+// for the history page a copy of the task's history up to there
+// (internal/forensics, states.go).
 package inspector
 
 import (
@@ -43,8 +44,16 @@ type Config struct {
 	// ErrorStatus gives the status and safe message of an error, as the
 	// API maps them (internal/api owns the mapping).
 	ErrorStatus func(error) (status int, message string)
-	// Scratches is how many past states (?at=P) are kept open; 0: 4.
+	// Scratches is how many copies of a task's history as of a past
+	// position (the history page's ?at=P) are kept open; 0: 4.
 	Scratches int
+	// Builders is how many such copies are built at once (0: 2), and
+	// Waiting how many more positions may wait for a builder (0: 2); a
+	// page at a further new position answers 503, to retry.
+	Builders, Waiting int
+	// ScratchBytes bounds the disk the copies take, kept and being built
+	// (0: 2 GiB).
+	ScratchBytes int64
 	// Activity, when set, brackets each request in a valid session (the
 	// API's Config.Activity: --idle-exit counts only those).
 	Activity func() (done func())
@@ -68,11 +77,21 @@ func New(cfg Config) *Inspector {
 	if cfg.ErrorStatus == nil {
 		cfg.ErrorStatus = func(error) (int, string) { return http.StatusInternalServerError, "internal error" }
 	}
-	if cfg.Scratches <= 0 {
-		cfg.Scratches = 4
+	lim := limits{kept: cfg.Scratches, builders: cfg.Builders, waiting: cfg.Waiting, disk: cfg.ScratchBytes}
+	if lim.kept <= 0 {
+		lim.kept = defaultKept
+	}
+	if lim.builders <= 0 {
+		lim.builders = defaultBuilders
+	}
+	if lim.waiting <= 0 {
+		lim.waiting = defaultWaiting
+	}
+	if lim.disk <= 0 {
+		lim.disk = defaultScratchBytes
 	}
 	in := &Inspector{cfg: cfg, log: cfg.Logger, sessions: newSessions(),
-		states: newStates(cfg.Service, cfg.Scratches), pages: mustParsePages()}
+		states: newStates(cfg.Service, lim), pages: mustParsePages()}
 	in.routes = in.routeTree()
 	return in
 }
@@ -126,6 +145,9 @@ func (in *Inspector) routeTree() chi.Router {
 func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return // the browser gave up: nobody reads the page
+	}
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", "5")
 	}
 	st, msg := in.cfg.ErrorStatus(err)
 	if st >= 500 {

@@ -20,6 +20,10 @@ type noteFile struct {
 	Revisions   int
 	Updated     int64 // position of the last write
 	Revs        []noteRev
+	created     int64 // position of the first write
+	// later: written after the position the page is as of, so Bytes,
+	// Revisions and Updated are today's, not then (notesAt folds them)
+	later bool
 }
 
 // Full is the note's virtual path, as the tools name it.
@@ -45,19 +49,30 @@ const notePage = 2000
 // file's owner, path, size, revision count and last write, by full path)
 // and reads the revisions of the file full ("" for none) from its own
 // events: its note.written and note.appended events in position order,
-// between the note's first and last writes.
-func readNotes(ctx context.Context, svc *memory.Service, taskID, full string) ([]*noteFile, *noteFile, error) {
+// between the note's first and last writes. As of a past position at
+// (0: now) it lists the notes created by then, those written since
+// marked later (notesAt gives their values then), and the file's
+// revisions up to at.
+func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at int64) ([]*noteFile, *noteFile, error) {
 	notes, err := svc.TaskNotes(ctx, taskID)
 	if err != nil {
 		return nil, nil, err
 	}
-	list := make([]*noteFile, len(notes))
+	list := make([]*noteFile, 0, len(notes))
 	var file *noteFile
 	var from, to int64
-	for i, n := range notes {
-		list[i] = &noteFile{Owner: n.Agent, Path: n.Path, Bytes: int(n.Bytes), Revisions: int(n.Revision), Updated: n.UpdatedPosition}
-		if full != "" && list[i].Full() == full {
-			file, from, to = list[i], n.CreatedPosition, n.UpdatedPosition
+	for _, n := range notes {
+		if at > 0 && n.CreatedPosition > at {
+			continue
+		}
+		f := &noteFile{Owner: n.Agent, Path: n.Path, Bytes: int(n.Bytes), Revisions: int(n.Revision), Updated: n.UpdatedPosition,
+			created: n.CreatedPosition, later: at > 0 && n.UpdatedPosition > at}
+		list = append(list, f)
+		if full != "" && f.Full() == full {
+			file, from, to = f, n.CreatedPosition, n.UpdatedPosition
+			if f.later {
+				to = at
+			}
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Full() < list[j].Full() })
@@ -93,7 +108,72 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string) ([
 	// The list and the events are two reads: on a live log a write may
 	// land between them. The file shows what its events say.
 	file.Revisions = len(file.Revs)
+	if file.later && len(file.Revs) > 0 {
+		file.Bytes, file.Updated, file.later = len(file.contentAt(len(file.Revs))), file.Revs[len(file.Revs)-1].Position, false
+	}
 	return list, file, nil
+}
+
+// notesAt gives the files of files marked later their size, revision
+// count and last write as of position at, folded from their owners' note
+// events up to at as the notes projection applies them (a write
+// replaces, an append adds): one read of each owner's note events from
+// its earliest such file's first write, so a page folds only the owners
+// of the files it shows.
+func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, files []*noteFile) error {
+	byOwner := map[string]map[string]*noteFile{}
+	from := map[string]int64{}
+	for _, f := range files {
+		if !f.later {
+			continue
+		}
+		if byOwner[f.Owner] == nil {
+			byOwner[f.Owner], from[f.Owner] = map[string]*noteFile{}, f.created
+		}
+		byOwner[f.Owner][f.Path] = f
+		from[f.Owner] = min(from[f.Owner], f.created)
+		f.Bytes, f.Revisions, f.Updated = 0, 0, 0
+	}
+	for owner, paths := range byOwner {
+		after := from[owner] - 1
+		for {
+			page, err := svc.StreamNotes(ctx, taskID, owner, after, at, notePage)
+			if err != nil {
+				return err
+			}
+			for _, ev := range page {
+				payload, err := events.Decode(ev)
+				if err != nil {
+					return err
+				}
+				var p events.NoteWritten
+				switch v := payload.(type) {
+				case *events.NoteWritten:
+					p = *v
+				case *events.NoteAppended:
+					p = events.NoteWritten(*v)
+				}
+				f := paths[p.Path]
+				if f == nil {
+					continue
+				}
+				if ev.Type == events.TypeNoteWritten {
+					f.Bytes = 0
+				}
+				f.Bytes += len(p.Text)
+				f.Revisions++
+				f.Updated = ev.Position
+			}
+			if len(page) < notePage {
+				break
+			}
+			after = page[len(page)-1].Position
+		}
+		for _, f := range paths {
+			f.later = false
+		}
+	}
+	return nil
 }
 
 // contentAt is the note's text after revision n (1-based).

@@ -33,12 +33,13 @@ type shownEvent struct {
 // stream, type and a position range (after, until), each event with its
 // payload pretty-printed.
 func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
-	at, svc, release, err := in.source(r)
+	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	defer release()
+	// The log up to at is the live log's: no copy of it.
+	svc := in.cfg.Service
 	q := r.URL.Query()
 	d := eventsData{Task: q.Get("task"), Stream: q.Get("stream"), Type: q.Get("type")}
 	if d.After, err = positionParam(q.Get("after"), "after"); err != nil {
@@ -48,6 +49,10 @@ func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
 	if d.Until, err = positionParam(q.Get("until"), "until"); err != nil {
 		in.fail(w, r, err)
 		return
+	}
+	until := d.Until
+	if at > 0 && (until == 0 || until > at) {
+		until = at
 	}
 	after, scanned, done := d.After, 0, false
 	for !done && len(d.Events) < eventsPerPage && scanned < eventsScanned {
@@ -63,7 +68,7 @@ func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		done = len(page) < eventsRead
 		for _, ev := range page {
-			if d.Until > 0 && ev.Position > d.Until {
+			if until > 0 && ev.Position > until {
 				done = true
 				break
 			}

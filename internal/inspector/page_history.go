@@ -30,18 +30,28 @@ type searchHit struct {
 // and a search (?q=) by history_search_contents' code path, matches
 // marked. It reads through memory's inspector path: nothing is audited.
 func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
-	at, svc, release, err := in.source(r)
+	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	defer release()
 	q := r.URL.Query()
 	ctx := r.Context()
 	d := historyData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent"), Window: q.Get("window"), Query: q.Get("q")}
 	if d.Agent == "" {
 		d.Agent = "/root"
 	}
+	// Not a copy for an agent that is not there at that position.
+	if err := agentAt(ctx, in.cfg.Service, d.TaskID, d.Agent, at); err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	svc, release, err := in.states.at(ctx, d.TaskID, at)
+	if err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	defer release()
 	if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_list_windows", map[string]any{"limit": 200}, &d.Windows); err != nil {
 		in.fail(w, r, err)
 		return

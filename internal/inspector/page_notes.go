@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
-
-	"github.com/memoryd/memoryd/internal/memory"
 )
 
 type notesData struct {
@@ -39,12 +37,14 @@ const revisionsPage = 50
 // its revisions with who wrote each, and a line diff between two
 // revisions (?from=A&to=B).
 func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
-	at, svc, release, err := in.source(r)
+	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	defer release()
+	// The notes as of at are folded from the live log (readNotes,
+	// notesAt): no copy.
+	svc := in.cfg.Service
 	q := r.URL.Query()
 	d := notesData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent")}
 	if d.Agent == "" {
@@ -52,12 +52,12 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// An unknown task or an agent not registered to it is not found, as
 	// on the timeline and history pages, rather than a page without notes.
-	if _, err := svc.State(r.Context(), memory.CallContext{TaskID: d.TaskID, Agent: d.Agent}); err != nil {
+	if err := agentAt(r.Context(), svc, d.TaskID, d.Agent, at); err != nil {
 		in.fail(w, r, err)
 		return
 	}
 	full := q.Get("file")
-	files, file, err := readNotes(r.Context(), svc, d.TaskID, full)
+	files, file, err := readNotes(r.Context(), svc, d.TaskID, full, at)
 	if err != nil {
 		in.fail(w, r, err)
 		return
@@ -73,7 +73,12 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 	// page lists filesPage of them from offset.
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Owner == d.Agent && files[j].Owner != d.Agent })
 	d.Files = len(files)
-	for _, f := range files[min(offset, len(files)):min(offset+filesPage, len(files))] {
+	shown := files[min(offset, len(files)):min(offset+filesPage, len(files))]
+	if err := notesAt(r.Context(), svc, d.TaskID, at, shown); err != nil {
+		in.fail(w, r, err)
+		return
+	}
+	for _, f := range shown {
 		if f.Owner == d.Agent {
 			d.Own = append(d.Own, f)
 		} else {

@@ -1,24 +1,13 @@
 package inspector
 
 import (
+	"context"
 	"net/http"
+	"sort"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 )
-
-// source returns the request's ?at=P and the memory as of it; release
-// must be called when the page is rendered.
-func (in *Inspector) source(r *http.Request) (int64, *memory.Service, func(), error) {
-	at, err := atOf(r)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	svc, release, err := in.states.at(r.Context(), at)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return at, svc, release, nil
-}
 
 type tasksData struct {
 	Tasks []memory.TaskView
@@ -28,16 +17,136 @@ type tasksData struct {
 // tasksPage is the start page: the tasks with the most recent activity,
 // each with its agent tree, phases, windows and last activity.
 func (in *Inspector) tasksPage(w http.ResponseWriter, r *http.Request) {
-	at, svc, release, err := in.source(r)
+	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	defer release()
-	list, err := svc.Tasks(r.Context(), 0, memory.TasksMaxLimit)
+	list, err := tasksAt(r.Context(), in.cfg.Service, at)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
 	in.renderAt(w, r, "tasks", "Tasks", at, tasksData{Tasks: list.Tasks, More: list.NextBefore != nil})
+}
+
+// tasksAt is the first page of memory.Tasks as of position at (0: now).
+// As of a past position it needs no copy: the tasks and agents that
+// existed then are the live ones registered by then, and what changes
+// later (an agent's session, window and phase, its last event) is
+// folded from its stream up to at as the timeline folds it
+// (readTimeline: registrations, re-attaches and the fence's events), the
+// time of its last event read from the log. TestTasksAtIsACopysTasks
+// holds it to what Tasks answers on a copy of the log up to at.
+func tasksAt(ctx context.Context, svc *memory.Service, at int64) (memory.TaskList, error) {
+	last, err := svc.LastPosition(ctx)
+	if err != nil {
+		return memory.TaskList{}, err
+	}
+	if at <= 0 || at >= last {
+		return svc.Tasks(ctx, 0, memory.TasksMaxLimit)
+	}
+	var tasks []memory.TaskView
+	for before := int64(0); ; {
+		page, err := svc.Tasks(ctx, before, memory.TasksMaxLimit)
+		if err != nil {
+			return memory.TaskList{}, err
+		}
+		for _, t := range page.Tasks {
+			if t.CreatedPosition > at {
+				continue
+			}
+			if err := taskAt(ctx, svc, &t, at); err != nil {
+				return memory.TaskList{}, err
+			}
+			tasks = append(tasks, t)
+		}
+		if page.NextBefore == nil {
+			break
+		}
+		before = *page.NextBefore
+	}
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].LastActivityPosition > tasks[j].LastActivityPosition })
+	out := memory.TaskList{Tasks: tasks}
+	if len(tasks) > memory.TasksMaxLimit {
+		out.Tasks = tasks[:memory.TasksMaxLimit]
+		out.NextBefore = &tasks[memory.TasksMaxLimit-1].LastActivityPosition
+	}
+	if out.Tasks == nil {
+		out.Tasks = []memory.TaskView{}
+	}
+	return out, nil
+}
+
+// taskAt turns t, a task as it is now, into the task as of position at,
+// which its creation precedes.
+func taskAt(ctx context.Context, svc *memory.Service, t *memory.TaskView, at int64) error {
+	agents := t.Agents[:0:0]
+	t.LastActivityPosition, t.LastActivityAt = 0, ""
+	for _, a := range t.Agents {
+		if a.RegisteredPosition > at {
+			// Not there yet, but its stream may be: /root's holds the
+			// task's creation.
+			_, last, _, err := svc.StreamBounds(ctx, t.TaskID, a.Agent, at)
+			if err != nil {
+				return err
+			}
+			if last > t.LastActivityPosition {
+				if t.LastActivityAt, err = recordedAt(ctx, svc, t.TaskID, last); err != nil {
+					return err
+				}
+				t.LastActivityPosition = last
+			}
+			continue
+		}
+		tl, err := readTimeline(ctx, svc, t.TaskID, a.Agent, at)
+		if err != nil {
+			return err
+		}
+		a.SessionKey, a.SessionID, a.SessionFile = tl.SessionKey, tl.SessionID, tl.SessionFile
+		a.WindowID, a.Phase = tl.State.WindowID, tl.State.Phase()
+		a.LastActivityPosition = tl.Last
+		if a.LastActivityAt, err = recordedAt(ctx, svc, t.TaskID, tl.Last); err != nil {
+			return err
+		}
+		if a.LastActivityPosition > t.LastActivityPosition {
+			t.LastActivityPosition, t.LastActivityAt = a.LastActivityPosition, a.LastActivityAt
+		}
+		agents = append(agents, a)
+	}
+	t.Agents = agents
+	return nil
+}
+
+// recordedAt is the time the task's event at position p was recorded.
+func recordedAt(ctx context.Context, svc *memory.Service, taskID string, p int64) (string, error) {
+	page, err := svc.Events(ctx, p-1, taskID, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(page) == 0 || page[0].Position != p {
+		return "", errNotFound("no event at position %d in task %s", p, taskID)
+	}
+	return page[0].RecordedAt, nil
+}
+
+// agentAt refuses, as not found, an agent not registered to its task by
+// position at (0: now): an unknown task, an agent never registered to
+// it, or not yet. Its registration is among the first two events the
+// fence folds in its stream (/root's first is the task's creation).
+func agentAt(ctx context.Context, svc *memory.Service, taskID, agent string, at int64) error {
+	if at <= 0 {
+		_, err := svc.State(ctx, memory.CallContext{TaskID: taskID, Agent: agent})
+		return err
+	}
+	first, err := svc.FencedStreamEvents(ctx, taskID, agent, 0, at, 2)
+	if err != nil {
+		return err
+	}
+	for _, ev := range first {
+		if ev.Type == events.TypeAgentRegistered {
+			return nil
+		}
+	}
+	return errNotFound("no agent %s in task %s at this position", agent, taskID)
 }

@@ -43,14 +43,14 @@ func lastBefore[T any](s []T, pos func(T) int64, before int64, n int) ([]T, int6
 // audited calls and the tokens plot. The steps and calls are the last
 // listCap of each (before ?before=P), with an "earlier" link.
 func (in *Inspector) timelinePage(w http.ResponseWriter, r *http.Request) {
-	at, svc, release, err := in.source(r)
+	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	defer release()
+	svc := in.cfg.Service // the log up to at: no copy (readTimeline)
 	task, agent := chi.URLParam(r, "task"), "/"+chi.URLParam(r, "*")
-	tl, err := readTimeline(r.Context(), svc, task, agent)
+	tl, err := readTimeline(r.Context(), svc, task, agent, at)
 	if err != nil {
 		in.fail(w, r, err)
 		return

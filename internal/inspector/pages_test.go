@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/forensics"
 )
 
 // TestTimelineShowsTheFallbackAndTheRollover: the agent's timeline shows
@@ -224,6 +227,52 @@ func TestTimelineAsOfAPosition(t *testing.T) {
 	doc = s.page(t, c, fmt.Sprintf("/ui?at=%d", p-1))
 	if a := byClass(doc, "agent"); len(a) != 1 || !strings.Contains(text(a[0]), "ROLLING_OVER") {
 		t.Errorf("start page as of %d: %q", p-1, text(byID(doc, "tasks")))
+	}
+}
+
+// TestPagesAsOfAPositionCopyOnlyForHistory: the timeline and the events
+// page read only the log, the notes and tasks pages fold the log's note
+// and fence events, so as of a past position P they read the live log up
+// to P: no scratch copy is made, and they show nothing after P (what they
+// show is a copy's: TestNotesAtIsACopysNotes, TestTasksAtIsACopysTasks).
+// The history page needs the history's projections as of P: it copies
+// the task's history.
+func TestPagesAsOfAPositionCopyOnlyForHistory(t *testing.T) {
+	dir := t.TempDir()
+	forensics.SetScratchFolder(dir)
+	t.Cleanup(func() { forensics.SetScratchFolder("") })
+	s := newUIServer(t)
+	cc := fallbackScenario(t, s.svc)
+	c := s.loggedIn(t)
+	last, err := s.svc.LastPosition(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := last - 3
+	doc := s.page(t, c, fmt.Sprintf("/ui/tasks/%s/agents/root?at=%d", cc.TaskID, at))
+	for _, tr := range byClass(doc, "step") {
+		var p int64
+		fmt.Sscan(attr(tr, "data-position"), &p)
+		if p > at {
+			t.Errorf("the timeline as of %d lists a step at %d", at, p)
+		}
+	}
+	doc = s.page(t, c, fmt.Sprintf("/ui/events?after=%d&at=%d", at-10, at))
+	var shown []string
+	for _, tr := range byClass(doc, "event") {
+		shown = append(shown, attr(tr, "data-position"))
+	}
+	if len(shown) == 0 || shown[len(shown)-1] != fmt.Sprint(at) {
+		t.Errorf("the events page as of %d lists %v, want them to end at %d", at, shown, at)
+	}
+	s.page(t, c, fmt.Sprintf("/ui/tasks/%s/notes?agent=/root&at=%d", cc.TaskID, at))
+	s.page(t, c, fmt.Sprintf("/ui?at=%d", at))
+	if copies, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(copies) != 0 {
+		t.Errorf("the timeline, events, notes and tasks pages as of %d made scratch copies: %v", at, copies)
+	}
+	s.page(t, c, fmt.Sprintf("/ui/tasks/%s/history?agent=/root&at=%d", cc.TaskID, at))
+	if copies, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(copies) != 1 {
+		t.Errorf("the history page as of %d: %d scratch copies, want 1", at, len(copies))
 	}
 }
 

@@ -3,9 +3,14 @@ package inspector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/memorytest"
 )
@@ -30,10 +35,11 @@ func TestStatesAreCopiedOncePerPosition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ss := newStates(live, 4)
+	task := res.TaskID
+	ss := newStates(live, keep(4))
 	get := func(at int64) (*memory.Service, func()) {
 		t.Helper()
-		svc, release, err := ss.at(ctx, at)
+		svc, release, err := ss.at(ctx, task, at)
 		if err != nil {
 			t.Fatalf("at %d: %v", at, err)
 		}
@@ -51,8 +57,8 @@ func TestStatesAreCopiedOncePerPosition(t *testing.T) {
 		release()
 	}
 	first, release := get(7)
-	if p, err := first.LastPosition(ctx); err != nil || p != 7 {
-		t.Errorf("the copy at 7 ends at %d (%v)", p, err)
+	if got, want := stateOf(t, first), stateOf(t, freshAt(t, live, task, 7)); got != want {
+		t.Errorf("the copy at 7 is not a fresh copy's:\n%s\nwant\n%s", got, want)
 	}
 	release()
 	again, release := get(7)
@@ -87,7 +93,206 @@ func TestStatesAreCopiedOncePerPosition(t *testing.T) {
 	if _, err := kept.LastPosition(ctx); err == nil {
 		t.Error("close left the copy at 2 open")
 	}
-	if _, _, err := ss.at(ctx, 2); err == nil {
+	if _, _, err := ss.at(ctx, task, 2); err == nil {
 		t.Error("a closed inspector copied a state")
+	}
+}
+
+// keep is the default limits with n copies kept.
+func keep(n int) limits {
+	return limits{kept: n, builders: defaultBuilders, waiting: defaultWaiting, disk: defaultScratchBytes}
+}
+
+// notesLive is a memory whose log has one note write per position after
+// the attach's.
+func notesLive(t *testing.T, writes int) (*memory.Service, string) {
+	t.Helper()
+	ctx := context.Background()
+	live := memorytest.Open(t, memory.OpenOptions{})
+	res, err := live.Attach(ctx, memory.AttachRequest{SessionKey: "/s/a.jsonl"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := memory.CallContext{TaskID: res.TaskID, Agent: res.Agent}
+	for i := range writes {
+		args, _ := json.Marshal(map[string]string{"path": "a.md", "text": fmt.Sprint(i)})
+		if _, err := live.CallTool(ctx, "notes_write_file", cc, args, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return live, res.TaskID
+}
+
+// TestStatesBuildsAreBounded: with one builder and one position waiting,
+// a third new position is refused as busy (a 503 with Retry-After, not a
+// third copy), while positions already asked for are served; once the
+// builds end, a new position is built again.
+func TestStatesBuildsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	live, task := notesLive(t, 6)
+	ss := newStates(live, limits{kept: 4, builders: 1, waiting: 1, disk: defaultScratchBytes})
+	defer ss.close()
+	started, unblock := make(chan int64, 4), make(chan struct{})
+	ss.beforeCopy = func(_ context.Context, at int64) {
+		started <- at
+		<-unblock
+	}
+	type got struct {
+		at  int64
+		err error
+	}
+	results := make(chan got, 2)
+	page := func(at int64) {
+		_, release, err := ss.at(ctx, task, at)
+		if err == nil {
+			release()
+		}
+		results <- got{at, err}
+	}
+	go page(3)
+	if at := <-started; at != 3 {
+		t.Fatalf("the builder started %d, want 3", at)
+	}
+	go page(5) // waits for the builder
+	waitFor(t, func() bool {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return len(ss.order) == 2
+	})
+	if _, _, err := ss.at(ctx, task, 4); !errors.Is(err, errBusy) || !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("a third new position while one builds and one waits: %v, want busy", err)
+	}
+	close(unblock)
+	for range 2 {
+		if r := <-results; r.err != nil {
+			t.Errorf("the page at %d: %v", r.at, r.err)
+		}
+	}
+	svc, release, err := ss.at(ctx, task, 4)
+	if err != nil {
+		t.Fatalf("at 4 once the builds ended: %v", err)
+	}
+	if got, want := stateOf(t, svc), stateOf(t, freshAt(t, live, task, 4)); got != want {
+		t.Errorf("the copy at 4 is not a fresh copy's")
+	}
+	release()
+}
+
+// TestStatesCancelABuildNoPageWaits: a page that goes away while its copy
+// waits to be built cancels the build (its context ends, nothing stays in
+// the scratch folder); a page still waiting keeps a build going; and a
+// canceled forward leaves the kept copy it was bringing forward at its
+// position, to be used again.
+func TestStatesCancelABuildNoPageWaits(t *testing.T) {
+	dir := t.TempDir()
+	forensics.SetScratchFolder(dir)
+	t.Cleanup(func() { forensics.SetScratchFolder("") })
+	live, task := notesLive(t, 6)
+	ss := newStates(live, keep(4))
+	defer ss.close()
+	var block atomic.Bool
+	ended := make(chan error, 4)
+	ss.beforeCopy = func(ctx context.Context, _ int64) {
+		if block.Load() {
+			<-ctx.Done() // a build only its context ends
+			ended <- ctx.Err()
+		}
+	}
+	base, release, err := ss.at(context.Background(), task, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	block.Store(true)
+	for _, at := range []int64{5, 2} { // forward from 3, and fresh
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := ss.at(ctx, task, at)
+			done <- err
+		}()
+		waitFor(t, func() bool {
+			ss.mu.Lock()
+			defer ss.mu.Unlock()
+			for _, s := range ss.order {
+				if s.at == at {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the page at %d that went away: %v", at, err)
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the build at %d ended with %v, want canceled", at, err)
+		}
+	}
+	waitFor(t, func() bool {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return ss.canceled == 2
+	})
+	block.Store(false)
+	again, release, err := ss.at(context.Background(), task, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if again != base {
+		t.Error("the copy at 3, whose forward to 5 was canceled, was not kept")
+	}
+	copies, _ := filepath.Glob(filepath.Join(dir, "pid-*", "copy-*"))
+	if len(copies) != 1 {
+		t.Errorf("%d copies in the scratch folder, want the one at 3: %v", len(copies), copies)
+	}
+	if got, want := stateOf(t, again), stateOf(t, freshAt(t, live, task, 3)); got != want {
+		t.Errorf("the copy at 3 moved in the canceled forward")
+	}
+}
+
+// TestStatesDiskIsBounded: the copies' files stay within the bound: a new
+// copy evicts an unused kept one to fit, and a copy that cannot fit even
+// alone fails as too large, leaving nothing behind.
+func TestStatesDiskIsBounded(t *testing.T) {
+	ctx := context.Background()
+	live, task := notesLive(t, 6)
+	ss := newStates(live, limits{kept: 4, builders: 1, waiting: 1, disk: 150})
+	defer ss.close()
+	ss.sizeOf = func(*forensics.ScratchDB) int64 { return 100 }
+	first, release, err := ss.at(ctx, task, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	second, release, err := ss.at(ctx, task, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := first.LastPosition(ctx); err == nil {
+		t.Error("the copy at 5 is still open: two copies of 100 bytes under a bound of 150")
+	}
+	if _, err := second.LastPosition(ctx); err != nil {
+		t.Errorf("the copy at 3: %v", err)
+	}
+	ss.sizeOf = func(*forensics.ScratchDB) int64 { return 200 }
+	if _, _, err := ss.at(ctx, task, 2); !errors.Is(err, memory.ErrTooLarge) {
+		t.Fatalf("a copy of 200 bytes under a bound of 150: %v, want too large", err)
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.order) != 0 {
+		t.Errorf("%d copies kept after a copy too large for the bound evicted the rest, want none", len(ss.order))
+	}
+}
+
+// waitFor waits until cond holds (it is set by another goroutine this
+// test started, not by time passing).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		runtime.Gosched()
 	}
 }

@@ -23,6 +23,8 @@ type timeline struct {
 	Usage         []usagePoint
 	State         fence.State
 	Events        int
+	// The agent's session as its registration and re-attaches left it.
+	SessionKey, SessionID, SessionFile string
 }
 
 // windowBand is one context window, from the event that opened it to the
@@ -72,14 +74,17 @@ type usagePoint struct {
 
 const streamPage = 1000
 
-// readTimeline folds the agent's stream. It reads the stream's bounds
-// and count, then only the events the fence folds (FencedStreamEvents:
-// not the notes, history and audit ones, which change neither the fence
-// nor the windows), up to the last position counted. The audited calls
-// are read apart (readCalls): the page lists only the last ones.
-func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string) (*timeline, error) {
+// readTimeline folds the agent's stream up to position until (0: its
+// end). It reads the stream's bounds and count, then only the events the
+// fence folds (FencedStreamEvents: not the notes, history and audit ones,
+// which change neither the fence nor the windows), up to the last
+// position counted. The audited calls are read apart (readCalls): the
+// page lists only the last ones. It reads only the log, which holds the
+// same events up to any position as a copy of it would: a timeline as of
+// a past position reads the live log up to it.
+func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string, until int64) (*timeline, error) {
 	tl := &timeline{TaskID: taskID, Agent: agent, State: fence.Initial()}
-	first, last, n, err := svc.StreamBounds(ctx, taskID, agent)
+	first, last, n, err := svc.StreamBounds(ctx, taskID, agent, until)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +129,11 @@ func (tl *timeline) add(ev events.Event) error {
 	switch p := payload.(type) {
 	case *events.AgentRegistered:
 		tl.Budget = p.Budget
+		tl.SessionKey, tl.SessionID, tl.SessionFile = p.SessionKey, p.SessionID, p.SessionFile
 		st.Summary = "registered" + ifSet(" under ", p.ParentAgent)
 	case *events.AgentReattached:
 		tl.Budget = p.Budget
+		tl.SessionID, tl.SessionFile = p.SessionID, p.SessionFile
 		st.Summary = "re-attached"
 	case *events.UsageReported:
 		if p.TokensUsed != nil {

@@ -23,19 +23,16 @@ const travelLog = "../forensics/testdata/logs/fenced-checkpoint-retry.jsonl"
 // the unused copies is copied afresh.
 func TestStatesBringAKeptCopyForward(t *testing.T) {
 	ctx := context.Background()
-	live := scenarioLive(t)
-	ss := newStates(live, 4)
+	live, task := scenarioLive(t)
+	ss := newStates(live, keep(4))
 	defer ss.close()
 	get := func(at int64) (*memory.Service, func()) {
 		t.Helper()
-		svc, release, err := ss.at(ctx, at)
+		svc, release, err := ss.at(ctx, task, at)
 		if err != nil {
 			t.Fatalf("at %d: %v", at, err)
 		}
-		if p, err := svc.LastPosition(ctx); err != nil || p != at {
-			t.Fatalf("the copy at %d ends at %d (%v)", at, p, err)
-		}
-		if got, want := stateOf(t, svc), stateOf(t, freshAt(t, live, at)); got != want {
+		if got, want := stateOf(t, svc), stateOf(t, freshAt(t, live, task, at)); got != want {
 			t.Fatalf("the copy at %d differs from a fresh copy:\n%s\nwant\n%s", at, got, want)
 		}
 		return svc, release
@@ -62,8 +59,8 @@ func TestStatesBringAKeptCopyForward(t *testing.T) {
 	_, release = get(45) // from 40, not 10
 	release()
 	counts("45", 4, 2)
-	if p, err := at10.LastPosition(ctx); err != nil || p != 45 {
-		t.Errorf("45 was not built from the copy at 40: that copy is at %d (%v)", p, err)
+	if got, want := stateOf(t, at10), stateOf(t, freshAt(t, live, task, 45)); got != want {
+		t.Errorf("45 was not built from the copy at 40")
 	}
 
 	// Copies in use stay where they are.
@@ -73,16 +70,16 @@ func TestStatesBringAKeptCopyForward(t *testing.T) {
 	release()
 	counts("60 while 10 and 45 are in use", 5, 2)
 	for at, svc := range map[int64]*memory.Service{10: held10, 45: held45} {
-		if p, err := svc.LastPosition(ctx); err != nil || p != at {
-			t.Errorf("the copy at %d, in use, was moved to %d (%v)", at, p, err)
+		if got, want := stateOf(t, svc), stateOf(t, freshAt(t, live, task, at)); got != want {
+			t.Errorf("the copy at %d, in use, was moved", at)
 		}
 	}
 	release45()
 	_, release = get(50) // from 45, now unused; 10 is still in use
 	release()
 	counts("50", 6, 3)
-	if p, err := held10.LastPosition(ctx); err != nil || p != 10 {
-		t.Errorf("the copy at 10, in use, was moved to %d (%v)", p, err)
+	if got, want := stateOf(t, held10), stateOf(t, freshAt(t, live, task, 10)); got != want {
+		t.Errorf("the copy at 10, in use, was moved")
 	}
 	release10()
 	if n := len(ss.order); n != 3 { // 10, 60, 50
@@ -104,16 +101,16 @@ func TestStatesBringAKeptCopyForward(t *testing.T) {
 // least one kept copy forward.
 func TestStatesConcurrentPositions(t *testing.T) {
 	ctx := context.Background()
-	live := scenarioLive(t)
+	live, task := scenarioLive(t)
 	const pages, rounds = 4, 4
 	position := func(g, r int) int64 { return int64(10 + 25*r + 5*g) }
 	want := map[int64]string{}
 	for r := range rounds {
 		for g := range pages {
-			want[position(g, r)] = stateOf(t, freshAt(t, live, position(g, r)))
+			want[position(g, r)] = stateOf(t, freshAt(t, live, task, position(g, r)))
 		}
 	}
-	ss := newStates(live, 2)
+	ss := newStates(live, keep(2))
 	defer ss.close()
 	held := make([]sync.WaitGroup, rounds)      // all of a round's pages hold their copy
 	released := make([]sync.WaitGroup, rounds)  // all of a round's pages are done
@@ -140,7 +137,7 @@ func TestStatesConcurrentPositions(t *testing.T) {
 					<-acquired[r][g-1]
 				}
 				at := position(g, r)
-				svc, release, err := ss.at(ctx, at)
+				svc, release, err := ss.at(ctx, task, at)
 				close(acquired[r][g])
 				if err == nil {
 					if got, serr := stateErr(svc); serr != nil || got != want[at] {
@@ -160,9 +157,6 @@ func TestStatesConcurrentPositions(t *testing.T) {
 				got, err := stateErr(svc)
 				if err == nil && got != want[at] {
 					err = fmt.Errorf("round %d: the page at %d sees another state", r, at)
-				}
-				if p, perr := svc.LastPosition(ctx); err == nil && (perr != nil || p != at) {
-					err = fmt.Errorf("round %d: the page at %d ends with its copy at %d (%v)", r, at, p, perr)
 				}
 				release()
 				released[r].Done()
@@ -188,8 +182,8 @@ func TestStatesConcurrentPositions(t *testing.T) {
 	t.Logf("%d builds, %d of them forward", ss.builds, ss.forwards)
 }
 
-// scenarioLive is a memory holding a scenario log.
-func scenarioLive(t *testing.T) *memory.Service {
+// scenarioLive is a memory holding a scenario log, and its task.
+func scenarioLive(t *testing.T) (*memory.Service, string) {
 	t.Helper()
 	live := memorytest.Open(t, memory.OpenOptions{})
 	f, err := os.Open(filepath.FromSlash(travelLog))
@@ -201,18 +195,22 @@ func scenarioLive(t *testing.T) *memory.Service {
 	if _, err := forensics.Import(context.Background(), live, lr.Next); err != nil {
 		t.Fatal(lr.AtLine(err))
 	}
-	return live
+	tasks, err := live.Tasks(context.Background(), 0, 2)
+	if err != nil || len(tasks.Tasks) != 1 {
+		t.Fatalf("the scenario log has %d tasks (%v), want 1", len(tasks.Tasks), err)
+	}
+	return live, tasks.Tasks[0].TaskID
 }
 
-// freshAt is a fresh copy of live's log up to at.
-func freshAt(t *testing.T, live *memory.Service, at int64) *memory.Service {
+// freshAt is a fresh copy of task's history in live's log up to at.
+func freshAt(t *testing.T, live *memory.Service, task string, at int64) *memory.Service {
 	t.Helper()
 	svc, cleanup, err := forensics.Scratch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	if _, err := forensics.CopyLog(context.Background(), svc, live, at, nil); err != nil {
+	if _, err := forensics.CopyHistory(context.Background(), svc, live, task, at, nil); err != nil {
 		t.Fatal(err)
 	}
 	return svc

@@ -39,6 +39,13 @@ func (s *Service) NoteEvents(ctx context.Context, taskID, agent, path string, af
 	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Path: path, Limit: limit, Only: eventlog.OnlyNote})
 }
 
+// StreamNotes returns the note.written and note.appended events of every
+// note an agent owns, after position after up to until, at most limit,
+// in position order.
+func (s *Service) StreamNotes(ctx context.Context, taskID, agent string, after, until int64, limit int) ([]events.Event, error) {
+	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyNotes})
+}
+
 // TaskNotes lists every note of a task, its text left out, from the
 // notes projection, by owner and path: the inspector's list of files.
 func (s *Service) TaskNotes(ctx context.Context, taskID string) ([]projections.TaskNote, error) {
@@ -65,7 +72,8 @@ func (s *Service) StreamCalls(ctx context.Context, taskID, agent string, before 
 }
 
 // StreamBounds returns the first and last positions of an agent's stream
-// and its number of events (all 0 when it has none).
-func (s *Service) StreamBounds(ctx context.Context, taskID, agent string) (first, last, n int64, err error) {
-	return s.store.StreamBounds(ctx, taskID+agent, 0)
+// and its number of events (all 0 when it has none), up to position
+// until (0: no bound).
+func (s *Service) StreamBounds(ctx context.Context, taskID, agent string, until int64) (first, last, n int64, err error) {
+	return s.store.StreamBounds(ctx, taskID+agent, until)
 }

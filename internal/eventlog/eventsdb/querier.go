@@ -35,8 +35,16 @@ type Querier interface {
 	// inspector's timeline), by the partial index events_lifecycle, whose
 	// WHERE this repeats word for word (SQLite uses it only then).
 	StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error)
+	// One stream's note writes and appends, every note's, in position order
+	// (the inspector's notes as of a position), by the (stream,
+	// stream_version) index.
+	StreamNotesAfter(ctx context.Context, arg StreamNotesAfterParams) ([]Event, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 	TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error)
+	// A task's events but its notes and audit records, in position order (the
+	// inspector's copy for a history page as of a position), by the
+	// events_task index, the skipped rows unread by Go.
+	TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEventsWithoutNotesAfterParams) ([]Event, error)
 }
 
 var _ Querier = (*Queries)(nil)

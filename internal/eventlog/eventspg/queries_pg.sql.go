@@ -348,6 +348,57 @@ func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLife
 	return items, nil
 }
 
+const streamNotesAfter = `-- name: StreamNotesAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
+`
+
+type StreamNotesAfterParams struct {
+	Stream    string
+	After     int64
+	Until     int64
+	MaxEvents int64
+}
+
+// One stream's note writes and appends, every note's, in position order.
+func (q *Queries) StreamNotesAfter(ctx context.Context, arg StreamNotesAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, streamNotesAfter,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamVersion = `-- name: StreamVersion :one
 SELECT coalesce(max(stream_version), 0)::bigint FROM events WHERE stream = $1
 `
@@ -372,6 +423,57 @@ type TaskEventsAfterParams struct {
 
 func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, taskEventsAfter,
+		arg.TaskID,
+		arg.After,
+		arg.Until,
+		arg.MaxEvents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskEventsWithoutNotesAfter = `-- name: TaskEventsWithoutNotesAfter :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
+`
+
+type TaskEventsWithoutNotesAfterParams struct {
+	TaskID    string
+	After     int64
+	Until     int64
+	MaxEvents int64
+}
+
+// A task's events but its notes and audit records, in position order.
+func (q *Queries) TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEventsWithoutNotesAfterParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, taskEventsWithoutNotesAfter,
 		arg.TaskID,
 		arg.After,
 		arg.Until,
