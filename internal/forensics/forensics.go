@@ -667,22 +667,14 @@ func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples 
 // copied. Each event is applied as src applied it: one that an import
 // would refuse is given to report instead (nil: not reported).
 func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
-	return CopyLogWatched(ctx, dst, src, until, report, nil)
-}
-
-// CopyLogWatched is CopyLog calling watch (when not nil) with the number
-// of events read so far, every WatchEvery events: an error it returns
-// stops the copy, which then keeps nothing. The inspector bounds its
-// copies' disk so.
-func CopyLogWatched(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError), watch func(copied int64) error) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}
 	}
-	return dst.Store().ImportReporting(ctx, watched(StoreEvents(ctx, src, until), watch), report)
+	return dst.Store().ImportReporting(ctx, StoreEvents(ctx, src, until), report)
 }
 
-// WatchEvery is how many events a watched copy reads between two calls
-// of its watch.
+// WatchEvery is how many events a watched copy (CopyHistory) reads
+// between two calls of its watch.
 const WatchEvery = 4096
 
 // watched calls watch with the number of events next has yielded, every
@@ -711,7 +703,10 @@ func watched(next Next, watch func(int64) error) Next {
 // what the history tools read (the task's history, its windows and its
 // agents), at a fraction of a whole copy's cost when other tasks or
 // notes fill the log. dst is then a part of a log (eventlog's
-// ImportPart), for reading only. watch is CopyLogWatched's.
+// ImportPart), for reading only. watch, when not nil, is called with the
+// number of events read so far every WatchEvery events: an error it
+// returns stops the copy, which then keeps nothing (the inspector bounds
+// its copies' disk so).
 func CopyHistory(ctx context.Context, dst, src *memory.Service, taskID string, until int64, watch func(copied int64) error) (int64, error) {
 	return dst.Store().ImportPart(ctx, watched(historyEvents(ctx, src, taskID, 0, until), watch), func(*events.RuleError) {})
 }
@@ -738,11 +733,6 @@ func historyEvents(ctx context.Context, svc *memory.Service, taskID string, afte
 // nothing; until before Q is refused (ErrInvalidEvent). It returns the
 // number of events copied.
 func ForwardLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
-	return ForwardLogWatched(ctx, dst, src, until, report, nil)
-}
-
-// ForwardLogWatched is ForwardLog with a watch, as CopyLogWatched.
-func ForwardLogWatched(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError), watch func(copied int64) error) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}
 	}
@@ -753,5 +743,5 @@ func ForwardLogWatched(ctx context.Context, dst, src *memory.Service, until int6
 	if until > 0 && until < from {
 		return 0, fmt.Errorf("%w: the copy is at position %d, past %d", events.ErrInvalidEvent, from, until)
 	}
-	return dst.Store().ContinueReporting(ctx, watched(StoreEventsAfter(ctx, src, from, until), watch), report)
+	return dst.Store().ContinueReporting(ctx, StoreEventsAfter(ctx, src, from, until), report)
 }
