@@ -233,7 +233,7 @@ func TestBrowserNoteAsOf(t *testing.T) {
 	s := newUIServer(t)
 	root := attach(t, s.svc, "/sessions/notes.jsonl")
 	tool(t, s.svc, root, "w1", "notes_write_file", `{"path":"plan.md","text":"# plan\nalpha\nbeta\nship it\n"}`)
-	between := lastPosition(t, s.svc)
+	between := callPosition(t, s.svc, "note.written", "w1")
 	tool(t, s.svc, root, "w2", "notes_write_file", `{"path":"plan.md","text":"# plan\nalpha\ngamma\nship it\n"}`)
 	s.svc.StopAudit()
 	ctx := browsertest.Tab(t)

@@ -2,6 +2,7 @@ package inspector_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -228,4 +229,26 @@ func attach(t *testing.T, svc *memory.Service, key string) memory.CallContext {
 		t.Fatal(err)
 	}
 	return memory.CallContext{TaskID: res.TaskID, Agent: res.Agent}
+}
+
+// callPosition is the position of the event of type typ that the tool
+// call callID appended, read from the log: a test takes a position from
+// the events, never from the log's end, where an audit record may land
+// a moment after the call returns.
+func callPosition(t *testing.T, svc *memory.Service, typ, callID string) int64 {
+	t.Helper()
+	page, err := svc.Events(context.Background(), 0, "", 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range page {
+		var data struct {
+			CallID string `json:"call_id"`
+		}
+		if ev.Type == typ && json.Unmarshal(ev.Data, &data) == nil && data.CallID == callID {
+			return ev.Position
+		}
+	}
+	t.Fatalf("no %s event of call %s in the log", typ, callID)
+	return 0
 }

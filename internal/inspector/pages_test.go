@@ -108,7 +108,7 @@ func TestNotesRevisionsAndTimeTravel(t *testing.T) {
 	s := newUIServer(t)
 	root := attach(t, s.svc, "/sessions/notes.jsonl")
 	tool(t, s.svc, root, "w1", "notes_write_file", `{"path":"plan.md","text":"alpha\nbeta\n"}`)
-	between := lastPosition(t, s.svc)
+	between := callPosition(t, s.svc, "note.written", "w1")
 	tool(t, s.svc, root, "w2", "notes_write_file", `{"path":"plan.md","text":"alpha\ngamma\n"}`)
 	child, err := s.svc.Attach(bg, childRequest(root.TaskID, "/sessions/child.jsonl", "helper"), "")
 	if err != nil {
