@@ -137,3 +137,18 @@ func (d *freshDatabase) remove() {
 		os.Remove(dir)
 	}
 }
+
+// databaseToRead is the database a reading verb (tasks, export, verify,
+// call, inspect) reads: db when given, else the one serve uses
+// (MEMORYD_DB, else the default), which it names on stderr.
+func databaseToRead(getenv func(string) string, db string, stderr io.Writer) (string, error) {
+	if db != "" {
+		return db, nil
+	}
+	db, err := defaultDBPath(getenv)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(stderr, "memoryd: reading %s, the database serve uses (--db F reads another)\n", db)
+	return db, nil
+}

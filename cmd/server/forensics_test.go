@@ -484,11 +484,9 @@ func TestForensicsUsageErrors(t *testing.T) {
 		{"replay", log, log},
 		{"replay", log, "--until", "soon"},
 		{"replay", log, "--bogus"},
-		{"verify"},
 		{"verify", "--db", db, "extra"},
 		{"call", "--log", log, "notes_read_file", `{"path":"a.md"}`},               // no --task
 		{"call", "--log", log, "--db", db, "--task", "T", "get_context_remaining"}, // both sources
-		{"call", "--task", "T", "get_context_remaining"},                           // no source
 		{"call", "--log", log, "--task", "T"},                                      // no tool
 		{"call", "--log", log, "--task", "T", "notes_read_file", `{"path":`},       // bad JSON
 		{"call", "--log", log, "--task", "T", "notes_read_file", "{}", "extra"},

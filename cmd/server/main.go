@@ -48,6 +48,8 @@ var verbs = []*verb{
 	&importSessionVerb,
 	&tasksVerb,
 	&inspectVerb,
+	&stopVerb,
+	&versionVerb,
 }
 
 func lookupVerb(name string) *verb {
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		switch a := args[0]; {
 		case a == "help" || a == "-h" || a == "-help" || a == "--help":
 			return runHelp(args[1:], getenv, stdout)
+		case a == "--version" || a == "-version":
+			name, args = "version", args[1:]
 		case a != "" && a[0] != '-':
 			name, args = a, args[1:]
 		}
@@ -82,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 // runHelp is "memoryd help [VERB]" (and "memoryd -h"): the verb list, or
 // one verb's help.
 func runHelp(args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
+	if len(args) == 0 || (len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")) {
 		_, err := io.WriteString(stdout, helpText())
 		return err
 	}

@@ -668,7 +668,6 @@ func TestUsageErrors(t *testing.T) {
 		{"--nope"},
 		{"serve", "--log-level", "loud", "--db", db},
 		{"serve", "--max-body", "big"},
-		{"export"},
 		{"export", "--db", db, "extra"},
 		{"export", "--db", db, "--until", "soon"},
 		{"import", "--db", db},

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/memory"
@@ -100,7 +102,6 @@ func TestTasksVerb(t *testing.T) {
 	}
 
 	for _, args := range [][]string{
-		{"tasks"},
 		{"tasks", "--db", db, "extra"},
 		{"tasks", "--db", db, "--limit", "0"},
 		{"tasks", "--db", db, "--limit", "x"},
@@ -129,4 +130,56 @@ func jsonString(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReadingVerbsDefaultToServesDatabase: tasks, export, verify, call and
+// inspect without --db read the database serve uses (MEMORYD_DB, else the
+// one in the data folder) and say which on stderr; without a home folder
+// they say how to name one.
+func TestReadingVerbsDefaultToServesDatabase(t *testing.T) {
+	home := t.TempDir()
+	getenv := env(map[string]string{"HOME": home})
+	db, err := defaultDBPath(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := workload(t, db)
+	said := "memoryd: reading " + db + ", the database serve uses (--db F reads another)\n"
+	for _, args := range [][]string{
+		{"tasks"},
+		{"export"},
+		{"verify"},
+		{"call", "--task", agents[0].TaskID, "notes_list_files_by_prefix"},
+	} {
+		var out, stderr bytes.Buffer
+		if err := run(context.Background(), args, getenv, nil, &out, &stderr); err != nil {
+			t.Errorf("memoryd %q: %v\n%s", args, err, stderr.String())
+			continue
+		}
+		if !strings.HasPrefix(stderr.String(), said) || out.Len() == 0 {
+			t.Errorf("memoryd %q: stderr %q, %d bytes out; want it to name %s first", args, stderr.String(), out.Len(), db)
+		}
+	}
+	if !strings.Contains(string(mustRun(t, getenv, "tasks")), agents[0].TaskID) {
+		t.Error("tasks without --db does not list the workload's task")
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	workload(t, other)
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"tasks"}, env(map[string]string{"HOME": home, "MEMORYD_DB": other}), nil, io.Discard, &stderr); err != nil ||
+		!strings.Contains(stderr.String(), "reading "+other) {
+		t.Errorf("tasks with MEMORYD_DB: %v %q", err, stderr.String())
+	}
+	if err := run(context.Background(), []string{"tasks"}, env(nil), nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "set --db, MEMORYD_DB or HOME") {
+		t.Errorf("tasks without a home folder: %v", err)
+	}
+}
+
+func mustRun(t *testing.T, getenv func(string) string, args ...string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), args, getenv, nil, &out, io.Discard); err != nil {
+		t.Fatalf("memoryd %q: %v", args, err)
+	}
+	return out.Bytes()
 }

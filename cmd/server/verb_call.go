@@ -15,7 +15,7 @@ import (
 
 var callVerb = verb{
 	name:     "call",
-	synopsis: "call (--db F | --log FILE) [--until P] --task T [--agent A] [--call-id ID] TOOL ['ARGS-JSON']",
+	synopsis: "call [--db F | --log FILE] [--until P] --task T [--agent A] [--call-id ID] TOOL ['ARGS-JSON']",
 	summary:  "run one tool offline against the state at a position, printing its result JSON",
 	about: `
 Runs one of the 11 tools as agent A of task T against the state of a log at position P, and prints
@@ -31,7 +31,7 @@ its answer shows what it would have done at P, and nothing is stored; a line on 
 	},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		o := &callOptions{}
-		fs.StringVar(&o.db, "db", "", "database `F` to read (not modified)")
+		fs.StringVar(&o.db, "db", "", "database `F` to read, not modified (env MEMORYD_DB; default, without --log, the one serve uses)")
 		fs.StringVar(&o.log, "log", "", "exported log `FILE` to read instead of a database (- for stdin)")
 		fs.Var(&o.until, "until", "the state after the event at position `P`; 0 the empty log (default: the end)")
 		fs.StringVar(&o.task, "task", "", "task id `T` of the caller (required): memoryd tasks --db F lists them")
@@ -52,12 +52,16 @@ type callOptions struct {
 func (o *callOptions) run(ctx context.Context, in *invocation) error {
 	stdout, stderr := in.stdout, in.stderr
 	switch {
-	case o.db == "" && o.log == "":
-		return &usageError{"call needs --db F or --log FILE: the log to run the tool against"}
 	case o.db != "" && o.log != "":
 		return &usageError{"call takes --db F or --log FILE, not both"}
 	case o.task == "":
-		return &usageError{"call needs --task T: the id of the caller's task (memoryd tasks --db F lists them)"}
+		return &usageError{"call needs --task T: the id of the caller's task (memoryd tasks lists them)"}
+	}
+	if o.log == "" {
+		var err error
+		if o.db, err = databaseToRead(in.getenv, o.db, stderr); err != nil {
+			return err
+		}
 	}
 	tool, rawArgs := in.args[0], "{}"
 	if len(in.args) == 2 {

@@ -20,7 +20,7 @@ import (
 
 var inspectVerb = verb{
 	name:     "inspect",
-	synopsis: "inspect (FILE.jsonl | --db F) [--addr 127.0.0.1:PORT]",
+	synopsis: "inspect [FILE.jsonl | --db F] [--addr 127.0.0.1:PORT]",
 	summary:  "open a log or a database in the web inspector, read-only, on a loopback port",
 	about: `
 Serves the web inspector (the pages memoryd serve has at /ui) for an exported log FILE.jsonl,
@@ -34,7 +34,7 @@ link holds no token; the login form is off. It stops on SIGINT or SIGTERM.`,
 	},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		o := &inspectOptions{}
-		fs.StringVar(&o.db, "db", "", "database `F` to show instead of a log (only read)")
+		fs.StringVar(&o.db, "db", "", "database `F` to show instead of a log, only read (env MEMORYD_DB; default, without FILE, the one serve uses)")
 		fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "loopback address `HOST:PORT` to listen on; :0 picks a free port")
 		return o.run
 	},
@@ -45,11 +45,14 @@ type inspectOptions struct {
 }
 
 func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
-	switch {
-	case o.db == "" && len(in.args) == 0:
-		return &usageError{"inspect needs FILE.jsonl or --db F: the log to show"}
-	case o.db != "" && len(in.args) > 0:
+	if o.db != "" && len(in.args) > 0 {
 		return &usageError{"inspect takes FILE.jsonl or --db F, not both"}
+	}
+	if len(in.args) == 0 {
+		var err error
+		if o.db, err = databaseToRead(in.getenv, o.db, in.stderr); err != nil {
+			return err
+		}
 	}
 	addr, err := listenAddress(o.addr)
 	if err != nil {

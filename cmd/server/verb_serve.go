@@ -21,6 +21,7 @@ import (
 	"github.com/memoryd/memoryd/internal/api"
 	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/version"
 )
 
 var serveVerb = verb{
@@ -123,6 +124,9 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	// address is loopback is the listener's (a host name resolves), and a
 	// refusal leaves nothing behind (the listener closes on return).
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return addrInUse(ctx, addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -175,7 +179,8 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if o.idleExit > 0 {
 		idle = newIdleWatch(time.Now)
 	}
-	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback, InspectorScratch: o.inspectorScratch}, idle)
+	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback,
+		InspectorScratch: o.inspectorScratch, Shutdown: idleStop}, idle)
 	defer ui.Close() // its copies of past states; before the store closes
 	srv := &http.Server{
 		Handler:           handler,
@@ -206,7 +211,9 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	defer stopProfile()
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, tcp.String())
-	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid())
+	v := version.Get()
+	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid(),
+		"version", v.Version, "commit", v.Commit)
 
 	errc := make(chan error, 1)
 	go func() {
@@ -230,7 +237,12 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	ui.Close()
-	return svc.Close() // flushes the read audit of the calls answered, then closes the store
+	// Closing flushes the read audit of the calls answered, then the store.
+	if err := svc.Close(); err != nil {
+		return err
+	}
+	log.Info("stopped: the database is closed", "db", memory.DatabaseName(dbPath))
+	return nil
 }
 
 // serveHandler is serve's HTTP handler and its web inspector at /ui (the

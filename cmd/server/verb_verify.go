@@ -12,7 +12,7 @@ import (
 
 var verifyVerb = verb{
 	name:     "verify",
-	synopsis: "verify --db F",
+	synopsis: "verify [--db F]",
 	summary:  "rebuild beside a database's projections and report every difference",
 	about: `
 Rebuilds the projections of the database --db from its log into a scratch database, compares them
@@ -20,12 +20,13 @@ with the live ones, and checks every event against the rules an import enforces.
 report (events, clean, differences, violations); exits 1 when it is not clean. The database is
 only read.`,
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
-		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to check, which must exist (env MEMORYD_DB)")
+		db := fs.String("db", "", "database `F` to check, which must exist (env MEMORYD_DB; default the one serve uses)")
 		return func(ctx context.Context, in *invocation) error {
-			if *db == "" {
-				return &usageError{"verify needs --db F (or MEMORYD_DB): the database to check"}
+			path, err := databaseToRead(in.getenv, *db, in.stderr)
+			if err != nil {
+				return err
 			}
-			return runVerify(ctx, *db, in)
+			return runVerify(ctx, path, in)
 		}
 	},
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/memorytest"
+	"github.com/memoryd/memoryd/internal/version"
 )
 
 const testToken = "test-token-0123456789"
@@ -298,8 +300,8 @@ func TestAuthRequired(t *testing.T) {
 	}
 	routes = append(routes, route{"POST", "/v1/tools/no_such_tool", `{}`}, route{"GET", "/v1/events?after=0&limit=10", ""})
 	for _, rt := range routes {
-		if rt.path == "/healthz" || rt.path == "/v1/proof" {
-			continue // without a token by design (TestProof)
+		if rt.path == "/healthz" || rt.path == "/v1/proof" || rt.path == "/" {
+			continue // without a token by design (TestProof; / redirects to the inspector's login)
 		}
 		for _, auth := range []struct {
 			name, header string
@@ -367,8 +369,11 @@ func TestHealthzNeedsNoToken(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got["status"] != "ok" || got["service"] != "memoryd" || got["position"] != float64(0) {
-		t.Errorf("healthz = %s, want {\"status\":\"ok\",\"service\":\"memoryd\",\"position\":0}", b)
+	v := version.Get()
+	if len(got) != 6 || got["status"] != "ok" || got["service"] != "memoryd" || got["position"] != float64(0) ||
+		got["version"] != v.Version || got["commit"] != v.Commit || got["pid"] != float64(os.Getpid()) {
+		t.Errorf("healthz = %s, want {\"status\":\"ok\",\"service\":\"memoryd\",\"position\":0,\"version\":%q,\"commit\":%q,\"pid\":%d}",
+			b, v.Version, v.Commit, os.Getpid())
 	}
 	ts.attach(t, "s1")
 	if p := ts.position(t); p != 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/version"
 )
 
 // metrics are memoryd's Prometheus collectors.
@@ -33,7 +34,13 @@ func newMetrics(reg *prometheus.Registry, svc *memory.Service) *metrics {
 			Name: "memoryd_tool_calls_total", Help: "Tool calls by tool and result code.",
 		}, []string{"tool", "code"}),
 	}
-	reg.MustRegister(m.requests, m.durations, m.toolCalls,
+	v := version.Get()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "memoryd_build_info", Help: "Always 1: which memoryd this is, in its labels.",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.GoVersion},
+	})
+	build.Set(1)
+	reg.MustRegister(m.requests, m.durations, m.toolCalls, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if svc != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -44,6 +44,9 @@ type Config struct {
 	// that a stranger's refused requests or a web page's fetch of
 	// /healthz cannot keep memoryd running.
 	Activity func() (done func())
+	// Shutdown, when set, stops the server as SIGTERM does: POST
+	// /v1/shutdown (memoryd stop) calls it after it has answered.
+	Shutdown func()
 }
 
 // NewServer returns the HTTP handler of memoryd.
@@ -80,6 +83,10 @@ func NewServer(cfg Config) http.Handler {
 	})
 
 	r.Get("/healthz", handleHealth(log, cfg.Service))
+	// A browser pointed at memoryd's address finds the inspector.
+	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui", http.StatusSeeOther)
+	})
 	if cfg.InspectorOnly {
 		return srv
 	}
@@ -105,6 +112,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Post("/v1/lifecycle/rollover/commit", handleLifecycleRolloverCommit(log, cfg.Service))
 		r.Post("/v1/lifecycle/rollover/fail", handleLifecycleRolloverFail(log, cfg.Service))
 		r.Post("/v1/lifecycle/manual", handleLifecycleManual(log, cfg.Service))
+		r.Post("/v1/shutdown", handleShutdown(log, cfg.Shutdown))
 	})
 	return srv
 }
