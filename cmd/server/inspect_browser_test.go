@@ -52,8 +52,15 @@ func TestInspectInTheBrowser(t *testing.T) {
 	browsertest.Screenshot(t, ctx, "inspect-timeline")
 
 	again := browsertest.Tab(t) // a browser context of its own: no cookie
-	if err := chromedp.Do(again, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login-failed"))); err != nil {
+	if err := chromedp.Do(again, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#link-only"))); err != nil {
 		t.Fatalf("the link opened again: %v", err)
+	}
+	spent, err := chromedp.Run(again, chromedp.TextContent(chromedp.CSS("#main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(spent, "used already") || !strings.Contains(spent, "run it again") {
+		t.Errorf("the spent link's page says %q, want that it was used and how to get another", spent)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("inspect stopped with %v", err)

@@ -2,7 +2,9 @@ package inspector_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,8 +12,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/memoryd/memoryd/internal/api"
+
 	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/memorytest"
 )
 
 // uiRoutes lists the GET routes of the inspector's route tree with their
@@ -261,4 +266,26 @@ func lastPosition(t *testing.T, svc *memory.Service) int64 {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestUILinkOnlyLoginSaysHowToGetALink: an inspector without a token (the
+// inspect verb's) shows no token form, which could never work: its login
+// page, and a spent link, say that the one-time link works once and how
+// to get another.
+func TestUILinkOnlyLoginSaysHowToGetALink(t *testing.T) {
+	svc := memorytest.Open(t, memory.OpenOptions{})
+	ui := api.NewInspector(api.Config{Service: svc, Logger: slog.New(slog.DiscardHandler), CheckHost: true, InspectorOnly: true})
+	srv := httptest.NewServer(api.NewServer(api.Config{Service: svc, Logger: slog.New(slog.DiscardHandler), CheckHost: true, InspectorOnly: true, Inspector: ui}))
+	t.Cleanup(func() { srv.Close(); ui.Close() })
+	s := &uiServer{Server: srv, svc: svc, ui: ui}
+	resp, doc := s.get(t, s.client(t), "/ui/login")
+	if resp.StatusCode != http.StatusOK || byID(doc, "login-form") != nil || !strings.Contains(text(byID(doc, "link-only")), "works once") {
+		t.Errorf("login page without a token: %d, form %v, %q", resp.StatusCode, byID(doc, "login-form") != nil, text(byID(doc, "main")))
+	}
+	link := ui.LoginLink()
+	s.get(t, s.client(t), link)
+	resp, doc = s.get(t, s.client(t), link)
+	if got := text(byID(doc, "main")); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(got, "used already") || !strings.Contains(got, "run it again") {
+		t.Errorf("a spent link: %d %q", resp.StatusCode, got)
+	}
 }

@@ -128,11 +128,14 @@ const loginReferrerPolicy = "same-origin"
 
 func (in *Inspector) loginPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", loginReferrerPolicy)
-	in.render(w, r, http.StatusOK, "login", loginData{})
+	in.render(w, r, http.StatusOK, "login", loginData{LinkOnly: in.cfg.Token == ""})
 }
 
 type loginData struct {
 	Failed bool
+	// LinkOnly: no token logs in (memoryd inspect): only the one-time
+	// link did, so the page says how to get another instead of a form.
+	LinkOnly bool
 }
 
 // login checks the token of the login form in constant time; right, it
@@ -147,7 +150,7 @@ func (in *Inspector) login(w http.ResponseWriter, r *http.Request) {
 	got := []byte(r.PostForm.Get("token"))
 	if in.cfg.Token == "" || subtle.ConstantTimeCompare(got, []byte(in.cfg.Token)) != 1 {
 		w.Header().Set("Referrer-Policy", loginReferrerPolicy)
-		in.render(w, r, http.StatusUnauthorized, "login", loginData{Failed: true})
+		in.render(w, r, http.StatusUnauthorized, "login", loginData{Failed: true, LinkOnly: in.cfg.Token == ""})
 		return
 	}
 	setCookie(w, r, in.sessions.start())
@@ -159,7 +162,7 @@ func (in *Inspector) login(w http.ResponseWriter, r *http.Request) {
 func (in *Inspector) loginOnce(w http.ResponseWriter, r *http.Request) {
 	if !in.sessions.useCode(r.URL.Query().Get("code")) {
 		w.Header().Set("Referrer-Policy", loginReferrerPolicy)
-		in.render(w, r, http.StatusUnauthorized, "login", loginData{Failed: true})
+		in.render(w, r, http.StatusUnauthorized, "login", loginData{Failed: true, LinkOnly: in.cfg.Token == ""})
 		return
 	}
 	setCookie(w, r, in.sessions.start())
