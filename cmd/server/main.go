@@ -104,8 +104,9 @@ func runHelp(args []string, getenv func(string) string, stdout io.Writer) error 
 // helpText lists the verbs, a line each.
 func helpText() string {
 	var b strings.Builder
-	b.WriteString(`memoryd keeps a coding agent's history, notes and checkpoint fence in an SQLite event log
-and serves them over local HTTP (docs/API.md).
+	b.WriteString(`memoryd keeps a coding agent's history, notes and checkpoint fence in an event log, in SQLite
+(a file) or PostgreSQL (--db postgres://…, shared by several servers: docs/postgres.md), and
+serves them over local HTTP (docs/API.md).
 
 usage: memoryd [VERB] [flags and arguments, in any order]
 

@@ -41,7 +41,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		o := &serveOptions{}
 		fs.StringVar(&o.addr, "addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "listen address `HOST:PORT` (env MEMORYD_ADDR); a port alone (:7411, :0 for a free one) is on 127.0.0.1")
-		fs.StringVar(&o.db, "db", "", "database `F` (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db, else ~/.local/share/memoryd/memory.db)")
+		fs.StringVar(&o.db, "db", "", "database `F`: an SQLite file, or a postgres:// URL (env MEMORYD_DB; default $XDG_DATA_HOME/memoryd/memory.db, else ~/.local/share/memoryd/memory.db)")
 		fs.Int64Var(&o.maxBody, "max-body", 8<<20, "largest request body in `bytes`")
 		fs.Int64Var(&o.inspectorScratch, "inspector-scratch", 2<<30, "disk the web inspector's past states (?at=P, copies of the log up to P in the data folder's scratch/) may take, in `bytes`; a page whose copy would pass it says so")
 		fs.StringVar(&o.sync, "sync", "full", "SQLite synchronous mode: full (every acknowledged write survives power loss) or normal (faster; see docs/durability.md)")

@@ -4,7 +4,7 @@
 // machine shares it. It stops by itself after --idle-exit without requests;
 // the extension never stops it.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 
 import { defaultDbPath } from "@memoryd/client";
@@ -79,6 +79,22 @@ export function openLogFile(path: string): number {
   }
 }
 
+/** How large memoryd's log may grow before a start moves it to `<log>.1`. */
+export const LOG_CAP_BYTES = 10 << 20;
+
+/**
+ * openLogFile, but a log past capBytes is first moved to `<path>.1` (the
+ * one before it is dropped), so that the log of a shared memoryd started
+ * again and again stays within about twice the cap.
+ */
+export function openCappedLogFile(path: string, capBytes = LOG_CAP_BYTES): number {
+  const fd = openLogFile(path);
+  if (fstatSync(fd).size <= capBytes) return fd;
+  closeSync(fd);
+  renameSync(path, path + ".1"); // a memoryd still writing keeps its file, now <path>.1
+  return openLogFile(path);
+}
+
 /** Answers GET /healthz within timeoutMs. */
 export async function healthy(url: string, timeoutMs = 2000): Promise<boolean> {
   try {
@@ -113,7 +129,7 @@ export async function spawnMemoryd(options: SpawnOptions, defaultAddr: string): 
   if (idleExit !== "0") args.push("--idle-exit", idleExit);
   const logFile = options.logFile ?? defaultLogFile(env);
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
-  const fd = openLogFile(logFile);
+  const fd = openCappedLogFile(logFile);
   const from = fstatSync(fd).size;
   let child: ChildProcess;
   try {

@@ -1,13 +1,14 @@
 // The Pi extension runs no code from the folder pi runs in and opens its
 // memoryd log as memoryd opens its token file (issue 31): no symbolic link,
-// only the user's own regular file, mode 0600.
+// only the user's own regular file, mode 0600; and a log past its cap is moved
+// aside at the next start (issue 32), so that it does not grow without bound.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, closeSync, lstatSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { openLogFile, spawnMemoryd } from "../dist/spawn.js";
+import { openCappedLogFile, openLogFile, spawnMemoryd } from "../dist/spawn.js";
 
 const folder = () => mkdtempSync(join(tmpdir(), "memoryd-spawn-safety-"));
 
@@ -46,4 +47,18 @@ test("a log readable by others is made 0600; a new one is 0600", () => {
 
 test("a log path that is not a regular file is refused", () => {
   assert.throws(() => openLogFile(folder()), /EISDIR|not a regular file/);
+});
+
+test("a log past its cap is moved to <log>.1 at the next start, the one before dropped", () => {
+  const dir = folder();
+  const log = join(dir, "memoryd.log");
+  writeFileSync(log, "small\n");
+  closeSync(openCappedLogFile(log, 10));
+  assert.equal(readFileSync(log, "utf8"), "small\n", "a log within the cap is kept as it is");
+  writeFileSync(log, "x".repeat(11));
+  writeFileSync(log + ".1", "older\n");
+  closeSync(openCappedLogFile(log, 10));
+  assert.equal(readFileSync(log + ".1", "utf8"), "x".repeat(11));
+  assert.equal(readFileSync(log, "utf8"), "");
+  assert.equal(statSync(log).mode & 0o777, 0o600);
 });
