@@ -18,8 +18,8 @@ import { attachBudget, sessionKey, type MemorydExtensionOptions } from "./option
 import { spawnMemoryd, type SpawnOptions } from "./spawn.js";
 import { errorMessage, type Trace } from "./trace.js";
 
-/** The cause in the client's unreachable error ("memoryd is not reachable at URL (why); start it with ..."). */
-const why = (message: string) => /^memoryd is not reachable at \S+ \((.*)\); start it with/.exec(message)?.[1] ?? message;
+/** The cause in the client's unreachable error ("memoryd is not reachable at URL (why)"). */
+const why = (message: string) => /^memoryd is not reachable at \S+ \((.*)\)$/.exec(message)?.[1] ?? message;
 
 /** memoryd's /healthz body (`status` and `position` alone: a memoryd older than the `service` field). */
 const isMemorydHealth = (h: unknown): boolean => {
@@ -151,13 +151,13 @@ export class Connection {
     return this.lastError;
   }
 
+  /**
+   * The error the model sees: one short line, the cause, never an
+   * instruction to start services (the user was told what to do).
+   */
   unavailable(): Error {
-    if (this.verdict) {
-      return new Error(`memoryd is not available (${this.verdict.cause}): ${this.verdict.fix}, then retry; notes and history are only kept in memoryd.`);
-    }
-    return new Error(
-      `memoryd is not available (${this.lastError || "not connected"}). Start it (memoryd serve, or go run ./cmd/server in the memoryd repository; or put memoryd on PATH or set MEMORYD_BIN and the extension starts it) and retry; notes and history are only kept in memoryd.`,
-    );
+    const cause = this.verdict ? this.verdict.cause : why(this.lastError || "not connected");
+    return new Error(`memoryd is not available (${cause}). The memory tools do not work in this session; the user has been told how to fix it.`);
   }
 
   /** Connects (attach) once; later calls reuse the connection. Throws a clear error when memoryd is unreachable. */
@@ -350,6 +350,19 @@ export class Connection {
   private async ensureRunning(): Promise<"reachable" | "started" | false> {
     const answer = await this.probe();
     if (answer === "memoryd") return "reachable";
+    if (answer === "nothing" && !this.options.spawn) {
+      const noStart = this.options.noStart;
+      this.judge({
+        cause: `nothing answers at ${this.current.baseUrl}, and memoryd was not started: ${noStart ?? "the extension was given no way to start it (its spawn option)"}`,
+        fix: !noStart
+          ? "start memoryd yourself (memoryd serve), or give the extension its spawn option"
+          : noStart.startsWith("MEMORYD_AUTOSTART=0")
+            ? "start memoryd yourself (memoryd serve), or unset MEMORYD_AUTOSTART"
+            : "put memoryd on PATH (go build -o ~/.local/bin/memoryd ./cmd/server in a clone of memoryd) or set MEMORYD_BIN to it",
+      });
+      this.lastError = this.verdict!.cause;
+      return false;
+    }
     if (answer === "other" || !this.options.spawn) return false;
     return this.start(this.options.spawn);
   }

@@ -39,6 +39,8 @@ export interface MemorydExtensionOptions {
    * `memoryd` on PATH, unless MEMORYD_AUTOSTART=0; none: never).
    */
   spawn?: SpawnOptions | false;
+  /** Why no memoryd is started when none answers (with no spawn): said to the user. */
+  noStart?: string;
   /** How often an attached session pings memoryd's /healthz (default 60000 ms, MEMORYD_HEARTBEAT; 0: never). */
   heartbeatMs?: number;
   /** The session key (default: the session file path, else "pi-session:<session id>"). */
@@ -57,6 +59,11 @@ export function optionsFromEnv(env: Record<string, string | undefined> = process
   if (env.MEMORYD_TASK) opts.task = parseTask(env.MEMORYD_TASK);
   const spawn = autostart(env);
   if (spawn) opts.spawn = spawn;
+  else if (env.MEMORYD_AUTOSTART === "0") opts.noStart = "MEMORYD_AUTOSTART=0 turns starting it off";
+  else {
+    const dirs = (env.PATH ?? "").split(delimiter).filter(Boolean).length;
+    opts.noStart = `no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, and none of the ${dirs} folders of PATH holds memoryd`;
+  }
   if (env.MEMORYD_CONTEXT_WINDOW) opts.budget = { context_window: Number(env.MEMORYD_CONTEXT_WINDOW) };
   if (env.MEMORYD_HEARTBEAT) opts.heartbeatMs = durationMs(env.MEMORYD_HEARTBEAT);
   if (env.MEMORYD_DEBUG === "1") {

@@ -232,7 +232,8 @@ test("memoryd unreachable: the 11 tools exist but fail with a clear error; nothi
     assert.equal(results.length, 1);
     assert.equal(results[0].isError, true);
     assert.match(textOf(results[0]), /memoryd is not available/);
-    assert.match(textOf(results[0]), /not reachable at http:\/\/127\.0\.0\.1:\d+/);
+    assert.match(textOf(results[0]), /nothing answers at http:\/\/127\.0\.0\.1:\d+, and memoryd was not started/);
+    assert.doesNotMatch(textOf(results[0]), /memoryd serve|go run|Start it/);
     // No local fallback: the session folder holds only Pi's own agent folder.
     const found = readdirSync(dir, { recursive: true }).filter((f) => /checkpoint|notes/.test(String(f)));
     assert.deepEqual(found, []);

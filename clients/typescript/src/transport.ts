@@ -113,7 +113,8 @@ function transportError(cause: unknown, req: RawRequest, url: string, timeoutMs:
   const detail = cause instanceof Error && cause.cause instanceof Error ? cause.cause.message : String(cause);
   return new MemorydError(
     "unreachable",
-    `memoryd is not reachable at ${new URL(url).origin} (${detail}); start it with "go run ./cmd/server" or the memoryd binary`,
+    // No advice to start it: the message may reach a model, which must not be asked to start services.
+    `memoryd is not reachable at ${new URL(url).origin} (${detail})`,
     0,
     {},
     { cause },

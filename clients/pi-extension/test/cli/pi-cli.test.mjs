@@ -180,7 +180,9 @@ test("print mode, memoryd unreachable: the tool result tells the model memoryd i
     for (const n of TOOL_NAMES) assert.ok(names.includes(n), `${n} offered`);
     const result = model.requests[1].messages.at(-1);
     assert.equal(result.role, "tool");
-    assert.match(textOf(result), /memoryd is not available \(.*\)\. Start it/);
+    // One short line for the model: the cause, never a request to start services (the user was told).
+    assert.match(textOf(result), /^memoryd is not available \(nothing answers at http:\/\/127\.0\.0\.1:\d+, and memoryd was not started: MEMORYD_AUTOSTART=0 turns starting it off\)\. The memory tools do not work in this session; the user has been told how to fix it\.$/);
+    assert.doesNotMatch(textOf(result), /memoryd serve|go run|Start it/);
     assert.ok(!existsSync(join(setup.cwd, "checkpoint.md")), "no local fallback");
     assert.equal(r.stdout.trim(), "noted");
   } finally {

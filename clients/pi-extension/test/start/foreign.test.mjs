@@ -73,7 +73,7 @@ test("another HTTP server on memoryd's address: one line naming it and how to ch
     const lines = said(stderr);
     assert.equal(lines.length, 1, stderr);
     assert.match(lines[0], new RegExp(`^\\[memoryd\\] ${cause}; ${fix}; the memory tools fail until then$`));
-    assert.match(result, new RegExp(`^memoryd is not available \\(${cause}\\): ${fix}, then retry; notes and history are only kept in memoryd\\.$`));
+    assert.match(result, new RegExp(`^memoryd is not available \\(${cause}\\)\\. The memory tools do not work in this session; the user has been told how to fix it\\.$`));
     // The verdict is kept: session start asks (its /healthz, then a look at what answered); the prompt and the tool call do not.
     const probes = foreign.requests.filter((r) => r === "GET /healthz");
     assert.ok(probes.length >= 1 && probes.length <= 2, `${probes.length} /healthz requests`);
@@ -95,7 +95,7 @@ test("a memoryd that does not prove it holds the token (another token), or no to
     const cause = `${url} answers as memoryd but did not prove it holds this session's token \\(a proof that does not match this token\\); the token and the session were not sent to it`;
     assert.deepEqual(said(wrong.stderr).length, 1, wrong.stderr);
     assert.match(said(wrong.stderr)[0], new RegExp(`^\\[memoryd\\] ${cause}; ${unprovenFix}; the memory tools fail until then$`));
-    assert.match(wrong.result, new RegExp(`^memoryd is not available \\(${cause}\\): ${unprovenFix}, then retry; notes and history are only kept in memoryd\\.$`));
+    assert.match(wrong.result, new RegExp(`^memoryd is not available \\(${cause}\\)\\. The memory tools do not work in this session; the user has been told how to fix it\\.$`));
 
     // No MEMORYD_TOKEN, and no token file where the extension looks (memoryd's database is elsewhere).
     const none = await promptOnce({ MEMORYD_URL: md.url });

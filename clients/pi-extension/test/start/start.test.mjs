@@ -117,9 +117,27 @@ test("pi install from a git URL clones this repository, builds the extension (pr
   }
 });
 
-/** How many times stderr says memoryd is unreachable (the line the extension writes without a TUI). */
-const unreachableLines = (stderr) =>
-  (stderr.match(/^\[memoryd\] memoryd is not reachable at http:\/\/127\.0\.0\.1:\d+ \(.+\); the memory tools fail until it runs$/gm) ?? []).length;
+/** How many times stderr says nothing answers and memoryd was not started, for this reason and fix (the line the extension writes without a TUI). */
+const unreachableLines = (stderr, why = "MEMORYD_AUTOSTART=0 turns starting it off; start memoryd yourself \\(memoryd serve\\), or unset MEMORYD_AUTOSTART") =>
+  (stderr.match(new RegExp(`^\\[memoryd\\] nothing answers at http://127\\.0\\.0\\.1:\\d+, and memoryd was not started: ${why}; the memory tools fail until then$`, "gm")) ?? []).length;
+
+test("no memoryd binary anywhere: the user's line says none was found and where to put one", { timeout: 120_000 }, async () => {
+  const box = setUp();
+  // PATH holds only an empty folder: no memoryd on it, and no MEMORYD_BIN nor MEMORYD_SPAWN.
+  const env = piEnv(box, { PATH: box.work, MEMORYD_URL: `http://127.0.0.1:${await freePort()}` });
+  const why =
+    "no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, and none of the 1 folders of PATH holds memoryd; " +
+    "put memoryd on PATH \\(go build -o ~/\\.local/bin/memoryd \\./cmd/server in a clone of memoryd\\) or set MEMORYD_BIN to it";
+  try {
+    const rpc = startPi(["-e", extensionDir, "--mode", "rpc"], { env, cwd: box.work });
+    await waitFor(() => unreachableLines(rpc.stderr, why) > 0, 30_000, () => `the no-binary line; stderr:\n${rpc.stderr}`);
+    await rpc.stop();
+    assert.equal(unreachableLines(rpc.stderr, why), 1, rpc.stderr);
+    assert.equal(servingPids(box.log).length, 0, "nothing was started");
+  } finally {
+    box.cleanup();
+  }
+});
 
 test("memoryd unreachable (MEMORYD_AUTOSTART=0): one stderr line in RPC, print and JSON mode", { timeout: 120_000 }, async () => {
   const box = setUp();
