@@ -86,16 +86,9 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 			return nil, nil, err
 		}
 		for _, ev := range page {
-			payload, err := events.Decode(ev)
+			p, err := noteChange(ev)
 			if err != nil {
 				return nil, nil, err
-			}
-			var p events.NoteWritten
-			switch v := payload.(type) {
-			case *events.NoteWritten:
-				p = *v
-			case *events.NoteAppended:
-				p = events.NoteWritten(*v)
 			}
 			file.Revs = append(file.Revs, noteRev{N: len(file.Revs) + 1, Position: ev.Position, Type: ev.Type, By: p.By,
 				CallID: p.CallID, At: ev.RecordedAt, Text: p.Text, Written: ev.Type == events.TypeNoteWritten})
@@ -142,16 +135,9 @@ func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, 
 				return err
 			}
 			for _, ev := range page {
-				payload, err := events.Decode(ev)
+				p, err := noteChange(ev)
 				if err != nil {
 					return err
-				}
-				var p events.NoteWritten
-				switch v := payload.(type) {
-				case *events.NoteWritten:
-					p = *v
-				case *events.NoteAppended:
-					p = events.NoteWritten(*v)
 				}
 				f := paths[p.Path]
 				if f == nil {
@@ -199,4 +185,20 @@ func (f *noteFile) revisionsBefore(before int64, n int) ([]noteRev, int64) {
 	page = slices.Clone(page)
 	slices.Reverse(page)
 	return page, older
+}
+
+// noteChange is the payload of a note.written or note.appended event (an
+// append's fields are a write's).
+func noteChange(ev events.Event) (events.NoteWritten, error) {
+	payload, err := events.Decode(ev)
+	if err != nil {
+		return events.NoteWritten{}, err
+	}
+	switch v := payload.(type) {
+	case *events.NoteWritten:
+		return *v, nil
+	case *events.NoteAppended:
+		return events.NoteWritten(*v), nil
+	}
+	return events.NoteWritten{}, nil
 }
