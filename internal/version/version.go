@@ -1,9 +1,12 @@
 // Package version says which memoryd this is: its version, the commit it
 // was built from and the Go that built it, for `memoryd version`,
 // /healthz, the serve line and /metrics. A release build stamps its
-// version with -ldflags "-X github.com/memoryd/memoryd/internal/version.stamped=vX.Y.Z";
-// otherwise it comes from the module's build information (`go install
-// …@vX.Y.Z` gives the tag, `go build` in a clone a pseudo-version).
+// version and commit with -ldflags "-X github.com/memoryd/memoryd/internal/version.stamped=vX.Y.Z
+// -X github.com/memoryd/memoryd/internal/version.stampedCommit=<hash>" (clients/scripts/pack.mjs
+// does, building with -buildvcs=false so that the bytes do not depend on the
+// work tree); otherwise both come from the module's build information
+// (`go install …@vX.Y.Z` gives the tag, `go build` in a clone a
+// pseudo-version and the checkout's commit).
 package version
 
 import (
@@ -13,8 +16,9 @@ import (
 	"sync"
 )
 
-// stamped is the version a release build sets with -ldflags -X.
-var stamped string
+// stamped and stampedCommit are the version and commit a release build sets
+// with -ldflags -X.
+var stamped, stampedCommit string
 
 // Info is what a build says about itself.
 type Info struct {
@@ -54,6 +58,9 @@ var get = sync.OnceValue(func() Info {
 	}
 	if stamped != "" {
 		info.Version = stamped
+	}
+	if stampedCommit != "" {
+		info.Commit = stampedCommit[:min(12, len(stampedCommit))]
 	}
 	return info
 })

@@ -358,7 +358,7 @@ export class Connection {
           ? "start memoryd yourself (memoryd serve), or give the extension its spawn option"
           : noStart.startsWith("MEMORYD_AUTOSTART=0")
             ? "start memoryd yourself (memoryd serve), or unset MEMORYD_AUTOSTART"
-            : "put memoryd on PATH (go build -o ~/.local/bin/memoryd ./cmd/server in a clone of memoryd) or set MEMORYD_BIN to it",
+            : "install the extension from npm (pi install npm:@memoryd/pi-extension brings memoryd for Linux and macOS), put memoryd on PATH (go build -o ~/.local/bin/memoryd ./cmd/server in a clone of memoryd) or set MEMORYD_BIN to it",
       });
       this.lastError = this.verdict!.cause;
       return false;

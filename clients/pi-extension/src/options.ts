@@ -1,6 +1,7 @@
 // The extension's options, from the caller or from the environment.
 import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { createRequire } from "node:module";
+import { delimiter, dirname, join } from "node:path";
 
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { Budget, MemorydClient, TaskRef } from "@memoryd/client";
@@ -62,7 +63,11 @@ export function optionsFromEnv(env: Record<string, string | undefined> = process
   else if (env.MEMORYD_AUTOSTART === "0") opts.noStart = "MEMORYD_AUTOSTART=0 turns starting it off";
   else {
     const dirs = (env.PATH ?? "").split(delimiter).filter(Boolean).length;
-    opts.noStart = `no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, and none of the ${dirs} folders of PATH holds memoryd`;
+    const pkg = packagedBinary();
+    const packaged = pkg.name
+      ? `${pkg.name} is not installed beside the extension`
+      : `no memoryd package is made for ${process.platform}-${process.arch}`;
+    opts.noStart = `no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, ${packaged}, and none of the ${dirs} folders of PATH holds memoryd`;
   }
   if (env.MEMORYD_CONTEXT_WINDOW) opts.budget = { context_window: Number(env.MEMORYD_CONTEXT_WINDOW) };
   if (env.MEMORYD_HEARTBEAT) opts.heartbeatMs = durationMs(env.MEMORYD_HEARTBEAT);
@@ -74,7 +79,8 @@ export function optionsFromEnv(env: Record<string, string | undefined> = process
 
 /**
  * How to start memoryd when nothing answers: MEMORYD_SPAWN (a binary, or "go"
- * with MEMORYD_REPO), else MEMORYD_BIN, else `memoryd` on PATH; none with
+ * with MEMORYD_REPO), else MEMORYD_BIN, else the binary of this platform's
+ * package (packagedBinary), else `memoryd` on PATH; none with
  * MEMORYD_AUTOSTART=0. MEMORYD_IDLE_EXIT overrides its --idle-exit (30m).
  */
 function autostart(env: Record<string, string | undefined>): SpawnOptions | undefined {
@@ -83,11 +89,34 @@ function autostart(env: Record<string, string | undefined>): SpawnOptions | unde
   if (env.MEMORYD_SPAWN) spawn = { command: env.MEMORYD_SPAWN, cwd: env.MEMORYD_REPO || undefined };
   else if (env.MEMORYD_BIN) spawn = { command: env.MEMORYD_BIN };
   else {
-    const found = onPath("memoryd", env.PATH);
+    const found = packagedBinary().path ?? onPath("memoryd", env.PATH);
     if (found) spawn = { command: found };
   }
   if (spawn && env.MEMORYD_IDLE_EXIT) spawn.idleExit = env.MEMORYD_IDLE_EXIT;
   return spawn;
+}
+
+/** The platforms a memoryd package is made for (clients/scripts/pack.mjs), as Node names them. */
+const PACKAGED_PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64"];
+
+/**
+ * The memoryd binary of this platform's package: @memoryd/memoryd-<platform>-<arch>,
+ * an optional dependency of the published extension that npm installs only on
+ * its platform (os/cpu), resolved from the extension's own folder. name is
+ * undefined for a platform no package is made for; path when it is installed.
+ */
+export function packagedBinary(): { name?: string; path?: string } {
+  const platform = `${process.platform}-${process.arch}`;
+  if (!PACKAGED_PLATFORMS.includes(platform)) return {};
+  const name = `@memoryd/memoryd-${platform}`;
+  try {
+    const manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
+    const file = join(dirname(manifest), "bin", "memoryd");
+    accessSync(file, constants.X_OK);
+    return { name, path: file };
+  } catch {
+    return { name };
+  }
 }
 
 /** MEMORYD_HEARTBEAT in ms: "500ms", "10s", "2m", or seconds ("10"); "0": no heartbeat. */

@@ -126,7 +126,8 @@ test("no memoryd binary anywhere: the user's line says none was found and where 
   // PATH holds only an empty folder: no memoryd on it, and no MEMORYD_BIN nor MEMORYD_SPAWN.
   const env = piEnv(box, { PATH: box.work, MEMORYD_URL: `http://127.0.0.1:${await freePort()}` });
   const why =
-    "no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, and none of the 1 folders of PATH holds memoryd; " +
+    `no memoryd binary was found to start: MEMORYD_SPAWN and MEMORYD_BIN are unset, @memoryd/memoryd-${process.platform}-${process.arch} is not installed beside the extension, and none of the 1 folders of PATH holds memoryd; ` +
+    "install the extension from npm \\(pi install npm:@memoryd/pi-extension brings memoryd for Linux and macOS\\), " +
     "put memoryd on PATH \\(go build -o ~/\\.local/bin/memoryd \\./cmd/server in a clone of memoryd\\) or set MEMORYD_BIN to it";
   try {
     const rpc = startPi(["-e", extensionDir, "--mode", "rpc"], { env, cwd: box.work });
