@@ -3,7 +3,7 @@
 // its parent's task, an unreachable memoryd (clear tool errors, no local
 // files) and starting memoryd through the spawn option.
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
@@ -284,8 +284,9 @@ test("spawn: the extension starts the memoryd binary when nothing listens and wa
   }
 });
 
-test("Pi's own loader loads the package entry (dist/extension.js) configured from the environment", { timeout: 60_000 }, async () => {
-  const entry = join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "extension.js");
+test("Pi's own loader loads the package entry (package.json pi.extensions: extension.js, which loads dist/extension.js) configured from the environment", { timeout: 60_000 }, async () => {
+  const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
+  const entry = join(pkg, JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).pi.extensions[0]);
   const saved = { url: process.env.MEMORYD_URL, token: process.env.MEMORYD_TOKEN };
   process.env.MEMORYD_URL = md.url;
   process.env.MEMORYD_TOKEN = md.token;

@@ -7,7 +7,7 @@
 // session_start (attach) runs when pi starts, in every mode.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -135,6 +135,29 @@ test("no memoryd binary anywhere: the user's line says none was found and where 
     await rpc.stop();
     assert.equal(unreachableLines(rpc.stderr, why), 1, rpc.stderr);
     assert.equal(servingPids(box.log).length, 0, "nothing was started");
+  } finally {
+    box.cleanup();
+  }
+});
+
+test("an extension installed unbuilt says so: pi install of a checkout without dist/ and pi tell the user, once", { timeout: 120_000 }, async () => {
+  const box = setUp();
+  // The package as a clone has it before npm run build: package.json, its entry, no dist/.
+  const pkg = join(box.root, "unbuilt");
+  mkdirSync(pkg);
+  for (const f of ["package.json", "extension.js"]) copyFileSync(join(extensionDir, f), join(pkg, f));
+  const env = piEnv(box, { MEMORYD_AUTOSTART: "0" });
+  try {
+    const install = startPi(["install", pkg], { env, cwd: box.work });
+    install.child.stdin.end();
+    assert.equal((await install.exited).code, 0, install.stderr);
+    const line = `[memoryd] the memoryd extension in ${pkg} is not built (${join(pkg, "dist", "extension.js")} is missing): ` +
+      "run npm ci && npm run build in its clients folder, then start pi again (or install it from npm: pi install npm:@memoryd/pi-extension); pi runs without memory until then";
+    const rpc = startPi(["--mode", "rpc"], { env, cwd: box.work });
+    await waitFor(() => rpc.stderr.includes(line), 30_000, () => `the unbuilt line; stderr:\n${rpc.stderr}`);
+    assert.equal((await rpc.rpc({ type: "get_state" })).success, true, "pi runs");
+    await rpc.stop();
+    assert.equal(rpc.stderr.split(line).length - 1, 1, rpc.stderr);
   } finally {
     box.cleanup();
   }
