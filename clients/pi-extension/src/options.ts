@@ -97,7 +97,7 @@ function autostart(env: Record<string, string | undefined>): SpawnOptions | unde
 }
 
 /** The platforms a memoryd package is made for (clients/scripts/pack.mjs), as Node names them. */
-const PACKAGED_PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64"];
+export const PACKAGED_PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64"];
 
 /**
  * The memoryd binary of this platform's package: @memoryd/memoryd-<platform>-<arch>,

@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { test } from "node:test";
 
-import { hostTarget, pack, platformPackage } from "../../../scripts/pack.mjs";
+import { PACKAGED_PLATFORMS } from "../../dist/options.js";
+import { TARGETS, hostTarget, pack, platformPackage } from "../../../scripts/pack.mjs";
 import { freePort, repoRoot } from "../../../testing/memoryd.mjs";
 import { fileInTarball, startRegistry } from "../../../testing/registry.mjs";
 import { startModelServer } from "../cli/model-server.mjs";
@@ -54,6 +55,10 @@ async function exitWithin(p, ms, what) {
     clearTimeout(timer);
   }
 }
+
+test("the extension looks for a package on exactly the platforms pack.mjs makes one for", () => {
+  assert.deepEqual(PACKAGED_PLATFORMS, TARGETS);
+});
 
 const toolNames = JSON.parse(readFileSync(join(repoRoot, "internal", "tools", "specs.json"), "utf8")).map((t) => t.name);
 
