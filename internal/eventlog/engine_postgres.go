@@ -199,6 +199,10 @@ func (q postgresQueries) StreamBounds(ctx context.Context, arg eventsdb.StreamBo
 	return eventsdb.StreamBoundsRow(r), err
 }
 
+func (q postgresQueries) StreamBranchChangeFrom(ctx context.Context, arg eventsdb.StreamBranchChangeFromParams) (int64, error) {
+	return q.pg().StreamBranchChangeFrom(ctx, eventspg.StreamBranchChangeFromParams(arg))
+}
+
 func (q postgresQueries) StreamEventsAfter(ctx context.Context, arg eventsdb.StreamEventsAfterParams) ([]eventsdb.Event, error) {
 	return pgEvents(q.pg().StreamEventsAfter(ctx, eventspg.StreamEventsAfterParams(arg)))
 }

@@ -54,6 +54,12 @@ SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.writ
 -- partial index events_calls.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type = 'audit.tool_called' AND position < sqlc.arg(before) ORDER BY position DESC LIMIT sqlc.arg(max_events)::bigint;
 
+-- name: StreamBranchChangeFrom :one
+-- The position of one stream's first history.branch_changed at or after
+-- a position (0: none): the inspector's as-of tasks page asks when an
+-- entry recorded there went onto the branch.
+SELECT CAST(coalesce((SELECT position FROM events WHERE stream = sqlc.arg(stream) AND type = 'history.branch_changed' AND position >= sqlc.arg(from_position) ORDER BY position LIMIT 1), 0) AS BIGINT) AS position;
+
 -- name: StreamBounds :one
 -- One stream's first and last positions and its number of events, which
 -- is its last version (versions are gapless from 1).

@@ -485,6 +485,13 @@ func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int
 	return toEvents(rows), nil
 }
 
+// BranchChangeFrom returns the position of a stream's first
+// history.branch_changed at or after position from (0: none).
+func (s *Store) BranchChangeFrom(ctx context.Context, stream string, from int64) (int64, error) {
+	p, err := queriesOf(s.queries()).StreamBranchChangeFrom(ctx, eventsdb.StreamBranchChangeFromParams{Stream: stream, FromPosition: from})
+	return p, classify(err)
+}
+
 // StreamBounds returns the first and last positions of a stream (0 when
 // it has no event) and its number of events, up to position until (0: no
 // bound).

@@ -3,7 +3,9 @@ package inspector
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
@@ -28,6 +30,39 @@ func (in *Inspector) tasksPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.renderAt(w, r, "tasks", "Tasks", at, tasksData{Tasks: list.Tasks, More: list.NextBefore != nil})
+}
+
+// rootAgent is a task's /root agent (nil if the listing lacks it).
+func rootAgent(t memory.TaskView) *memory.TaskAgentView {
+	for i := range t.Agents {
+		if t.Agents[i].Agent == "/root" {
+			return &t.Agents[i]
+		}
+	}
+	return nil
+}
+
+// sessionPlace is what a user recognises of a session file's path: its
+// folder and file name (Pi names the folder after the working folder,
+// as in --home-dev-project--).
+func sessionPlace(file string) string {
+	if file == "" {
+		return ""
+	}
+	dir := filepath.Base(filepath.Dir(file))
+	if dir == "." || dir == string(filepath.Separator) {
+		return filepath.Base(file)
+	}
+	return dir + string(filepath.Separator) + filepath.Base(file)
+}
+
+// short is text on one line, cut to n characters with an ellipsis.
+func short(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return text
 }
 
 // tasksAt is the first page of memory.Tasks as of position at (0: now).
@@ -105,6 +140,17 @@ func taskAt(ctx context.Context, svc *memory.Service, t *memory.TaskView, at int
 		}
 		a.SessionKey, a.SessionID, a.SessionFile = tl.SessionKey, tl.SessionID, tl.SessionFile
 		a.WindowID, a.Phase = tl.State.WindowID, tl.State.Phase()
+		if a.FirstRequest != nil {
+			// The first request as of at: the entry is on the branch
+			// once the branch change after its recording is.
+			placed, err := svc.BranchChangeFrom(ctx, t.TaskID, a.Agent, a.FirstRequest.Position)
+			if err != nil {
+				return err
+			}
+			if placed == 0 || placed > at {
+				a.FirstRequest = nil
+			}
+		}
 		a.LastActivityPosition = tl.Last
 		if a.LastActivityAt, err = recordedAt(ctx, svc, t.TaskID, tl.Last); err != nil {
 			return err

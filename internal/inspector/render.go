@@ -29,7 +29,10 @@ var funcs = template.FuncMap{
 	"add":       func(a, b int64) int64 { return a + b },
 	"int64":     func(n int) int64 { return int64(n) },
 	// depth is an agent's depth in its task's tree: /root 0, /root/a 1.
-	"depth": func(agent string) int { return min(strings.Count(agent, "/")-1, 6) },
+	"depth":        func(agent string) int { return min(strings.Count(agent, "/")-1, 6) },
+	"rootAgent":    rootAgent,
+	"sessionPlace": sessionPlace,
+	"short":        short,
 	"phaseClass": func(phase string) string {
 		return "phase-" + strings.ToLower(strings.ReplaceAll(phase, "_", "-"))
 	},

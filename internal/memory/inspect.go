@@ -58,6 +58,13 @@ func (s *Service) TaskNotes(ctx context.Context, taskID string) ([]projections.T
 	return notes, err
 }
 
+// BranchChangeFrom returns the position of the first history.branch_changed
+// of an agent's stream at or after position from (0: none): when an
+// entry recorded at from went onto the agent's branch.
+func (s *Service) BranchChangeFrom(ctx context.Context, taskID, agent string, from int64) (int64, error) {
+	return s.store.BranchChangeFrom(ctx, taskID+agent, from)
+}
+
 // FencedStreamEvents is StreamEvents without the notes, history and
 // audit events, up to position until (0: no bound): every event the
 // checkpoint fence folds, for the timeline.

@@ -47,6 +47,22 @@ type TaskAgentView struct {
 	Phase                string  `json:"phase"`
 	LastActivityPosition int64   `json:"last_activity_position"`
 	LastActivityAt       string  `json:"last_activity_at"`
+	// FirstRequest is what a user recognises the agent by: the first
+	// message typed to it on its current branch (null: none yet).
+	FirstRequest *TaskRequestView `json:"first_request"`
+}
+
+// FirstRequestMaxChars bounds the text of a TaskRequestView.
+const FirstRequestMaxChars = 200
+
+// TaskRequestView is an agent's first request: its history item's entry
+// (history_read_item reads it whole), the position that recorded it,
+// and its text cut to FirstRequestMaxChars characters (cut says so).
+type TaskRequestView struct {
+	EntryID  string `json:"entry_id"`
+	Position int64  `json:"position"`
+	Text     string `json:"text"`
+	Cut      bool   `json:"cut"`
 }
 
 // Tasks lists the tasks whose latest event is before the position before
@@ -65,10 +81,25 @@ func (s *Service) Tasks(ctx context.Context, before int64, limit int) (TaskList,
 	limit = min(limit, TasksMaxLimit)
 	var tasks []projections.TaskActivity
 	var more bool
+	requests := map[[3]string]string{} // {task, agent, entry}: text
 	err := s.read(ctx, func(r *projections.Reader) error {
 		var err error
-		tasks, more, err = r.TasksByActivity(ctx, before, limit)
-		return err
+		if tasks, more, err = r.TasksByActivity(ctx, before, limit); err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			for _, a := range t.Agents {
+				if a.FirstRequestEntry == "" {
+					continue
+				}
+				text, _, err := r.ItemText(ctx, t.TaskID, a.Agent, a.FirstRequestEntry)
+				if err != nil {
+					return err
+				}
+				requests[[3]string{t.TaskID, a.Agent, a.FirstRequestEntry}] = text
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return TaskList{}, err
@@ -84,6 +115,11 @@ func (s *Service) Tasks(ctx context.Context, before int64, limit int) (TaskList,
 				LastActivityPosition: a.Last.Position, LastActivityAt: a.Last.At}
 			if a.ParentAgent != "" {
 				av.ParentAgent = ptr(a.ParentAgent)
+			}
+			if a.FirstRequestEntry != "" {
+				whole := requests[[3]string{t.TaskID, a.Agent, a.FirstRequestEntry}]
+				text := truncate(whole, FirstRequestMaxChars)
+				av.FirstRequest = &TaskRequestView{EntryID: a.FirstRequestEntry, Position: a.FirstRequestPosition, Text: text, Cut: text != whole}
 			}
 			v.Agents[j] = av
 		}

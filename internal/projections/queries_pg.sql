@@ -377,14 +377,19 @@ LIMIT sqlc.arg(max_tasks)::bigint;
 -- The agents of the tasks in task_ids (a JSON array), in registration
 -- order, each with its fence state, its registration time and its
 -- stream's latest event (one seek of the log's (stream, stream_version)
--- index).
+-- index), and its first request: the first item of its current branch
+-- that the user typed (raw role user), its entry and when it was recorded.
 SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file,
     a.position AS registered_position, r.recorded_at AS registered_at,
     coalesce(s.state, '')::text AS state,
-    e.position AS last_position, e.recorded_at AS last_at
+    e.position AS last_position, e.recorded_at AS last_at,
+    coalesce(fr.entry_id, '')::text AS first_request_entry, coalesce(fr.position, 0)::bigint AS first_request_position
 FROM agents a
 JOIN events r ON r.position = a.position
 LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN history_entries fr ON fr.task_id = a.task_id AND fr.agent = a.agent AND fr.entry_id = (
+    SELECT i.entry_id FROM history_items i WHERE i.task_id = a.task_id AND i.agent = a.agent AND i.raw_role = 'user' AND i.hidden = 0
+    ORDER BY i.branch_index LIMIT 1)
 JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
 WHERE a.task_id IN (SELECT value FROM json_array_elements_text(sqlc.arg(task_ids)::text::json))
 ORDER BY a.task_id, a.position;

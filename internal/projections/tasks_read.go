@@ -32,6 +32,10 @@ type AgentActivity struct {
 	Registered  Mark // agent.registered
 	Last        Mark // the latest event of the agent's stream
 	State       fence.State
+	// The first item of its current branch that the user typed: its
+	// entry ("": none yet) and the position that recorded it.
+	FirstRequestEntry    string
+	FirstRequestPosition int64
 }
 
 // TasksByActivity returns up to limit tasks whose latest event is before
@@ -76,7 +80,8 @@ func (r *Reader) TasksByActivity(ctx context.Context, before int64, limit int) (
 		t := &tasks[at[a.TaskID]]
 		t.Agents = append(t.Agents, AgentActivity{Agent: a.Agent, ParentAgent: a.ParentAgent, SessionKey: a.SessionKey,
 			SessionID: a.SessionID, SessionFile: a.SessionFile, Registered: Mark{a.RegisteredPosition, a.RegisteredAt},
-			Last: Mark{a.LastPosition, a.LastAt}, State: st})
+			Last: Mark{a.LastPosition, a.LastAt}, State: st,
+			FirstRequestEntry: a.FirstRequestEntry, FirstRequestPosition: a.FirstRequestPosition})
 	}
 	return tasks, more, nil
 }

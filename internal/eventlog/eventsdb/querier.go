@@ -23,6 +23,10 @@ type Querier interface {
 	// is its last version (versions are gapless from 1): two lookups in the
 	// (stream, stream_version) index instead of counting the stream.
 	StreamBounds(ctx context.Context, arg StreamBoundsParams) (StreamBoundsRow, error)
+	// The position of one stream's first history.branch_changed at or after
+	// a position (0: none): the inspector's as-of tasks page asks when an
+	// entry recorded there went onto the branch.
+	StreamBranchChangeFrom(ctx context.Context, arg StreamBranchChangeFromParams) (int64, error)
 	// One stream's audited calls before a position, newest first (the
 	// inspector's timeline lists the last ones), by the partial index
 	// events_calls.

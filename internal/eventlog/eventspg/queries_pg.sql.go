@@ -198,6 +198,25 @@ func (q *Queries) StreamBounds(ctx context.Context, arg StreamBoundsParams) (Str
 	return i, err
 }
 
+const streamBranchChangeFrom = `-- name: StreamBranchChangeFrom :one
+SELECT CAST(coalesce((SELECT position FROM events WHERE stream = $1 AND type = 'history.branch_changed' AND position >= $2 ORDER BY position LIMIT 1), 0) AS BIGINT) AS position
+`
+
+type StreamBranchChangeFromParams struct {
+	Stream       string
+	FromPosition int64
+}
+
+// The position of one stream's first history.branch_changed at or after
+// a position (0: none): the inspector's as-of tasks page asks when an
+// entry recorded there went onto the branch.
+func (q *Queries) StreamBranchChangeFrom(ctx context.Context, arg StreamBranchChangeFromParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, streamBranchChangeFrom, arg.Stream, arg.FromPosition)
+	var position int64
+	err := row.Scan(&position)
+	return position, err
+}
+
 const streamCallsBefore = `-- name: StreamCallsBefore :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type = 'audit.tool_called' AND position < $2 ORDER BY position DESC LIMIT $3::bigint
 `

@@ -14,7 +14,8 @@ type Querier interface {
 	// The agents of the tasks in task_ids (a JSON array), in registration
 	// order, each with its fence state, its registration time and its
 	// stream's latest event (one seek of the log's (stream, stream_version)
-	// index).
+	// index), and its first request: the first item of its current branch
+	// that the user typed (raw role user), its entry and when it was recorded.
 	AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOfTasksRow, error)
 	BranchEntryIDs(ctx context.Context, arg BranchEntryIDsParams) ([]string, error)
 	// The entry ids of an agent's current branch from branch index from_index,

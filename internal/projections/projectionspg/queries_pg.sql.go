@@ -45,33 +45,40 @@ const agentsOfTasks = `-- name: AgentsOfTasks :many
 SELECT a.task_id, a.agent, a.parent_agent, a.session_key, a.session_id, a.session_file,
     a.position AS registered_position, r.recorded_at AS registered_at,
     coalesce(s.state, '')::text AS state,
-    e.position AS last_position, e.recorded_at AS last_at
+    e.position AS last_position, e.recorded_at AS last_at,
+    coalesce(fr.entry_id, '')::text AS first_request_entry, coalesce(fr.position, 0)::bigint AS first_request_position
 FROM agents a
 JOIN events r ON r.position = a.position
 LEFT JOIN agent_states s ON s.task_id = a.task_id AND s.agent = a.agent
+LEFT JOIN history_entries fr ON fr.task_id = a.task_id AND fr.agent = a.agent AND fr.entry_id = (
+    SELECT i.entry_id FROM history_items i WHERE i.task_id = a.task_id AND i.agent = a.agent AND i.raw_role = 'user' AND i.hidden = 0
+    ORDER BY i.branch_index LIMIT 1)
 JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
 WHERE a.task_id IN (SELECT value FROM json_array_elements_text($1::text::json))
 ORDER BY a.task_id, a.position
 `
 
 type AgentsOfTasksRow struct {
-	TaskID             string
-	Agent              string
-	ParentAgent        string
-	SessionKey         string
-	SessionID          string
-	SessionFile        string
-	RegisteredPosition int64
-	RegisteredAt       string
-	State              string
-	LastPosition       int64
-	LastAt             string
+	TaskID               string
+	Agent                string
+	ParentAgent          string
+	SessionKey           string
+	SessionID            string
+	SessionFile          string
+	RegisteredPosition   int64
+	RegisteredAt         string
+	State                string
+	LastPosition         int64
+	LastAt               string
+	FirstRequestEntry    string
+	FirstRequestPosition int64
 }
 
 // The agents of the tasks in task_ids (a JSON array), in registration
 // order, each with its fence state, its registration time and its
 // stream's latest event (one seek of the log's (stream, stream_version)
-// index).
+// index), and its first request: the first item of its current branch
+// that the user typed (raw role user), its entry and when it was recorded.
 func (q *Queries) AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOfTasksRow, error) {
 	rows, err := q.db.QueryContext(ctx, agentsOfTasks, taskIds)
 	if err != nil {
@@ -93,6 +100,8 @@ func (q *Queries) AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOf
 			&i.State,
 			&i.LastPosition,
 			&i.LastAt,
+			&i.FirstRequestEntry,
+			&i.FirstRequestPosition,
 		); err != nil {
 			return nil, err
 		}
