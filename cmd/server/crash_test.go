@@ -100,7 +100,7 @@ func startCrashChild(t *testing.T, db, syncMode string) *crashChild {
 			t.Fatalf("child's first line %q; stderr:\n%s", line, c.stderr.String())
 		}
 		c.url = m[1]
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("child did not listen; stderr:\n%s", c.stderr.String())

@@ -260,8 +260,8 @@ func loadTokenWithin(t *testing.T, dbPath string) (string, error) {
 	select {
 	case r := <-done:
 		return r.token, r.err
-	case <-time.After(5 * time.Second):
-		t.Fatalf("loadToken beside %s did not return within 5 s", dbPath)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("loadToken beside %s did not return within 60 s", dbPath)
 		return "", nil
 	}
 }

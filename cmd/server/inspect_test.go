@@ -47,7 +47,7 @@ func startInspect(t *testing.T, args ...string) (base, link string, stop func() 
 			cancel()
 			select {
 			case result = <-done:
-			case <-time.After(15 * time.Second):
+			case <-time.After(60 * time.Second):
 				t.Error("inspect did not stop")
 			}
 		}
@@ -73,7 +73,7 @@ func startInspect(t *testing.T, args ...string) (base, link string, stop func() 
 				}
 				link = m[1] + m[2]
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatalf("inspect printed no URL; stderr:\n%s", stderr.String())
 		}
 	}

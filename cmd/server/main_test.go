@@ -85,7 +85,7 @@ func startRunWith(t *testing.T, args []string, getenv func(string) string, line 
 		cancel()
 		select {
 		case <-s.done:
-		case <-time.After(15 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Error("serve did not stop")
 		}
 	})
@@ -96,10 +96,10 @@ func startRunWith(t *testing.T, args []string, getenv func(string) string, line 
 			t.Fatalf("first stdout line %q, want it to match %s; stderr:\n%s", first, line, s.stderr.String())
 		}
 		s.url = strings.Replace(strings.Replace(m[1], "://0.0.0.0:", "://127.0.0.1:", 1), "://[::]:", "://127.0.0.1:", 1)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatalf("no listening line; stderr:\n%s", s.stderr.String())
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := s.client.Get(s.url + "/healthz")
 		if err == nil {
@@ -124,8 +124,8 @@ func (s *server) stop(t *testing.T) error {
 	case err := <-s.done:
 		s.done <- err // for the cleanup
 		return err
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop within 15 s")
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop within 60 s")
 		return nil
 	}
 }
@@ -417,8 +417,8 @@ func TestServeSIGTERM(t *testing.T) {
 		if err != nil || c.cmd.ProcessState.ExitCode() != 0 {
 			t.Fatalf("after SIGTERM the server exited with %v (code %d), want 0; stderr:\n%s", err, c.cmd.ProcessState.ExitCode(), c.stderr.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the server did not exit within 30 s of SIGTERM; stderr:\n%s", c.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the server did not exit within 60 s of SIGTERM; stderr:\n%s", c.stderr.String())
 	}
 	if s := c.stderr.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic") || strings.Contains(s, `"level":"ERROR"`) {
 		t.Fatalf("the server's stderr:\n%s", s)

@@ -63,7 +63,7 @@ func TestTwoServersOnePostgres(t *testing.T) {
 		wg.Wait()
 	}
 	waitAcks := func(c *crashClient, n int64) {
-		for deadline := time.Now().Add(30 * time.Second); c.oks.Load() < n && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(60 * time.Second); c.oks.Load() < n && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
 		if c.oks.Load() < n {

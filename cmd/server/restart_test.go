@@ -64,7 +64,7 @@ func rsStart(t *testing.T, db string) *rsServer {
 			t.Fatalf("first stdout line %q, want \"listening on http://127.0.0.1:PORT\"", line)
 		}
 		s.url = m[1]
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no listening line")
 	}
 	return s
@@ -82,8 +82,8 @@ func (s *rsServer) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve returned %v", err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Error("serve did not stop within 15 s")
+	case <-time.After(60 * time.Second):
+		t.Error("serve did not stop within 60 s")
 	}
 	s.done = nil
 }

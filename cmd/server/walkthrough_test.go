@@ -62,7 +62,7 @@ func holdDefaultPort(t *testing.T) *memorytest.Buffer {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(15 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Error("the memoryd on 7411 did not stop")
 		}
 	})
@@ -74,7 +74,7 @@ func holdDefaultPort(t *testing.T) *memorytest.Buffer {
 			done <- err // for the cleanup
 			t.Logf("127.0.0.1:7411 is taken by something else (%v): the walkthrough runs beside it", err)
 			return nil
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatalf("the memoryd on 7411 printed %q (%v); stderr:\n%s", line, err, stderr.String())
 		}
 	}
@@ -239,7 +239,21 @@ func TestReadmeWalkthrough(t *testing.T) {
 			}
 		}
 	}
-	if other != nil && strings.Contains(other.String(), `"msg":"request"`) {
+	if other != nil && calledBeyondHealth(other.String()) {
 		t.Errorf("the memoryd on 7411 was called by the walkthrough:\n%s", other.String())
 	}
+}
+
+// calledBeyondHealth reports whether a memoryd's log shows a request other
+// than GET /healthz. The walkthrough's memoryd is on another port (checked
+// above) and every call of the walkthrough is a /v1 one; a /healthz on
+// 7411 is any other memoryd of the machine (another test run's) asking
+// who holds the default address it found taken.
+func calledBeyondHealth(log string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `"msg":"request"`) && !strings.Contains(line, `"route":"/healthz"`) {
+			return true
+		}
+	}
+	return false
 }

@@ -128,3 +128,30 @@ func readBench(b *testing.B) (*http.Client, string, string, int64) {
 	}
 	return client, ts.URL + "/v1/tools/notes_read_file", toolBody(b, cc, `{"path":"big.md"}`), int64(text.Len())
 }
+
+// BenchmarkHostileRefusal: the slowest refusals of TestHostileInput, each
+// one request refused with a 400 (the test holds what they answer).
+func BenchmarkHostileRefusal(b *testing.B) {
+	ts, cc := hostileEnv(b)
+	var entries strings.Builder
+	for i := range 100_000 {
+		if i > 0 {
+			entries.WriteByte(',')
+		}
+		fmt.Fprintf(&entries, `{"type":"message","id":"m%d"}`, i)
+	}
+	ctx := fmt.Sprintf(`{"task_id":%q,"agent":%q}`, cc.TaskID, cc.Agent)
+	for _, bc := range []struct{ name, path, body string }{
+		{"100k-entry sync", "/v1/history/sync", `{"context":` + ctx + `,"entries":[` + entries.String() + `],"branch":["e1"]}`},
+		{"deep nesting unclosed", "/v1/tools/notes_write_file", strings.Repeat("[", 1_000_000)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.body)))
+			for b.Loop() {
+				if st, _ := ts.do(b, "POST", bc.path, bc.body); st != http.StatusBadRequest {
+					b.Fatalf("status %d, want 400", st)
+				}
+			}
+		})
+	}
+}

@@ -44,7 +44,7 @@ func (ts *testServer) logLines(tb testing.TB, msg string) []map[string]any {
 func (ts *testServer) awaitLogLines(tb testing.TB, msg string, n int) []map[string]any {
 	tb.Helper()
 	lines := ts.logLines(tb, msg)
-	for deadline := time.Now().Add(10 * time.Second); len(lines) < n && time.Now().Before(deadline); lines = ts.logLines(tb, msg) {
+	for deadline := time.Now().Add(60 * time.Second); len(lines) < n && time.Now().Before(deadline); lines = ts.logLines(tb, msg) {
 		time.Sleep(time.Millisecond)
 	}
 	return lines

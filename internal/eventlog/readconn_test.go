@@ -116,7 +116,7 @@ func TestReadConnsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the waiting read transaction, once one was dropped: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("a read transaction still waits after a connection was dropped")
 	}
 	for _, rtx := range held {
@@ -202,7 +202,7 @@ func TestReadTxWaitEndsAtClose(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("the waiting transaction at close: %v, want ErrUnavailable", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("a read transaction still waits after the store closed")
 	}
 }

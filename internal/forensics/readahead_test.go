@@ -90,8 +90,8 @@ func TestReadAheadDoesNotWaitForInput(t *testing.T) {
 		go func() { fn(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: still waiting after 5s", what)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: still waiting after 60 s", what)
 		}
 	}
 	pr, pw := io.Pipe()
