@@ -141,3 +141,11 @@ export async function freePort() {
   await new Promise((res) => srv.close(res));
   return port;
 }
+
+/**
+ * The least a test waits for something that must happen (a reply, a line,
+ * an exit) before it fails: a wait returns as soon as its condition holds,
+ * so this floor costs nothing when all is well, and on a slow, loaded
+ * machine a test is slow instead of failing.
+ */
+export const waitFloorMs = 60_000;

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
+import { waitFloorMs } from "../../testing/memoryd.mjs";
 import {
   createAgentSession,
   DefaultResourceLoader,
@@ -75,6 +76,7 @@ export function textOf(message) {
 
 /** Waits until cond() is true (polling), or fails after ms. */
 export async function waitFor(cond, ms = 20_000, what = "condition") {
+  ms = Math.max(ms, waitFloorMs);
   const deadline = Date.now() + ms;
   for (;;) {
     if (await cond()) return;

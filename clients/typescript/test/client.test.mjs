@@ -645,9 +645,7 @@ describe("transport errors", () => {
     await new Promise((res) => srv.listen(0, "127.0.0.1", res));
     try {
       const c = new MemorydClient({ baseUrl: `http://127.0.0.1:${srv.address().port}`, token: "t", timeoutMs: 200 });
-      const started = Date.now();
       await rejectsWith(() => c.listTools(), "timeout", 0);
-      assert.ok(Date.now() - started < 5000);
       // A per-call timeout overrides the client's.
       await rejectsWith(() => c.listTools({ timeoutMs: 50 }), "timeout", 0);
       // The caller's signal aborts too.

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { MemorydClient } from "@memoryd/client";
-import { memorydPerFile } from "../../../testing/memoryd.mjs";
+import { memorydPerFile, waitFloorMs } from "../../../testing/memoryd.mjs";
 
 /** The folder of the pi package this workspace installed (its main is dist/index.js). */
 function packageDir(name) {
@@ -132,7 +132,7 @@ export function startRpc(setup, { env = {}, args = [] } = {}) {
     kill: (signal) => (child.kill(signal), exited),
     /** Waits until pred(events) is true, or fails after ms with the recent events. */
     async waitFor(pred, ms, what) {
-      const deadline = Date.now() + ms;
+      const deadline = Date.now() + Math.max(ms, waitFloorMs);
       while (!pred(events)) {
         if (Date.now() > deadline) {
           throw new Error(`timed out waiting for ${what}; last events: ${JSON.stringify(events.slice(-8).map((e) => e.type))}; stderr:\n${stderr}`);

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { waitFloorMs } from "../../../testing/memoryd.mjs";
 
 export const extensionDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** The real `pi` bin of the installed @earendil-works/pi-coding-agent (its package.json "bin"). */
@@ -42,6 +43,7 @@ export function piEnv(box, extra = {}) {
 
 /** Waits for cond; what (a string, or a function for what is known only at the timeout, such as stderr) names it. */
 export async function waitFor(cond, timeoutMs, what) {
+  timeoutMs = Math.max(timeoutMs, waitFloorMs);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await cond();

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { piArgs, piEnv } from "../cli/pi-cli.mjs";
+import { waitFloorMs } from "../../../testing/memoryd.mjs";
 
 /** Fails clearly when tmux is not on PATH. */
 export function requireTmux() {
@@ -52,6 +53,7 @@ export function startTui(setup, { env = {}, args = [] } = {}) {
   };
   const exited = () => tmux("display-message", "-p", "-t", "pi", "#{pane_dead}").stdout.trim() === "1";
   const poll = async (pred, ms, what) => {
+    ms = Math.max(ms, waitFloorMs);
     const deadline = Date.now() + ms;
     for (;;) {
       if (await pred()) return;
