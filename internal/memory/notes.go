@@ -36,8 +36,8 @@ func listBudget(b events.Budget) int {
 	return int(min(b.MaxToolOutputChars, indexOutputCharsLimit))
 }
 
-// noteTarget resolves a note path or prefix owner to an agent of the
-// caller's task.
+// noteOwner checks that the owner of a note path or prefix is an agent
+// of the caller's task.
 func noteOwner(ctx context.Context, r *projections.Reader, c caller, agent string) error {
 	if agent == c.agent.Agent {
 		return nil
