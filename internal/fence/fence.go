@@ -60,44 +60,44 @@ const (
 
 // Manual is a manual /compact checkpoint in progress.
 type Manual struct {
-	RequestID string `json:"request_id"`
-	WindowID  string `json:"window_id"`
-	Phase     string `json:"phase"`
+	RequestID string
+	WindowID  string
+	Phase     string
 }
 
 // State is one agent's lifecycle state (docs/behaviour.md §D.1).
 type State struct {
-	WindowID         string `json:"window_id"`
-	WindowNumber     int    `json:"window_number"`
-	PreviousWindowID string `json:"previous_window_id,omitempty"`
+	WindowID         string
+	WindowNumber     int
+	PreviousWindowID string
 
 	// One-shot, per window.
-	ReminderDue       bool `json:"reminder_due"`
-	FallbackDue       bool `json:"fallback_due"`
-	ReminderDelivered bool `json:"reminder_delivered"`
-	FallbackDelivered bool `json:"fallback_delivered"`
+	ReminderDue       bool
+	FallbackDue       bool
+	ReminderDelivered bool
+	FallbackDelivered bool
 
-	FenceActive     bool   `json:"fence_active"`
-	FenceKind       string `json:"fence_kind,omitempty"`
-	FenceRequestID  string `json:"fence_request_id,omitempty"`
-	Claim           string `json:"claim,omitempty"`
-	CheckpointSaved bool   `json:"checkpoint_saved"`
+	FenceActive     bool
+	FenceKind       string
+	FenceRequestID  string
+	Claim           string
+	CheckpointSaved bool
 	// CheckpointCallID is the call that saved the checkpoint, so that its
 	// idempotent retry is answered as the original was.
-	CheckpointCallID string `json:"checkpoint_call_id,omitempty"`
+	CheckpointCallID string
 
-	PendingNewContext bool `json:"pending_new_context"`
-	RolloverRequested bool `json:"rollover_requested"`
-	HardLatched       bool `json:"hard_rollover_latched"`
+	PendingNewContext bool
+	RolloverRequested bool
+	HardLatched       bool
 
-	Manual *Manual `json:"manual,omitempty"`
+	Manual *Manual
 
-	PendingWindowID  string `json:"pending_window_id,omitempty"`
-	PendingReason    string `json:"pending_reason,omitempty"`
-	PendingBootstrap string `json:"pending_bootstrap,omitempty"`
+	PendingWindowID  string
+	PendingReason    string
+	PendingBootstrap string
 
-	TokensUsed    *int64 `json:"tokens_used"`
-	ContextWindow *int64 `json:"context_window"`
+	TokensUsed    *int64
+	ContextWindow *int64
 }
 
 // Initial is the state of a newly registered agent.

@@ -158,7 +158,7 @@ func (h *harness) phase(cc memory.CallContext, want string) {
 	st, err := h.svc.State(h.ctx, cc)
 	h.must("state", err)
 	if st.Phase != want {
-		h.t.Fatalf("phase %s, want %s (state %+v)", st.Phase, want, st.State)
+		h.t.Fatalf("phase %s, want %s (state %+v)", st.Phase, want, st)
 	}
 }
 

@@ -84,7 +84,7 @@ func fcPhase(tb testing.TB, s *Service, cc CallContext, want string) StateView {
 	tb.Helper()
 	sv := fcState(tb, s, cc)
 	if sv.Phase != want {
-		tb.Fatalf("phase %s, want %s; state %+v", sv.Phase, want, sv.State)
+		tb.Fatalf("phase %s, want %s; state %+v", sv.Phase, want, sv)
 	}
 	return sv
 }
@@ -188,7 +188,7 @@ func fcManualAwaiting(tb testing.TB, s *Service, cc CallContext) {
 	fcDeliver(tb, s, cc, fence.KindManualCheckpoint, "w1")
 	fcArm(tb, s, cc, fence.KindManualCheckpoint, "w1")
 	if sv := fcPhase(tb, s, cc, fence.ManualAwaiting); !sv.FenceActive {
-		tb.Fatalf("manual checkpoint armed but the fence is off: %+v", sv.State)
+		tb.Fatalf("manual checkpoint armed but the fence is off: %+v", sv)
 	}
 }
 
@@ -274,7 +274,7 @@ func TestH41SecondWriteInTheBatchBlocked(t *testing.T) {
 		t.Error("H41 the admitted write did not terminate")
 	}
 	if sv := fcPhase(t, s, cc, fence.CheckpointSaved); !sv.PendingNewContext || sv.Claim != "" {
-		t.Errorf("H41 state %+v", sv.State)
+		t.Errorf("H41 state %+v", sv)
 	}
 	// After the checkpoint, every other write is blocked with the saved reason.
 	_, err = fcTool(s, cc, "c3", tools.NotesWriteFile, fcCheckpoint)
@@ -310,7 +310,7 @@ func TestH42CrossAgentWriteDoesNotLiftTheFence(t *testing.T) {
 			t.Errorf("H42 events %v", got)
 		}
 		if sv := fcPhase(t, s, root, fence.Fenced); sv.Claim != "" || sv.CheckpointSaved {
-			t.Errorf("H42 state %+v", sv.State)
+			t.Errorf("H42 state %+v", sv)
 		}
 		// The child is not fenced: its own tools still run.
 		fcMustTool(t, s, child, "k1", tools.NotesReadFile, `{"path":"handoff.md"}`)
@@ -481,7 +481,7 @@ func TestH45ConcurrentNewContext(t *testing.T) {
 		t.Errorf("H45 events %v, want one rollover", got)
 	}
 	if sv := fcPhase(t, s, cc, fence.Ready); sv.WindowID != "w2" || sv.PendingNewContext {
-		t.Errorf("H45 after the rollover: %+v", sv.State)
+		t.Errorf("H45 after the rollover: %+v", sv)
 	}
 }
 
@@ -499,7 +499,7 @@ func TestH46CommitResetsAllButTheHardLatch(t *testing.T) {
 	fcAdmit(t, s, cc, "c1", tools.NotesWriteFile, fcCheckpoint)
 	before := fcPhase(t, s, cc, fence.FencedClaimed)
 	if !before.ReminderDelivered || !before.FallbackDelivered || !before.PendingNewContext || !before.RolloverRequested || !before.HardLatched {
-		t.Fatalf("setup state %+v", before.State)
+		t.Fatalf("setup state %+v", before)
 	}
 	// An overflow rollover may run while claimed (emergency, row 26).
 	fcPrepare(t, s, cc, fence.ReasonOverflow)
@@ -507,8 +507,8 @@ func TestH46CommitResetsAllButTheHardLatch(t *testing.T) {
 
 	sv := fcPhase(t, s, cc, fence.Ready)
 	want := fence.State{WindowID: "w2", WindowNumber: 2, PreviousWindowID: "w1", HardLatched: true}
-	if !fcSameState(sv.State, want) {
-		t.Errorf("H46 after commit %+v, want %+v", sv.State, want)
+	if !fcSameState(sv, want) {
+		t.Errorf("H46 after commit %+v, want %+v", sv, want)
 	}
 	// The latch survives: no second hard rollover in the new window.
 	if due := fcUsage(t, s, cc, 96000); due != nil && *due == fence.DueHardRollover {
@@ -516,9 +516,9 @@ func TestH46CommitResetsAllButTheHardLatch(t *testing.T) {
 	}
 }
 
-func fcSameState(a, b fence.State) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
+func fcSameState(sv StateView, want fence.State) bool {
+	x, _ := json.Marshal(sv)
+	y, _ := json.Marshal(view(caller{taskID: sv.TaskID, agent: projections.Agent{Agent: sv.Agent}}, want))
 	return string(x) == string(y)
 }
 
@@ -547,7 +547,7 @@ func TestH47CompactionFailure(t *testing.T) {
 		}
 		sv := fcPhase(t, s, cc, fence.Fenced)
 		if sv.PendingNewContext || sv.CheckpointSaved || !sv.FenceActive || sv.PendingWindowID != "" {
-			t.Errorf("H47 state %+v", sv.State)
+			t.Errorf("H47 state %+v", sv)
 		}
 		_, err = fcTool(s, cc, "r1", tools.GetContextRemaining, `{}`)
 		fcWantFenced(t, "H47 read after the failure", err, fence.ReasonCheckpointRequired)
@@ -565,7 +565,7 @@ func TestH47CompactionFailure(t *testing.T) {
 		fcOK(t, "fail", err)
 		sv := fcPhase(t, s, cc, fence.Ready)
 		if sv.PendingNewContext || sv.CheckpointSaved || sv.FenceActive || sv.PendingWindowID != "" {
-			t.Errorf("H47 state %+v", sv.State)
+			t.Errorf("H47 state %+v", sv)
 		}
 		if _, err := fcTool(s, cc, "r1", tools.GetContextRemaining, `{}`); err != nil {
 			t.Errorf("H47 read after the refused rollover: %v", err)
@@ -602,7 +602,7 @@ func TestH47CompactionFailure(t *testing.T) {
 		_, err := s.FailRollover(fcCtx, cc, true, "cancelled", "")
 		fcOK(t, "fail", err)
 		if sv := fcPhase(t, s, cc, fence.CheckpointSaved); !sv.PendingNewContext || !sv.CheckpointSaved {
-			t.Errorf("H47 state %+v", sv.State)
+			t.Errorf("H47 state %+v", sv)
 		}
 	})
 }
@@ -626,7 +626,7 @@ func TestH48ManualCompact(t *testing.T) {
 		}
 		fcCommit(t, s, cc, "w2")
 		if sv := fcPhase(t, s, cc, fence.Ready); sv.Manual != nil || sv.FenceActive {
-			t.Errorf("H48 after commit: %+v", sv.State)
+			t.Errorf("H48 after commit: %+v", sv)
 		}
 	})
 	t.Run("a user message before the compaction reopens tools", func(t *testing.T) {
@@ -644,7 +644,7 @@ func TestH48ManualCompact(t *testing.T) {
 			t.Fatal("H48 user input ignored")
 		}
 		if sv := fcPhase(t, s, cc, fence.Ready); sv.Manual != nil || sv.FenceActive {
-			t.Errorf("H48 after the user message: %+v", sv.State)
+			t.Errorf("H48 after the user message: %+v", sv)
 		}
 		fcMustTool(t, s, cc, "r2", tools.GetContextRemaining, `{}`)
 		_, err = s.PrepareRollover(fcCtx, cc, fence.ReasonManual, "")

@@ -24,22 +24,64 @@ type StateView struct {
 	TaskID string `json:"task_id"`
 	Agent  string `json:"agent"`
 	Phase  string `json:"phase"`
-	fence.State
+
+	WindowID          string      `json:"window_id"`
+	WindowNumber      int         `json:"window_number"`
+	PreviousWindowID  string      `json:"previous_window_id,omitempty"`
+	ReminderDue       bool        `json:"reminder_due"`
+	FallbackDue       bool        `json:"fallback_due"`
+	ReminderDelivered bool        `json:"reminder_delivered"`
+	FallbackDelivered bool        `json:"fallback_delivered"`
+	FenceActive       bool        `json:"fence_active"`
+	FenceKind         string      `json:"fence_kind,omitempty"`
+	FenceRequestID    string      `json:"fence_request_id,omitempty"`
+	Claim             string      `json:"claim,omitempty"`
+	CheckpointSaved   bool        `json:"checkpoint_saved"`
+	CheckpointCallID  string      `json:"checkpoint_call_id,omitempty"`
+	PendingNewContext bool        `json:"pending_new_context"`
+	RolloverRequested bool        `json:"rollover_requested"`
+	HardLatched       bool        `json:"hard_rollover_latched"`
+	Manual            *ManualView `json:"manual,omitempty"`
+	PendingWindowID   string      `json:"pending_window_id,omitempty"`
+	PendingReason     string      `json:"pending_reason,omitempty"`
+	PendingBootstrap  string      `json:"pending_bootstrap,omitempty"`
+	TokensUsed        *int64      `json:"tokens_used"`
+	ContextWindow     *int64      `json:"context_window"`
+
 	// RolloverDue is the rollover the host prepares at its next settled
-	// boundary (fence.State.DueRollover); omitted when none is due.
+	// boundary; omitted when none is due.
 	RolloverDue string `json:"rollover_due,omitempty"`
 	// ThresholdDue is the control message the host sends when it cancels
-	// Pi's own threshold compaction (fence.State.DueOnThreshold); omitted:
-	// cancel it and send nothing.
+	// Pi's own threshold compaction; omitted: cancel it and send nothing.
 	ThresholdDue string `json:"threshold_due,omitempty"`
 	// ManualInProgress is the request id of the manual checkpoint in
-	// progress (fence.State.ManualInProgress); omitted when none is.
+	// progress; omitted when none is.
 	ManualInProgress string `json:"manual_in_progress,omitempty"`
 }
 
+// ManualView is the manual /compact checkpoint of a StateView.
+type ManualView struct {
+	RequestID string `json:"request_id"`
+	WindowID  string `json:"window_id"`
+	Phase     string `json:"phase"`
+}
+
+// view is the API's view of an agent's state.
 func view(c caller, s fence.State) StateView {
-	return StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(), State: s,
+	v := StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(),
+		WindowID: s.WindowID, WindowNumber: s.WindowNumber, PreviousWindowID: s.PreviousWindowID,
+		ReminderDue: s.ReminderDue, FallbackDue: s.FallbackDue,
+		ReminderDelivered: s.ReminderDelivered, FallbackDelivered: s.FallbackDelivered,
+		FenceActive: s.FenceActive, FenceKind: s.FenceKind, FenceRequestID: s.FenceRequestID, Claim: s.Claim,
+		CheckpointSaved: s.CheckpointSaved, CheckpointCallID: s.CheckpointCallID,
+		PendingNewContext: s.PendingNewContext, RolloverRequested: s.RolloverRequested, HardLatched: s.HardLatched,
+		PendingWindowID: s.PendingWindowID, PendingReason: s.PendingReason, PendingBootstrap: s.PendingBootstrap,
+		TokensUsed: s.TokensUsed, ContextWindow: s.ContextWindow,
 		RolloverDue: s.DueRollover(), ThresholdDue: s.DueOnThreshold(), ManualInProgress: s.ManualInProgress()}
+	if m := s.Manual; m != nil {
+		v.Manual = &ManualView{RequestID: m.RequestID, WindowID: m.WindowID, Phase: m.Phase}
+	}
+	return v
 }
 
 // LifecycleResult is the response of a lifecycle call: the outcome fields

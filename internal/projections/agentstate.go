@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 
 	"github.com/memoryd/memoryd/internal/events"
@@ -21,7 +20,7 @@ func applyLifecycle(ctx context.Context, q projectionsdb.Querier, ev events.Even
 }
 
 func putAgentState(ctx context.Context, q projectionsdb.Querier, taskID, agent string, s fence.State, position int64) error {
-	b, err := json.Marshal(s)
+	b, err := encodeState(s)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type parseCache[T any] struct {
 	mu    sync.Mutex
 	m     map[string]T
 	clone func(T) T
+	parse func([]byte) (T, error) // nil: json.Unmarshal
 }
 
 func (c *parseCache[T]) decode(raw string) (T, error) {
@@ -28,7 +29,13 @@ func (c *parseCache[T]) decode(raw string) (T, error) {
 	if ok {
 		return c.clone(v), nil
 	}
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	var err error
+	if c.parse != nil {
+		v, err = c.parse([]byte(raw))
+	} else {
+		err = json.Unmarshal([]byte(raw), &v)
+	}
+	if err != nil {
 		var zero T
 		return zero, err
 	}
@@ -55,7 +62,7 @@ var (
 		b.ContextWindow = clonePtr(b.ContextWindow)
 		return b
 	}}
-	states = parseCache[fence.State]{clone: func(s fence.State) fence.State {
+	states = parseCache[fence.State]{parse: decodeState, clone: func(s fence.State) fence.State {
 		s.Manual = clonePtr(s.Manual)
 		s.TokensUsed = clonePtr(s.TokensUsed)
 		s.ContextWindow = clonePtr(s.ContextWindow)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/events"
-	"github.com/memoryd/memoryd/internal/fence"
 )
 
 // TestParseCacheClones checks that a cached decode gives every caller its
@@ -15,16 +14,13 @@ import (
 // next caller gets. It fails when a reference field is added to the
 // cached types without being cloned.
 func TestParseCacheClones(t *testing.T) {
-	check := func(t *testing.T, raw string, decode func(string) (any, error), fresh func() any) {
+	// want is raw decoded without the cache.
+	check := func(t *testing.T, raw string, decode func(string) (any, error), want any) {
 		first, err := decode(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fresh()
-		if err := json.Unmarshal([]byte(raw), want); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(first, reflect.ValueOf(want).Elem().Interface()) {
+		if !reflect.DeepEqual(first, want) {
 			t.Fatalf("decode(%s) = %+v, want %+v", raw, first, want)
 		}
 		second, _ := decode(raw)
@@ -47,11 +43,22 @@ func TestParseCacheClones(t *testing.T) {
 	}
 	t.Run("state", func(t *testing.T) {
 		raw := `{"window_id":"w2","window_number":2,"manual":{"request_id":"r","window_id":"w2","phase":"awaiting"},"tokens_used":10,"context_window":100}`
-		check(t, raw, func(s string) (any, error) { return states.decode(s) }, func() any { return new(fence.State) })
+		want, err := decodeState([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want.Manual == nil || want.TokensUsed == nil || want.WindowID != "w2" {
+			t.Fatalf("decodeState(%s) = %+v", raw, want)
+		}
+		check(t, raw, func(s string) (any, error) { return states.decode(s) }, want)
 	})
 	t.Run("budget", func(t *testing.T) {
 		raw := `{"context_window":1000,"notes_max_file_bytes":5}`
-		check(t, raw, func(s string) (any, error) { return budgets.decode(s) }, func() any { return new(events.Budget) })
+		var want events.Budget
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		check(t, raw, func(s string) (any, error) { return budgets.decode(s) }, want)
 	})
 	t.Run("bound", func(t *testing.T) {
 		for i := range parseCacheSize + 10 {
