@@ -37,13 +37,13 @@ var storage = []string{"database/sql", "modernc.org/sqlite/...", "github.com/jac
 	"internal/eventlog/...", "internal/projections/..."}
 
 // pure are the packages that decide and check without I/O.
-var pure = []string{"internal/events", "internal/fence", "internal/history", "internal/address", "internal/tools", "internal/strictjson"}
+var pure = []string{"internal/events", "internal/fence", "internal/history", "internal/address", "internal/tools", "internal/strictjson", "internal/jsonenc"}
 
 var rules = []rule{
 	{
 		pkgs: pure, banned: storage,
 		reason: "they are memoryd's model: the event catalog, the fence's state machine, history rendering, addresses, " +
-			"tool specs, strict JSON. They decide and check, so their tests and fuzzers run without a database, " +
+			"tool specs, strict JSON, JSON encoding. They decide and check, so their tests and fuzzers run without a database, " +
 			"and nothing about how events are stored can change what they decide (issue 18)",
 	},
 	{
