@@ -24,6 +24,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/memorytest"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -440,6 +441,26 @@ func expectedFence(g int) fenceSig {
 	return fenceSig{w, fence.Ready, "", ""}
 }
 
+// stateOfAnswer decodes a GET /v1/state answer, and the fence state its
+// fields make (whose phase the answer's phase must be).
+func stateOfAnswer(b []byte) (memory.StateView, fence.State, error) {
+	var v memory.StateView
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fence.State{}, err
+	}
+	s := fence.State{WindowID: v.WindowID, WindowNumber: v.WindowNumber, PreviousWindowID: v.PreviousWindowID,
+		ReminderDue: v.ReminderDue, FallbackDue: v.FallbackDue, ReminderDelivered: v.ReminderDelivered, FallbackDelivered: v.FallbackDelivered,
+		FenceActive: v.FenceActive, FenceKind: v.FenceKind, FenceRequestID: v.FenceRequestID, Claim: v.Claim,
+		CheckpointSaved: v.CheckpointSaved, CheckpointCallID: v.CheckpointCallID,
+		PendingNewContext: v.PendingNewContext, RolloverRequested: v.RolloverRequested, HardLatched: v.HardLatched,
+		PendingWindowID: v.PendingWindowID, PendingReason: v.PendingReason, PendingBootstrap: v.PendingBootstrap,
+		TokensUsed: v.TokensUsed, ContextWindow: v.ContextWindow}
+	if m := v.Manual; m != nil {
+		s.Manual = &fence.Manual{RequestID: m.RequestID, WindowID: m.WindowID, Phase: m.Phase}
+	}
+	return v, s, nil
+}
+
 func sigOf(s fence.State) fenceSig {
 	return fenceSig{s.WindowID, s.Phase(), s.Claim, s.PendingWindowID}
 }
@@ -500,11 +521,8 @@ func (f *fenceDriver) reconcile(ctx context.Context, t *testing.T, c *crashClien
 	if err != nil {
 		return false
 	}
-	var s fence.State
-	var view struct {
-		Phase string `json:"phase"`
-	}
-	if st != http.StatusOK || json.Unmarshal(b, &s) != nil || json.Unmarshal(b, &view) != nil {
+	view, s, err := stateOfAnswer(b)
+	if st != http.StatusOK || err != nil {
 		t.Errorf("fence %d: GET /v1/state: %d %s", f.id, st, b)
 		return false
 	}

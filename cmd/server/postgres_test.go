@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/pgtest"
 )
 
@@ -210,8 +209,8 @@ func TestFenceDecidedOnceAcrossServers(t *testing.T) {
 			if err != nil || st != http.StatusOK {
 				t.Fatalf("state through server %d: %d %s %v", i, st, b, err)
 			}
-			var s fence.State
-			if err := json.Unmarshal(b, &s); err != nil {
+			_, s, err := stateOfAnswer(b)
+			if err != nil {
 				t.Fatal(err)
 			}
 			states[i] = s.Phase() + " " + s.Claim

@@ -71,50 +71,11 @@ type serveOptions struct {
 // for up to --shutdown-grace (10 s), cuts off what is left, and closes the
 // database once no handler runs.
 func (o *serveOptions) run(ctx context.Context, in *invocation) error {
-	getenv, stdout, stderr := in.getenv, in.stdout, in.stderr
-	addr, err := listenAddress(o.addr)
+	plan, err := o.validate(in.getenv)
 	if err != nil {
 		return err
 	}
-	if !strings.EqualFold(o.sync, "full") && !strings.EqualFold(o.sync, "normal") {
-		return &usageError{fmt.Sprintf("--sync must be full or normal, got %q", o.sync)}
-	}
-	if o.maxBody < 1 {
-		return &usageError{fmt.Sprintf("--max-body must be at least 1 byte, got %d", o.maxBody)}
-	}
-	if o.inspectorScratch < 1 {
-		return &usageError{fmt.Sprintf("--inspector-scratch must be at least 1 byte, got %d", o.inspectorScratch)}
-	}
-	if o.grace < 0 {
-		return &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", o.grace)}
-	}
-	if o.idleExit < 0 {
-		return &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", o.idleExit)}
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return &usageError{fmt.Sprintf("--log-level: %v", err)}
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return &usageError{"--tls-cert and --tls-key (or MEMORYD_TLS_CERT and MEMORYD_TLS_KEY) go together: give both, or neither for plain HTTP"}
-	}
-	if o.tlsCert != "" && o.insecurePlaintext {
-		return &usageError{"--insecure-plaintext contradicts --tls-cert (or MEMORYD_TLS_CERT): give one of them"}
-	}
-	var tlsConfig *tls.Config
-	if o.tlsCert != "" {
-		if tlsConfig, err = loadTLS(o.tlsCert, o.tlsKey); err != nil {
-			return err
-		}
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	dbPath := o.db
-	if dbPath == "" {
-		if dbPath, err = defaultDBPath(getenv); err != nil {
-			return err
-		}
-	}
+	log := slog.New(slog.NewJSONHandler(in.stderr, &slog.HandlerOptions{Level: plan.level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, idleStop := context.WithCancel(ctx)
@@ -123,39 +84,14 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	// The listener comes before the token and the database: whether the
 	// address is loopback is the listener's (a host name resolves), and a
 	// refusal leaves nothing behind (the listener closes on return).
-	ln, err := net.Listen("tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return addrInUse(ctx, addr, err)
-	}
+	ln, err := o.listen(ctx, plan)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
 	}
 	defer ln.Close()
 	tcp := ln.Addr().(*net.TCPAddr)
 	loopback := tcp.IP.IsLoopback()
-	if !loopback && tlsConfig == nil && !o.insecurePlaintext {
-		return &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR) listens beyond this machine (%s): give --tls-cert and --tls-key "+
-			"to serve HTTPS, or --insecure-plaintext to send the token and the notes unencrypted", o.addr, tcp)}
-	}
-	// A token file memoryd must refuse leaves nothing behind (no database).
-	if !memory.IsPostgres(dbPath) {
-		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-			return fmt.Errorf("create the database folder: %w", err)
-		}
-	}
-	token, err := loadToken(getenv, dbPath)
-	if err != nil {
-		return err
-	}
-	svc, err := memory.Open(ctx, dbPath, memory.OpenOptions{
-		Synchronous: o.sync,
-		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
-		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
-		AuditCalls:  o.audit,
-		Logger:      log,
-		// The first search after the start costs what later ones do.
-		PreloadChunkFilters: true,
-	})
+	svc, token, err := o.open(ctx, plan, in.getenv, log)
 	if err != nil {
 		return err
 	}
@@ -167,9 +103,9 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 			svc.Close()
 		}
 	}()
-	tuneGC(getenv) // after the open, whose rebuild (if one is due) is a replay
+	tuneGC(in.getenv) // after the open, whose rebuild (if one is due) is a replay
 	switch {
-	case !loopback && tlsConfig != nil:
+	case !loopback && plan.tls != nil:
 		log.Warn("listening on a non-loopback address (HTTPS): the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
 	case !loopback:
 		log.Warn("listening on a non-loopback address in plain HTTP (--insecure-plaintext): the token and every request and answer cross the network unencrypted, "+
@@ -182,24 +118,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback,
 		InspectorScratch: o.inspectorScratch, Shutdown: idleStop}, idle)
 	defer ui.Close() // its copies of past states; before the store closes
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
-		srv.TLSConfig = tlsConfig
-		// HTTP/1.1 only, as in plain HTTP: the drain counts a connection in
-		// a request as one request, which HTTP/2's streams would break.
-		srv.Protocols = new(http.Protocols)
-		srv.Protocols.SetHTTP1(true)
-	}
+	srv := newHTTPServer(handler, plan.tls, log)
 	drain := newDrain()
 	drain.install(srv)
 	if idle != nil {
@@ -210,14 +129,153 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 		return err
 	}
 	defer stopProfile()
-	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, tcp.String())
+	scheme := "http"
+	if plan.tls != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(in.stdout, "listening on %s://%s\n", scheme, tcp.String())
 	v := version.Get()
-	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(dbPath), "sync", o.sync, "pid", os.Getpid(),
+	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(plan.dbPath), "sync", o.sync, "pid", os.Getpid(),
 		"version", v.Version, "commit", v.Commit)
 
+	if leaveStoreOpen, err = o.serve(ctx, srv, ln, drain, log); err != nil {
+		return err
+	}
+	ui.Close()
+	// Closing flushes the read audit of the calls answered, then the store.
+	if err := svc.Close(); err != nil {
+		return err
+	}
+	log.Info("stopped: the database is closed", "db", memory.DatabaseName(plan.dbPath))
+	return nil
+}
+
+// servePlan is what the serve verb's flags and environment come to once
+// checked.
+type servePlan struct {
+	addr   string // resolved by listenAddress
+	level  slog.Level
+	tls    *tls.Config // nil: plain HTTP
+	dbPath string
+}
+
+// validate checks the flags and loads what they name (the TLS pair, the
+// default database path) before anything listens or opens.
+func (o *serveOptions) validate(getenv func(string) string) (servePlan, error) {
+	var p servePlan
+	var err error
+	if p.addr, err = listenAddress(o.addr); err != nil {
+		return p, err
+	}
+	switch {
+	case !strings.EqualFold(o.sync, "full") && !strings.EqualFold(o.sync, "normal"):
+		return p, &usageError{fmt.Sprintf("--sync must be full or normal, got %q", o.sync)}
+	case o.maxBody < 1:
+		return p, &usageError{fmt.Sprintf("--max-body must be at least 1 byte, got %d", o.maxBody)}
+	case o.inspectorScratch < 1:
+		return p, &usageError{fmt.Sprintf("--inspector-scratch must be at least 1 byte, got %d", o.inspectorScratch)}
+	case o.grace < 0:
+		return p, &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", o.grace)}
+	case o.idleExit < 0:
+		return p, &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", o.idleExit)}
+	}
+	if err := p.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return p, &usageError{fmt.Sprintf("--log-level: %v", err)}
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return p, &usageError{"--tls-cert and --tls-key (or MEMORYD_TLS_CERT and MEMORYD_TLS_KEY) go together: give both, or neither for plain HTTP"}
+	}
+	if o.tlsCert != "" && o.insecurePlaintext {
+		return p, &usageError{"--insecure-plaintext contradicts --tls-cert (or MEMORYD_TLS_CERT): give one of them"}
+	}
+	if o.tlsCert != "" {
+		if p.tls, err = loadTLS(o.tlsCert, o.tlsKey); err != nil {
+			return p, err
+		}
+	}
+	if p.dbPath = o.db; p.dbPath == "" {
+		if p.dbPath, err = defaultDBPath(getenv); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// listen listens on the plan's address, and refuses a non-loopback one
+// that would serve plain HTTP without --insecure-plaintext.
+func (o *serveOptions) listen(ctx context.Context, p servePlan) (net.Listener, error) {
+	ln, err := net.Listen("tcp", p.addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, addrInUse(ctx, p.addr, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", p.addr, err)
+	}
+	tcp := ln.Addr().(*net.TCPAddr)
+	if !tcp.IP.IsLoopback() && p.tls == nil && !o.insecurePlaintext {
+		ln.Close()
+		return nil, &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR) listens beyond this machine (%s): give --tls-cert and --tls-key "+
+			"to serve HTTPS, or --insecure-plaintext to send the token and the notes unencrypted", o.addr, tcp)}
+	}
+	return ln, nil
+}
+
+// open loads the token and opens the database. A token file memoryd must
+// refuse leaves nothing behind (no database).
+func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string) string, log *slog.Logger) (*memory.Service, string, error) {
+	if !memory.IsPostgres(p.dbPath) {
+		if err := os.MkdirAll(filepath.Dir(p.dbPath), 0o700); err != nil {
+			return nil, "", fmt.Errorf("create the database folder: %w", err)
+		}
+	}
+	token, err := loadToken(getenv, p.dbPath)
+	if err != nil {
+		return nil, "", err
+	}
+	svc, err := memory.Open(ctx, p.dbPath, memory.OpenOptions{
+		Synchronous: o.sync,
+		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
+		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		AuditCalls:  o.audit,
+		Logger:      log,
+		// The first search after the start costs what later ones do.
+		PreloadChunkFilters: true,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return svc, token, nil
+}
+
+// newHTTPServer is the http.Server of the serve verb: bounded headers and
+// timeouts, its errors logged, HTTPS when tlsConfig is set.
+func newHTTPServer(handler http.Handler, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		// HTTP/1.1 only, as in plain HTTP: the drain counts a connection in
+		// a request as one request, which HTTP/2's streams would break.
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+	}
+	return srv
+}
+
+// serve serves on ln until ctx ends, then drains the requests in flight
+// for up to --shutdown-grace. leaveStoreOpen reports a handler that
+// outlived the drain and may still use the store.
+func (o *serveOptions) serve(ctx context.Context, srv *http.Server, ln net.Listener, drain *drain, log *slog.Logger) (leaveStoreOpen bool, err error) {
 	errc := make(chan error, 1)
 	go func() {
-		if tlsConfig != nil {
+		if srv.TLSConfig != nil {
 			errc <- srv.ServeTLS(ln, "", "") // the pair is in srv.TLSConfig
 		} else {
 			errc <- srv.Serve(ln)
@@ -225,29 +283,21 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}()
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		return false, fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
 	if err := drain.stop(srv, o.grace, log); err != nil {
-		leaveStoreOpen = true
-		return err
+		return true, err
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+		return false, fmt.Errorf("serve: %w", err)
 	}
-	ui.Close()
-	// Closing flushes the read audit of the calls answered, then the store.
-	if err := svc.Close(); err != nil {
-		return err
-	}
-	log.Info("stopped: the database is closed", "db", memory.DatabaseName(dbPath))
-	return nil
+	return false, nil
 }
 
-// serveHandler is serve's HTTP handler and its web inspector at /ui (the
-// caller closes it once the server stopped). idle, when not nil, is told
-// of the requests that passed authentication alone (--idle-exit).
+// serveHandler is the API's handler with the inspector mounted, noting
+// each authenticated request in idle (nil: no --idle-exit).
 func serveHandler(cfg api.Config, idle *idleWatch) (http.Handler, *inspector.Inspector) {
 	if idle != nil {
 		cfg.Activity = idle.request

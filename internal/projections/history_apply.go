@@ -138,128 +138,169 @@ func BranchPrefixHash(prev []byte, entryID string) []byte {
 // entries before it on the branch (its window, its call's attribution), so
 // the kept prefix stays as it is.
 func applyBranchChanged(ctx context.Context, q projectionsdb.Querier, ev events.Event, p *events.HistoryBranchChanged) error {
-	keep := p.Keep
-	for _, del := range []func(context.Context, string, string, int64) error{
-		func(ctx context.Context, t, a string, k int64) error {
-			return q.DeleteBranchEntriesFrom(ctx, projectionsdb.DeleteBranchEntriesFromParams{TaskID: t, Agent: a, BranchIndex: k})
-		},
-		func(ctx context.Context, t, a string, k int64) error {
-			return q.DeleteItemsFrom(ctx, projectionsdb.DeleteItemsFromParams{TaskID: t, Agent: a, BranchIndex: k})
-		},
-		func(ctx context.Context, t, a string, k int64) error {
-			return q.DeleteCallsFrom(ctx, projectionsdb.DeleteCallsFromParams{TaskID: t, Agent: a, BranchIndex: k})
-		},
-	} {
-		if err := del(ctx, p.TaskID, p.Agent, keep); err != nil {
-			return err
-		}
-	}
-	ordinal, windowID := int64(1), "w1"
-	last, err := q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
-	switch {
-	case err == nil:
-		ordinal, windowID = last.WindowOrdinal, last.WindowID
-	case !errors.Is(err, sql.ErrNoRows):
+	if err := truncateBranch(ctx, q, p.TaskID, p.Agent, p.Keep); err != nil {
 		return err
 	}
-	// The window ids of the kept prefix matter only when a compaction is
-	// appended: read them then.
-	var used map[string]bool
-	usedBefore := func() error {
-		if used != nil {
-			return nil
-		}
-		ids, err := q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep})
-		if err != nil {
-			return err
-		}
-		used = map[string]bool{"w1": true}
-		for _, id := range ids {
-			used[id] = true
-		}
-		return nil
+	win, err := windowsAfter(ctx, q, p.TaskID, p.Agent, p.Keep)
+	if err != nil {
+		return err
 	}
 	hash := []byte{}
-	if keep > 0 {
-		if hash, err = q.BranchPrefixHash(ctx, projectionsdb.BranchPrefixHashParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: keep - 1}); err != nil {
-			return fmt.Errorf("branch prefix of %d: %w", keep, err)
+	if p.Keep > 0 {
+		if hash, err = q.BranchPrefixHash(ctx, projectionsdb.BranchPrefixHashParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: p.Keep - 1}); err != nil {
+			return fmt.Errorf("branch prefix of %d: %w", p.Keep, err)
 		}
 	}
 	for i, entryID := range p.Append {
-		idx := keep + int64(i)
 		hash = BranchPrefixHash(hash, entryID)
-		if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, PrefixHash: hash}); err != nil {
+		if err := appendBranchEntry(ctx, q, p, p.Keep+int64(i), entryID, hash, win); err != nil {
 			return err
-		}
-		e, err := q.GetHistoryEntry(ctx, projectionsdb.GetHistoryEntryParams{TaskID: p.TaskID, Agent: p.Agent, EntryID: entryID})
-		if err != nil {
-			return fmt.Errorf("branch entry %s: %w", entryID, err)
-		}
-		if e.Item == 0 {
-			continue
-		}
-		if e.Compaction != 0 {
-			if err := usedBefore(); err != nil {
-				return err
-			}
-			ordinal++
-			windowID = "w" + strconv.FormatInt(ordinal, 10)
-			if e.MarkedWindow != "" && !used[e.MarkedWindow] {
-				windowID = e.MarkedWindow
-			}
-			for used[windowID] { // an ordinal a marked window already took
-				ordinal++
-				windowID = "w" + strconv.FormatInt(ordinal, 10)
-			}
-			used[windowID] = true
-		}
-		var calls []history.Call
-		if err := json.Unmarshal([]byte(e.Calls), &calls); err != nil {
-			return err
-		}
-		ns, name, hidden := "", "", e.Control != 0
-		switch {
-		case len(calls) > 0:
-			ns, name = history.Namespace(calls[0].Name), calls[0].Name
-			if e.CallsOnly != 0 {
-				hidden = true
-				for _, c := range calls {
-					hidden = hidden && history.Internal(c.Name)
-				}
-			}
-		case e.Role == "tool":
-			name = e.ToolName
-			if e.ToolCallID != "" {
-				n, err := q.CallToolName(ctx, projectionsdb.CallToolNameParams{TaskID: p.TaskID, Agent: p.Agent, CallID: e.ToolCallID, BranchIndex: idx})
-				switch {
-				case err == nil:
-					name = n
-				case !errors.Is(err, sql.ErrNoRows):
-					return err
-				}
-			}
-			if name != "" {
-				ns = history.Namespace(name)
-				hidden = hidden || history.Internal(name)
-			}
-		}
-		if err := q.InsertItem(ctx, projectionsdb.InsertItemParams{
-			TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, WindowOrdinal: ordinal,
-			WindowID: windowID, Role: e.Role, RawRole: e.RawRole, ToolNamespace: ns, ToolName: name,
-			ToolCallID: e.ToolCallID, Hidden: b2i(hidden), NChars: e.NChars, Images: e.Images,
-		}); err != nil {
-			return err
-		}
-		for _, c := range calls {
-			if c.ID == "" {
-				continue
-			}
-			if err := q.InsertCall(ctx, projectionsdb.InsertCallParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, CallID: c.ID, ToolName: c.Name}); err != nil {
-				return err
-			}
 		}
 	}
 	return q.UpsertHistoryBranch(ctx, projectionsdb.UpsertHistoryBranchParams{
 		TaskID: p.TaskID, Agent: p.Agent, Revision: p.Revision, Length: p.Length, Position: ev.Position,
 	})
+}
+
+// truncateBranch deletes an agent's branch entries, items and calls from
+// branch index keep on.
+func truncateBranch(ctx context.Context, q projectionsdb.Querier, taskID, agent string, keep int64) error {
+	if err := q.DeleteBranchEntriesFrom(ctx, projectionsdb.DeleteBranchEntriesFromParams{TaskID: taskID, Agent: agent, BranchIndex: keep}); err != nil {
+		return err
+	}
+	if err := q.DeleteItemsFrom(ctx, projectionsdb.DeleteItemsFromParams{TaskID: taskID, Agent: agent, BranchIndex: keep}); err != nil {
+		return err
+	}
+	return q.DeleteCallsFrom(ctx, projectionsdb.DeleteCallsFromParams{TaskID: taskID, Agent: agent, BranchIndex: keep})
+}
+
+// branchWindows is the window the next appended item falls in: the last
+// kept item's, until a compaction opens the next.
+type branchWindows struct {
+	q             projectionsdb.Querier
+	taskID, agent string
+	keep          int64
+	ordinal       int64
+	id            string
+	// used are the window ids of the kept prefix and those opened since,
+	// read at the first compaction (only a compaction needs them).
+	used map[string]bool
+}
+
+// windowsAfter is the window of the item at branch index keep, before
+// any compaction after it.
+func windowsAfter(ctx context.Context, q projectionsdb.Querier, taskID, agent string, keep int64) (*branchWindows, error) {
+	w := &branchWindows{q: q, taskID: taskID, agent: agent, keep: keep, ordinal: 1, id: "w1"}
+	last, err := q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: taskID, Agent: agent, BranchIndex: keep})
+	switch {
+	case err == nil:
+		w.ordinal, w.id = last.WindowOrdinal, last.WindowID
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, err
+	}
+	return w, nil
+}
+
+// open opens the window a compaction starts: the one the compaction's
+// bootstrap marks if no earlier window took it, else the next free
+// ordinal.
+func (w *branchWindows) open(ctx context.Context, marked string) error {
+	if w.used == nil {
+		ids, err := w.q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: w.taskID, Agent: w.agent, BranchIndex: w.keep})
+		if err != nil {
+			return err
+		}
+		w.used = map[string]bool{"w1": true}
+		for _, id := range ids {
+			w.used[id] = true
+		}
+	}
+	w.ordinal++
+	w.id = "w" + strconv.FormatInt(w.ordinal, 10)
+	if marked != "" && !w.used[marked] {
+		w.id = marked
+	}
+	for w.used[w.id] { // an ordinal a marked window already took
+		w.ordinal++
+		w.id = "w" + strconv.FormatInt(w.ordinal, 10)
+	}
+	w.used[w.id] = true
+	return nil
+}
+
+// appendBranchEntry puts entryID at branch index idx, and its item (if it
+// renders one) in the window win is at, with its calls.
+func appendBranchEntry(ctx context.Context, q projectionsdb.Querier, p *events.HistoryBranchChanged, idx int64, entryID string, hash []byte, win *branchWindows) error {
+	if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, PrefixHash: hash}); err != nil {
+		return err
+	}
+	e, err := q.GetHistoryEntry(ctx, projectionsdb.GetHistoryEntryParams{TaskID: p.TaskID, Agent: p.Agent, EntryID: entryID})
+	if err != nil {
+		return fmt.Errorf("branch entry %s: %w", entryID, err)
+	}
+	if e.Item == 0 {
+		return nil
+	}
+	if e.Compaction != 0 {
+		if err := win.open(ctx, e.MarkedWindow); err != nil {
+			return err
+		}
+	}
+	var calls []history.Call
+	if err := json.Unmarshal([]byte(e.Calls), &calls); err != nil {
+		return err
+	}
+	ns, name, hidden, err := attributeItem(ctx, q, p, idx, e, calls)
+	if err != nil {
+		return err
+	}
+	if err := q.InsertItem(ctx, projectionsdb.InsertItemParams{
+		TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, WindowOrdinal: win.ordinal,
+		WindowID: win.id, Role: e.Role, RawRole: e.RawRole, ToolNamespace: ns, ToolName: name,
+		ToolCallID: e.ToolCallID, Hidden: b2i(hidden), NChars: e.NChars, Images: e.Images,
+	}); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if c.ID == "" {
+			continue
+		}
+		if err := q.InsertCall(ctx, projectionsdb.InsertCallParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, CallID: c.ID, ToolName: c.Name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attributeItem names the tool an item is about (its first call's, or a
+// tool result's call's as the branch before it made it) and whether it is
+// hidden: a control message, or only calls of memoryd's own tools.
+func attributeItem(ctx context.Context, q projectionsdb.Querier, p *events.HistoryBranchChanged, idx int64, e projectionsdb.GetHistoryEntryRow, calls []history.Call) (ns, name string, hidden bool, err error) {
+	hidden = e.Control != 0
+	switch {
+	case len(calls) > 0:
+		ns, name = history.Namespace(calls[0].Name), calls[0].Name
+		if e.CallsOnly != 0 {
+			hidden = true
+			for _, c := range calls {
+				hidden = hidden && history.Internal(c.Name)
+			}
+		}
+	case e.Role == "tool":
+		name = e.ToolName
+		if e.ToolCallID != "" {
+			n, err := q.CallToolName(ctx, projectionsdb.CallToolNameParams{TaskID: p.TaskID, Agent: p.Agent, CallID: e.ToolCallID, BranchIndex: idx})
+			switch {
+			case err == nil:
+				name = n
+			case !errors.Is(err, sql.ErrNoRows):
+				return "", "", false, err
+			}
+		}
+		if name != "" {
+			ns = history.Namespace(name)
+			hidden = hidden || history.Internal(name)
+		}
+	}
+	return ns, name, hidden, nil
 }
