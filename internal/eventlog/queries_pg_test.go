@@ -145,6 +145,17 @@ func TestPostgresEventQueries(t *testing.T) {
 		p, perr := pq.StreamLifecycleEventsAfter(ctx, eventspg.StreamLifecycleEventsAfterParams(a))
 		check("StreamLifecycleEventsAfter", result{l, lerr}, result{events(p), perr})
 	}
+	found := false
+	for _, a := range []eventsdb.StreamBranchChangeFromParams{{Stream: "t2/root", FromPosition: 0}, {Stream: "t2/root", FromPosition: 7},
+		{Stream: "t2/root", FromPosition: 39}, {Stream: "t1/root", FromPosition: 0}} {
+		l, lerr := lq.StreamBranchChangeFrom(ctx, a)
+		p, perr := pq.StreamBranchChangeFrom(ctx, eventspg.StreamBranchChangeFromParams(a))
+		check("StreamBranchChangeFrom", result{l, lerr}, result{p, perr})
+		found = found || l > 0
+	}
+	if !found {
+		t.Error("StreamBranchChangeFrom found no branch change on either engine: the test checks nothing")
+	}
 	qt := reflect.TypeFor[*eventsdb.Queries]()
 	for i := range qt.NumMethod() {
 		if m := qt.Method(i).Name; !called[m] {
