@@ -18,7 +18,7 @@ var callVerb = verb{
 	synopsis: "call [--db F | --log FILE] [--until P] --task T [--agent A] [--call-id ID] TOOL ['ARGS-JSON']",
 	summary:  "run one tool offline against the state at a position, printing its result JSON",
 	about: `
-Runs one of the 11 tools as agent A of task T against the state of a log at position P, and prints
+Runs one of the tools (GET /v1/tools) as agent A of task T against the state of a log at position P, and prints
 the same JSON as POST /v1/tools/TOOL would have answered (or its error envelope, exit 1). The log
 is the database --db (only read) or an exported log --log; it is copied into a scratch database
 that is deleted afterwards. --until P is the state after the event at position P, --until 0 the

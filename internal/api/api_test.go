@@ -25,6 +25,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/memorytest"
+	"github.com/memoryd/memoryd/internal/tools"
 	"github.com/memoryd/memoryd/internal/version"
 )
 
@@ -739,8 +740,8 @@ func TestToolsList(t *testing.T) {
 			t.Errorf("%s: parameters allow additional properties", tl.Name)
 		}
 	}
-	if len(res.Tools) != 11 {
-		t.Errorf("%d tools, want 11", len(res.Tools))
+	if len(res.Tools) != len(tools.Specs()) {
+		t.Errorf("%d tools, want %d", len(res.Tools), len(tools.Specs()))
 	}
 	sorted := slices.Sorted(slices.Values(names))
 	if !slices.Equal(sorted, slices.Sorted(slices.Values(want))) {

@@ -29,7 +29,7 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if !tools.Known(name) {
-			writeError(w, r, log, httpErr(errNoRoute, "unknown tool "+strconv.Quote(name)+"; GET /v1/tools lists the 11 tools"))
+			writeError(w, r, log, httpErr(errNoRoute, "unknown tool "+strconv.Quote(name)+"; GET /v1/tools lists the tools"))
 			return
 		}
 		var req toolCallRequest

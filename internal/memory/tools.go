@@ -35,7 +35,7 @@ func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, arg
 // InspectTool); notes_read_file and the writes are always gated.
 func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64, gate bool) (ToolResult, error) {
 	if !tools.Known(name) {
-		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the 11 tools", name)
+		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the tools", name)
 	}
 	if err := tools.Validate(name, args); err != nil {
 		var ae *tools.ArgumentError

@@ -1,4 +1,4 @@
-// Package tools defines memoryd's 11 model-facing tools: their names,
+// Package tools defines memoryd's model-facing tools: their names,
 // descriptions, execution modes and JSON Schemas (one embedded file, the
 // single source for the server and its clients), and validates a call's
 // arguments against its tool's schema.
@@ -73,10 +73,10 @@ func init() {
 	}
 }
 
-// Specs returns the 11 tool specs in their fixed order.
+// Specs returns the tool specs in their fixed order.
 func Specs() []Spec { return slices.Clone(specs) }
 
-// Known reports whether name is one of the 11 tools.
+// Known reports whether name is one of the tools.
 func Known(name string) bool { _, ok := schemas[name]; return ok }
 
 // Writes reports whether the tool changes state (appends events): the

@@ -1,4 +1,4 @@
-// The Pi extension of memoryd: registers the 11 token-budget tools with the
+// The Pi extension of memoryd: registers the token-budget tools with the
 // schemas memoryd serves, forwards their calls, syncs the session history,
 // reports usage, gates tool calls through the checkpoint fence and performs
 // the window rollover at a settled boundary. All state lives in memoryd; if

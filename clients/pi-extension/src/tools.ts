@@ -1,4 +1,4 @@
-// The 11 tools in Pi: registered with the schemas, descriptions and
+// The tools in Pi: registered with the schemas, descriptions and
 // execution modes memoryd serves (GET /v1/tools); each call is relayed to
 // memoryd with the model's arguments. When memoryd cannot be reached they are
 // registered by name and fail with an error saying so (no local fallback).

@@ -218,7 +218,7 @@ test("the heartbeat follows /healthz with an authenticated request: only those h
   }
 });
 
-test("memoryd unreachable: the 11 tools exist but fail with a clear error; nothing is written locally", { timeout: 60_000 }, async () => {
+test("memoryd unreachable: the tools exist but fail with a clear error; nothing is written locally", { timeout: 60_000 }, async () => {
   const port = await freePort();
   const results = [];
   const { session, dir } = await createPiSession({

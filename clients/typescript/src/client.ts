@@ -110,7 +110,7 @@ export class MemorydClient {
 
   // ---- tools --------------------------------------------------------------
 
-  /** GET /v1/tools: the 11 tools with their JSON Schemas and execution modes. */
+  /** GET /v1/tools: the tools with their JSON Schemas and execution modes. */
   async listTools(options?: CallOptions): Promise<ToolSpec[]> {
     const body = await this.json<{ tools: ToolSpec[] }>({ method: "GET", path: "/v1/tools", ...options });
     return body.tools;

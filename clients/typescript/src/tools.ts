@@ -9,7 +9,7 @@ export * from "./tools.generated.js";
 
 export type ExecutionMode = "parallel" | "sequential";
 
-/** One of the 11 tools as GET /v1/tools lists it. */
+/** One of the tools as GET /v1/tools lists it. */
 export interface ToolSpec {
   name: ToolName;
   description: string;

@@ -312,7 +312,7 @@ describe("notes tools", () => {
 });
 
 describe("tools listing and the context tools", () => {
-  test("GET /v1/tools lists the 11 tools with schemas and execution modes", async () => {
+  test("GET /v1/tools lists the tools with schemas and execution modes", async () => {
     const tools = await client.listTools();
     assert.deepEqual(
       tools.map((t) => t.name).sort(),
