@@ -31,11 +31,10 @@ func FuzzPageText(f *testing.F) {
 				t.Fatalf("paging does not advance at offset %d of %d", offset, total)
 			}
 			off := offset
-			var end int
-			var next *int
-			header := func() string { return compactJSON(map[string]any{"o": off, "e": end, "n": next}) }
-			out := pageText(text, &off, &end, &next, total, limit, budget, header)
-			h := header()
+			header := func(p textPage) string { return compactJSON(map[string]any{"o": p.Offset, "e": p.End, "n": p.Next}) }
+			pg, out := fitPage(text, off, total, limit, budget, header)
+			end, next := pg.End, pg.Next
+			h := header(pg)
 			if len(out) < len(h)+1 || out[:len(h)] != h || out[len(h)] != '\n' {
 				t.Fatalf("output does not start with its whole header: %q", out)
 			}

@@ -286,16 +286,15 @@ func readItem(ctx context.Context, r *projections.Reader, c caller, a readItemAr
 	if a.LimitChars != nil {
 		limit = limitOr(a.LimitChars, 0, maxReadLimitChars)
 	}
-	header := func() string {
+	pg, out := fitPage(text, d.OffsetChars, d.NChars, limit, int(c.agent.Budget.MaxToolOutputChars), func(p textPage) string {
 		h := d
-		h.Content = ""
+		h.Content, h.EndChars, h.NextOffsetChars = "", p.End, p.Next
 		return compactJSON(struct {
 			readItemDetails
 			Content string `json:"content,omitempty"`
 		}{readItemDetails: h})
-	}
-	out := pageText(text, &d.OffsetChars, &d.EndChars, &d.NextOffsetChars, d.NChars, limit,
-		int(c.agent.Budget.MaxToolOutputChars), header)
+	})
+	d.EndChars, d.NextOffsetChars = pg.End, pg.Next
 	d.Content = sliceChars(text, d.OffsetChars, d.EndChars-d.OffsetChars)
 	res := textResult(out, d)
 	if it.Images > 0 {

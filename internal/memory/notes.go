@@ -221,9 +221,11 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	if a.LimitChars != nil {
 		limit = int(min(int64(*a.LimitChars), int64(maxOffsetChars)))
 	}
-	header := d.header // d's fields without its text, as pageText sets them
-	text := pageText(sel, &d.OffsetChars, &d.EndChars, &d.NextOffsetChars, d.TotalChars, limit,
-		int(c.agent.Budget.MaxToolOutputChars), header)
+	pg, text := fitPage(sel, d.OffsetChars, d.TotalChars, limit, int(c.agent.Budget.MaxToolOutputChars), func(p textPage) string {
+		d.EndChars, d.NextOffsetChars = p.End, p.Next
+		return d.header() // d's fields without its text
+	})
+	d.EndChars, d.NextOffsetChars = pg.End, pg.Next
 	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
 	return textResult(text, d), nil
 }
@@ -247,32 +249,35 @@ func lineSpan(s string, start, stop int) string {
 	return s[i : j-1]
 }
 
-// pageText fits a header line and the fragment [offset, end) of body into
-// budget code points: the header is always whole and, when any content is
-// left, at least one content character is returned. It sets end and next
-// (nil at the end of body) and returns "header\nfragment".
-func pageText(body string, offset, end *int, next **int, total, limit, budget int, header func() string) string {
-	want := total - *offset
+// textPage is a fragment [Offset, End) of a text, in code points, and
+// where the next one starts (nil: the text ends with it).
+type textPage struct {
+	Offset, End int
+	Next        *int
+}
+
+// fitPage fits a header line and the fragment of body from offset into
+// budget code points: the header, header(p) for the page p it heads, is
+// always whole and, when any content is left, at least one content
+// character is returned. It returns the page and "header\nfragment".
+func fitPage(body string, offset, total, limit, budget int, header func(textPage) string) (textPage, string) {
+	n := total - offset
 	if limit >= 0 {
-		want = min(want, limit)
+		n = min(n, limit)
 	}
-	n := want
-	var h string
 	for {
-		*end = *offset + n
-		*next = nil
-		if *end < total {
-			e := *end
-			*next = &e
+		p := textPage{Offset: offset, End: offset + n}
+		if p.End < total {
+			next := p.End
+			p.Next = &next
 		}
-		h = header() // of the fragment as it now is
+		h := header(p) // of the fragment as it now is
 		room := budget - chars(h) - 1
 		if n <= room || n <= 1 {
-			break
+			return p, h + "\n" + sliceChars(body, offset, n)
 		}
 		n = max(room, 1) // shrinking n can lengthen the header: check again
 	}
-	return h + "\n" + sliceChars(body, *offset, n)
 }
 
 type searchNotesArgs struct {
