@@ -22,7 +22,8 @@ func (s *Service) InspectTool(ctx context.Context, name string, cc CallContext, 
 	if err := checkCallID(cc); err != nil {
 		return ToolResult{}, err
 	}
-	return s.callTool(ctx, name, cc, args, "", nil, false)
+	res, _, err := s.callTool(ctx, toolCall{name: name, cc: cc, args: args})
+	return res, err
 }
 
 // StreamEvents returns one page of the events of one agent's stream

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -156,14 +155,15 @@ type readNoteDetails struct {
 // parsed once, before the transaction; one that does not parse is refused
 // after the caller is identified and let through the fence, as the other
 // read tools refuse theirs.
-func readNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64) (ToolResult, error) {
+func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, int64, error) {
+	name, cc := call.name, call.cc
 	var a readNoteArgs
-	if err := decodeArgs(name, raw, &a); err != nil {
-		return ToolResult{}, err
+	if err := decodeArgs(name, call.args, &a); err != nil {
+		return ToolResult{}, 0, err
 	}
 	np, pathErr := parseNotePath(name, cc.Agent, a.Path)
 	var res ToolResult
-	err := s.readAt(ctx, pos, pathErr == nil, func(r *projections.Reader) error {
+	readAt, err := s.readAt(ctx, call.wantPosition, pathErr == nil, func(r *projections.Reader) error {
 		var n projections.Note
 		found := false
 		c, err := identifyWith(ctx, r, cc, func() (projections.AgentState, error) {
@@ -186,7 +186,7 @@ func readNoteTool(ctx context.Context, s *Service, name string, cc CallContext, 
 		res, err = readNote(ctx, r, c, a, np, n, found)
 		return err
 	})
-	return res, err
+	return res, readAt, err
 }
 
 // readNote answers notes_read_file from the note n at np (found: it
@@ -382,10 +382,11 @@ type writeNoteArgs struct {
 
 // writeNoteTool is notes_append_to_file (appendMode) and notes_write_file:
 // idempotent per (task, calling agent, call_id), capped in UTF-8 bytes.
-func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext, raw []byte, requestID string, appendMode bool, pos *int64) (ToolResult, error) {
+func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bool) (ToolResult, int64, error) {
+	name, cc := call.name, call.cc
 	var a writeNoteArgs
-	if err := decodeArgs(name, raw, &a); err != nil {
-		return ToolResult{}, err
+	if err := decodeArgs(name, call.args, &a); err != nil {
+		return ToolResult{}, 0, err
 	}
 	// The path is parsed once, before the transaction; one that does not
 	// parse is refused after the caller is identified and gated.
@@ -393,10 +394,11 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 	key := requestKey(name, np.Full(), a.Text)
 	var res projections.NoteWriteResult
 	terminate := false
-	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
+	var readAt int64
+	err := s.store.Update(ctx, requestIDOr(call.requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		defer func() {
-			if pos != nil {
-				*pos, _ = tx.Position(ctx)
+			if call.wantPosition {
+				readAt, _ = tx.Position(ctx)
 			}
 		}()
 		r := projections.TxReader(tx)
@@ -461,11 +463,11 @@ func writeNoteTool(ctx context.Context, s *Service, name string, cc CallContext,
 		return nil
 	})
 	if err != nil {
-		return ToolResult{}, err
+		return ToolResult{}, readAt, err
 	}
 	out := textResult(compactJSON(res), res)
 	out.Terminate = terminate
-	return out, nil
+	return out, readAt, nil
 }
 
 // checkCapacity refuses a write that would make the note exceed limit,

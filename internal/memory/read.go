@@ -9,18 +9,19 @@ import (
 
 // read runs fn over one read-only snapshot of the projections.
 func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error) error {
-	return s.readAt(ctx, nil, false, fn)
+	_, err := s.readAt(ctx, false, false, fn)
+	return err
 }
 
-// readAt is read that also sets *pos (if pos is not nil) to the log
-// position of the snapshot. With noteCache, the note fn reads with its
+// readAt is read that also returns the log position of the snapshot
+// when wantPosition asks for it (0 otherwise). With noteCache, the note fn reads with its
 // caller (projections.Reader.AgentWithNote) may come from the service's
 // note cache. If something was committed while such a call ran, fn runs
 // again without the cache: any query fn made after taking the note would
 // have read a newer state than the note's. (A call that made none would
 // have been right as it was; it is rerun all the same, to keep one rule,
 // and it is rare: the window is one call.)
-func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn func(r *projections.Reader) error) error {
+func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn func(r *projections.Reader) error) (int64, error) {
 	var stamp eventlog.CommitStamp
 	if noteCache && s.notes != nil {
 		stamp, noteCache = s.store.CommitStamp() // before the transaction: no entry is tagged newer than its rows
@@ -28,19 +29,19 @@ func (s *Service) readAt(ctx context.Context, pos *int64, noteCache bool, fn fun
 		noteCache = false
 	}
 	for {
-		retry, err := s.readOnce(ctx, pos, noteCache, stamp, fn)
+		pos, retry, err := s.readOnce(ctx, wantPosition, noteCache, stamp, fn)
 		if !retry {
-			return err
+			return pos, err
 		}
 		noteCache = false
 	}
 }
 
-func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stamp eventlog.CommitStamp,
-	fn func(r *projections.Reader) error) (retry bool, err error) {
+func (s *Service) readOnce(ctx context.Context, wantPosition, noteCache bool, stamp eventlog.CommitStamp,
+	fn func(r *projections.Reader) error) (pos int64, retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	defer tx.Close()
 	r := projections.NewReader(tx.DB())
@@ -54,17 +55,17 @@ func (s *Service) readOnce(ctx context.Context, pos *int64, noteCache bool, stam
 			s.afterCachedRead()
 		}
 		if now, ok := s.store.CommitStamp(); !ok || now != stamp {
-			return true, nil
+			return 0, true, nil
 		}
 	}
-	if pos != nil { // the snapshot's position, known by identify or asked for
+	if wantPosition { // the snapshot's position, known by identify or asked for
 		var ok bool
-		if *pos, ok = r.ReadPosition(); !ok {
+		if pos, ok = r.ReadPosition(); !ok {
 			var perr error
-			if *pos, perr = eventlog.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
+			if pos, perr = eventlog.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
 				err = perr
 			}
 		}
 	}
-	return false, err
+	return pos, false, err
 }

@@ -10,32 +10,42 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// CallTool runs one of the 11 tools for the caller cc with the given JSON
+// CallTool runs one of the tools for the caller cc with the given JSON
 // arguments. requestID is recorded on any event the call appends. When the
 // read audit is on, the call is recorded after it returns.
 func (s *Service) CallTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string) (ToolResult, error) {
 	if err := checkCallID(cc); err != nil {
 		return ToolResult{}, err // before the audit, which would store the call_id
 	}
-	var pos int64
-	at := &pos // the position the call read at, for the audit
-	if s.audit == nil {
-		at = nil
-	}
-	res, err := s.callTool(ctx, name, cc, args, requestID, at, true)
+	call := toolCall{name: name, cc: cc, args: args, requestID: requestID, gate: true, wantPosition: s.audit != nil}
+	res, readAt, err := s.callTool(ctx, call)
 	if s.audit != nil && tools.Known(name) {
-		s.audit.record(name, cc, args, pos, &res, err)
+		s.audit.record(name, cc, args, readAt, &res, err)
 	}
 	return res, err
 }
 
-// callTool runs a tool and sets *pos (unless pos is nil) to the log
-// position it read at. gate says whether the caller's checkpoint fence may
-// block a read tool (the inspector's reads are not the agent's:
-// InspectTool); notes_read_file and the writes are always gated.
-func (s *Service) callTool(ctx context.Context, name string, cc CallContext, args json.RawMessage, requestID string, pos *int64, gate bool) (ToolResult, error) {
+// toolCall is one call of a tool, as CallTool and InspectTool pass it down.
+type toolCall struct {
+	name      string
+	cc        CallContext
+	args      json.RawMessage
+	requestID string
+	// gate: the caller's checkpoint fence may block a read tool (the
+	// inspector's reads are not the agent's: InspectTool); notes_read_file
+	// and the writes are always gated.
+	gate bool
+	// wantPosition: the call reports the log position it read at, for the
+	// audit.
+	wantPosition bool
+}
+
+// callTool runs a tool, and returns the log position it read at when
+// call.wantPosition asks for it (0 otherwise).
+func (s *Service) callTool(ctx context.Context, call toolCall) (ToolResult, int64, error) {
+	name, args := call.name, call.args
 	if !tools.Known(name) {
-		return ToolResult{}, notFoundf("unknown tool %q; GET /v1/tools lists the tools", name)
+		return ToolResult{}, 0, notFoundf("unknown tool %q; GET /v1/tools lists the tools", name)
 	}
 	if err := tools.Validate(name, args); err != nil {
 		var ae *tools.ArgumentError
@@ -44,38 +54,38 @@ func (s *Service) callTool(ctx context.Context, name string, cc CallContext, arg
 			if ae.Field != "" {
 				e.Details = map[string]any{"field": ae.Field}
 			}
-			return ToolResult{}, e
+			return ToolResult{}, 0, e
 		}
-		return ToolResult{}, err
+		return ToolResult{}, 0, err
 	}
 	switch name {
 	case tools.NotesListFilesByPrefix:
-		return runRead(ctx, s, name, cc, args, pos, gate, listNotes)
+		return runRead(ctx, s, call, listNotes)
 	case tools.NotesReadFile:
-		return readNoteTool(ctx, s, name, cc, args, pos)
+		return readNoteTool(ctx, s, call)
 	case tools.NotesSearchContents:
-		return runRead(ctx, s, name, cc, args, pos, gate, searchNotes)
+		return runRead(ctx, s, call, searchNotes)
 	case tools.NotesAppendToFile:
-		return writeNoteTool(ctx, s, name, cc, args, requestID, true, pos)
+		return writeNoteTool(ctx, s, call, true)
 	case tools.NotesWriteFile:
-		return writeNoteTool(ctx, s, name, cc, args, requestID, false, pos)
+		return writeNoteTool(ctx, s, call, false)
 	case tools.HistoryListWindows:
-		return runRead(ctx, s, name, cc, args, pos, gate, listWindows)
+		return runRead(ctx, s, call, listWindows)
 	case tools.HistoryListItems:
-		return runRead(ctx, s, name, cc, args, pos, gate, listItems)
+		return runRead(ctx, s, call, listItems)
 	case tools.HistoryReadItem:
-		return runRead(ctx, s, name, cc, args, pos, gate, readItem)
+		return runRead(ctx, s, call, readItem)
 	case tools.HistorySearchContents:
-		return runRead(ctx, s, name, cc, args, pos, gate, searchHistory)
+		return runRead(ctx, s, call, searchHistory)
 	case tools.GetContextRemaining:
-		return runRead(ctx, s, name, cc, args, pos, gate, contextRemaining)
+		return runRead(ctx, s, call, contextRemaining)
 	case tools.NewContext:
 		if err := decodeArgs(name, args, &struct{}{}); err != nil {
-			return ToolResult{}, err
+			return ToolResult{}, 0, err
 		}
-		return newContextTool(ctx, s, cc, requestID, pos)
+		return newContextTool(ctx, s, call)
 	}
-	return ToolResult{}, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
+	return ToolResult{}, 0, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
 }
 
 // decodeArgs decodes validated arguments into v.
@@ -94,25 +104,25 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 // runRead runs a read-only tool in one read transaction, so every query
 // it makes sees the same snapshot; gate says whether the caller's
 // checkpoint fence may block it.
-func runRead[A any](ctx context.Context, s *Service, name string, cc CallContext, raw json.RawMessage, pos *int64, gate bool,
-	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, error) {
+func runRead[A any](ctx context.Context, s *Service, call toolCall,
+	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, int64, error) {
 	var args A
-	if err := decodeArgs(name, raw, &args); err != nil {
-		return ToolResult{}, err
+	if err := decodeArgs(call.name, call.args, &args); err != nil {
+		return ToolResult{}, 0, err
 	}
 	var res ToolResult
-	err := s.readAt(ctx, pos, false, func(r *projections.Reader) error {
-		c, err := identify(ctx, r, cc)
+	readAt, err := s.readAt(ctx, call.wantPosition, false, func(r *projections.Reader) error {
+		c, err := identify(ctx, r, call.cc)
 		if err != nil {
 			return err
 		}
-		if gate {
-			if err := gateRead(c, name); err != nil {
+		if call.gate {
+			if err := gateRead(c, call.name); err != nil {
 				return err
 			}
 		}
 		res, err = fn(ctx, r, c, args)
 		return err
 	})
-	return res, err
+	return res, readAt, err
 }

@@ -15,12 +15,14 @@ type newContextDetails struct {
 }
 
 // newContextTool is new_context: an idempotent rollover request.
-func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID string, pos *int64) (ToolResult, error) {
+func newContextTool(ctx context.Context, s *Service, call toolCall) (ToolResult, int64, error) {
+	cc := call.cc
 	var d newContextDetails
-	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
+	var readAt int64
+	err := s.store.Update(ctx, requestIDOr(call.requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		defer func() {
-			if pos != nil {
-				*pos, _ = tx.Position(ctx)
+			if call.wantPosition {
+				readAt, _ = tx.Position(ctx)
 			}
 		}()
 		r := projections.TxReader(tx)
@@ -36,11 +38,11 @@ func newContextTool(ctx context.Context, s *Service, cc CallContext, requestID s
 		return appendOwn(ctx, tx, c, dec.Events)
 	})
 	if err != nil {
-		return ToolResult{}, err
+		return ToolResult{}, readAt, err
 	}
 	res := textResult(compactJSON(d), d)
 	res.Terminate = true
-	return res, nil
+	return res, readAt, nil
 }
 
 // contextRemaining is get_context_remaining.

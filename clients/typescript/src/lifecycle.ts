@@ -1,19 +1,6 @@
 // The fence and rollover lifecycle of an agent (API.md §6): its state and
 // the requests and answers of the /v1/lifecycle routes.
-import type { CallContext } from "./types.js";
-
-export type Phase =
-  | "READY"
-  | "REMINDED"
-  | "FALLBACK_QUEUED"
-  | "FENCED"
-  | "FENCED_CLAIMED"
-  | "CHECKPOINT_SAVED"
-  | "ROLLOVER_PENDING"
-  | "ROLLING_OVER"
-  | "MANUAL_AWAITING"
-  | "MANUAL_SAVED"
-  | "MANUAL_COMPACTING";
+import type { CallContext, Phase } from "./types.js";
 
 /** The whole lifecycle state of an agent (GET /v1/state). */
 export interface AgentState {

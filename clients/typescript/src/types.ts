@@ -3,7 +3,19 @@
 // tools.ts, the lifecycle in lifecycle.ts. Field names are the wire names
 // (snake_case), so values pass through unchanged.
 
-import type { Phase } from "./lifecycle.js";
+/** An agent's fence phase, as GET /v1/state names it. */
+export type Phase =
+  | "READY"
+  | "REMINDED"
+  | "FALLBACK_QUEUED"
+  | "FENCED"
+  | "FENCED_CLAIMED"
+  | "CHECKPOINT_SAVED"
+  | "ROLLOVER_PENDING"
+  | "ROLLING_OVER"
+  | "MANUAL_AWAITING"
+  | "MANUAL_SAVED"
+  | "MANUAL_COMPACTING";
 
 /** Identifies the caller of every call after attach (API.md §3). */
 export interface CallContext {
@@ -162,6 +174,20 @@ export interface TaskAgent {
   /** The latest event of the agent's own stream. */
   last_activity_position: number;
   last_activity_at: string;
+  /** The first message the user typed to the agent on its current branch; null: none yet. */
+  first_request: TaskRequest | null;
+}
+
+/** An agent's first request in GET /v1/tasks. */
+export interface TaskRequest {
+  /** Its history entry (history_read_item reads it whole). */
+  entry_id: string;
+  /** The position of its history.entry_recorded. */
+  position: number;
+  /** Its text, cut to 200 characters. */
+  text: string;
+  /** Whether the text was cut. */
+  cut: boolean;
 }
 
 /** A task as GET /v1/tasks lists it. */

@@ -546,6 +546,7 @@ describe("events and state", () => {
       ],
     );
     assert.equal(ta.agents[0].session_key, a.key);
+    assert.deepEqual(ta.agents.map((x) => x.first_request), [null, null], "no history synced: no first request");
     assert.equal(ta.last_activity_position, ta.agents[1].last_activity_position);
     assert.equal(typeof ta.last_activity_at, "string");
     const first = await client.listTasks({ limit: 1 });
