@@ -330,6 +330,9 @@ func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, e
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", events.ErrUnknownEvent, p.Type)
 		}
+		if pl, ok := p.Data.(events.Payload); !ok || pl.EventType() != p.Type {
+			return nil, fmt.Errorf("eventlog: a %s event with a %T payload (events.NewPending makes them agree)", p.Type, p.Data)
+		}
 		data, err := events.MarshalData(p.Data)
 		if err != nil {
 			return nil, fmt.Errorf("marshal %s: %w", p.Type, err)

@@ -731,3 +731,20 @@ func TestOpenOptions(t *testing.T) {
 		t.Errorf("Open in a missing folder: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestAppendRefusesAPayloadOfAnotherType: an event whose payload is not of
+// its type is refused, and nothing is appended.
+func TestAppendRefusesAPayloadOfAnotherType(t *testing.T) {
+	s := openStore(t, recordingApply)
+	for _, data := range []any{note("t1", "/root", "x"), map[string]any{"task_id": "t1"}} {
+		if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteWritten, data); err == nil || !strings.Contains(err.Error(), "payload") {
+			t.Errorf("a note.written with a %T payload: %v, want it refused", data, err)
+		}
+	}
+	if _, err := appendOne(t, s, "t1/root", AnyVersion, events.TypeNoteAppended, note("t1", "/root", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := appliedCount(t, s); n != 1 {
+		t.Errorf("%d events applied, want the one whose payload is its type's", n)
+	}
+}

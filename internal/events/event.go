@@ -66,7 +66,8 @@ func StreamTask(stream string) string {
 }
 
 // Pending is an event to append: its type and its payload (a struct of the
-// catalog, marshalled to JSON).
+// catalog, marshalled to JSON). NewPending makes one; the log refuses one
+// whose payload is not of its type.
 type Pending struct {
 	Type string
 	Data any

@@ -11,3 +11,18 @@ func TestCatalogEntriesHaveRules(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogPayloadsNameTheirType: each payload of the catalog names its
+// own entry's type, so that NewPending's type is the catalog's.
+func TestCatalogPayloadsNameTheirType(t *testing.T) {
+	for _, e := range Catalog {
+		p, ok := e.New().(Payload)
+		if !ok {
+			t.Errorf("%s: its payload is not a Payload", e.Type)
+			continue
+		}
+		if got := p.EventType(); got != e.Type {
+			t.Errorf("%s: its payload says %s", e.Type, got)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func Usage(ref events.AgentRef, s State, b events.Budget, used, window *int64) D
 			ev.Unlatched = true
 		}
 	}
-	d := record(events.Pending{Type: events.TypeUsageReported, Data: ev})
+	d := record(events.NewPending(ev))
 	d.Outcome.Due = ev.Due
 	return d
 }
@@ -95,8 +95,7 @@ func Deliver(ref events.AgentRef, s State, kind, windowID, requestID string) (De
 			return Decision{}, illegal(s, "no manual checkpoint is awaited")
 		}
 	}
-	return record(events.Pending{Type: events.TypeControlDelivered,
-		Data: events.ControlDelivered{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
+	return record(events.NewPending(events.ControlDelivered{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID})), nil
 }
 
 // Arm decides a fallback or manual checkpoint request entering the branch.
@@ -119,8 +118,7 @@ func Arm(ref events.AgentRef, s State, kind, windowID, requestID string) (Decisi
 		// the manual checkpoint if that is cancelled.
 		return Decision{}, nil
 	}
-	return record(events.Pending{Type: events.TypeFenceArmed,
-		Data: events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID}}), nil
+	return record(events.NewPending(events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID})), nil
 }
 
 // Admit decides whether the host may run a tool call (the claim).
@@ -132,11 +130,11 @@ func Admit(ref events.AgentRef, s State, callID, tool string, ownWrite bool) Dec
 	case v == Admitted && s.Claim == callID:
 		return Decision{Outcome: Outcome{Allow: true}}
 	case v == Admitted:
-		d := record(events.Pending{Type: events.TypeClaimTaken, Data: events.ClaimTaken{AgentRef: ref, CallID: callID, ToolName: tool}})
+		d := record(events.NewPending(events.ClaimTaken{AgentRef: ref, CallID: callID, ToolName: tool}))
 		d.Outcome.Allow = true
 		return d
 	}
-	d := record(events.Pending{Type: events.TypeCallBlocked, Data: events.CallBlocked{AgentRef: ref, CallID: callID, ToolName: tool, Reason: reason}})
+	d := record(events.NewPending(events.CallBlocked{AgentRef: ref, CallID: callID, ToolName: tool, Reason: reason}))
 	d.Outcome = Outcome{Terminate: true, Reason: reason}
 	return d
 }
@@ -147,13 +145,12 @@ func ToolResult(ref events.AgentRef, s State, callID string, isError bool) Decis
 	if !isError || s.Claim == "" || s.Claim != callID {
 		return Decision{}
 	}
-	return record(events.Pending{Type: events.TypeClaimReleased, Data: events.ClaimReleased{AgentRef: ref, CallID: callID}})
+	return record(events.NewPending(events.ClaimReleased{AgentRef: ref, CallID: callID}))
 }
 
 // Checkpoint records the admitted own-notes write succeeding.
 func Checkpoint(ref events.AgentRef, s State, callID, path string) Decision {
-	return record(events.Pending{Type: events.TypeCheckpointSaved,
-		Data: events.CheckpointSaved{AgentRef: ref, CallID: callID, Path: path, WindowID: s.WindowID}})
+	return record(events.NewPending(events.CheckpointSaved{AgentRef: ref, CallID: callID, Path: path, WindowID: s.WindowID}))
 }
 
 // NewContext decides a new_context call: idempotent, refused while fenced.
@@ -163,8 +160,7 @@ func NewContext(ref events.AgentRef, s State, callID string) (Decision, error) {
 	}
 	d := Decision{Outcome: Outcome{WindowID: s.WindowID}}
 	if !s.PendingNewContext {
-		d.Events = []events.Pending{{Type: events.TypeNewContextRequested,
-			Data: events.NewContextRequested{AgentRef: ref, CallID: callID, WindowID: s.WindowID}}}
+		d.Events = []events.Pending{events.NewPending(events.NewContextRequested{AgentRef: ref, CallID: callID, WindowID: s.WindowID})}
 	}
 	return d, nil
 }
@@ -174,7 +170,7 @@ func UserInput(ref events.AgentRef, s State) Decision {
 	if s.Manual == nil || s.Manual.Phase == PhaseCompacting || s.PendingWindowID != "" {
 		return Decision{Outcome: Outcome{Ignored: true}}
 	}
-	return record(events.Pending{Type: events.TypeUserInputReceived, Data: events.UserInputReceived{AgentRef: ref}})
+	return record(events.NewPending(events.UserInputReceived{AgentRef: ref}))
 }
 
 // Prepare decides building the next window for a reason; bootstrap is the
@@ -224,8 +220,8 @@ func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, 
 		}
 	}
 	next := s.NextWindowID()
-	d := record(events.Pending{Type: events.TypeRolloverPrepared, Data: events.RolloverPrepared{AgentRef: ref,
-		Reason: reason, WindowID: next, PreviousWindowID: s.WindowID, Bootstrap: bootstrap}})
+	d := record(events.NewPending(events.RolloverPrepared{AgentRef: ref,
+		Reason: reason, WindowID: next, PreviousWindowID: s.WindowID, Bootstrap: bootstrap}))
 	d.Outcome = Outcome{WindowID: next, Bootstrap: bootstrap}
 	return d, nil
 }
@@ -238,8 +234,8 @@ func Commit(ref events.AgentRef, s State, windowID, compactionEntryID string) (D
 	if windowID != s.PendingWindowID {
 		return Decision{}, illegal(s, "the prepared window is %s, not %s", s.PendingWindowID, windowID)
 	}
-	return record(events.Pending{Type: events.TypeRolloverCommitted, Data: events.RolloverCommitted{AgentRef: ref,
-		WindowID: windowID, PreviousWindowID: s.WindowID, CompactionEntryID: compactionEntryID}}), nil
+	return record(events.NewPending(events.RolloverCommitted{AgentRef: ref,
+		WindowID: windowID, PreviousWindowID: s.WindowID, CompactionEntryID: compactionEntryID})), nil
 }
 
 // Fail decides a failed compaction. Without a prepared rollover it is the
@@ -253,10 +249,9 @@ func Fail(ref events.AgentRef, s State, aborted bool, msg string) Decision {
 	if s.PendingWindowID == "" {
 		return Decision{Outcome: Outcome{Ignored: true}}
 	}
-	d := record(events.Pending{Type: events.TypeRolloverFailed, Data: events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}})
+	d := record(events.NewPending(events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}))
 	if !aborted && s.FenceActive && s.FenceKind == KindFallback && s.CheckpointSaved {
-		d.Events = append(d.Events, events.Pending{Type: events.TypeFenceLifted,
-			Data: events.FenceLifted{AgentRef: ref, Reason: events.LiftRolloverRefused, WindowID: s.WindowID}})
+		d.Events = append(d.Events, events.NewPending(events.FenceLifted{AgentRef: ref, Reason: events.LiftRolloverRefused, WindowID: s.WindowID}))
 	}
 	return d
 }
@@ -281,8 +276,7 @@ func BranchChanged(ref events.AgentRef, s State, b events.Budget, used, window *
 		w = b.ContextWindow
 	}
 	if used != nil && w != nil && *w-*used > FallbackThreshold(*w, b) {
-		return record(events.Pending{Type: events.TypeFenceLifted,
-			Data: events.FenceLifted{AgentRef: ref, Reason: events.LiftBranchChanged, WindowID: s.WindowID}})
+		return record(events.NewPending(events.FenceLifted{AgentRef: ref, Reason: events.LiftBranchChanged, WindowID: s.WindowID}))
 	}
 	return Decision{Outcome: Outcome{Due: DueFallback}}
 }
@@ -312,8 +306,7 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			// 24), or the one the fallback's fence saved.
 			phase = PhaseSaved
 		}
-		return record(events.Pending{Type: events.TypeManualRequested,
-			Data: events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase}}), nil
+		return record(events.NewPending(events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase})), nil
 	case ActionSaved, ActionCompacting, ActionCancel:
 		if m == nil {
 			return Decision{}, illegal(s, "no manual checkpoint is in progress")
@@ -343,8 +336,7 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 			// compaction is stopped by reporting its failure (rows 17, 24).
 			return Decision{}, illegal(s, "a rollover to %s is prepared; report its failure to stop it", s.PendingWindowID)
 		}
-		return record(events.Pending{Type: events.TypeManualCancelled, Data: events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID}}), nil
+		return record(events.NewPending(events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID})), nil
 	}
-	return record(events.Pending{Type: events.TypeManualPhaseChanged,
-		Data: events.ManualPhaseChanged{AgentRef: ref, RequestID: m.RequestID, Phase: action}}), nil
+	return record(events.NewPending(events.ManualPhaseChanged{AgentRef: ref, RequestID: m.RequestID, Phase: action})), nil
 }

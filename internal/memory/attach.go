@@ -88,11 +88,9 @@ func (s *Service) attachIn(ctx context.Context, tx *eventlog.Tx, req AttachReque
 		}
 		res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
 		if known.SessionID != req.SessionID || known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
-			_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), eventlog.AnyVersion, events.Pending{
-				Type: events.TypeAgentReattached,
-				Data: events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
-					SessionFile: req.SessionFile, Budget: budget},
-			})
+			_, err = tx.Append(ctx, events.Stream(known.TaskID, known.Agent), eventlog.AnyVersion, events.NewPending(
+				events.AgentReattached{TaskID: known.TaskID, Agent: known.Agent, SessionID: req.SessionID,
+					SessionFile: req.SessionFile, Budget: budget}))
 		}
 	case errors.Is(err, projections.ErrNotFound):
 		res, err = s.register(ctx, tx, r, req, budget)
@@ -114,8 +112,7 @@ func (s *Service) register(ctx context.Context, tx *eventlog.Tx, r *projections.
 	if req.Task == nil {
 		reg.TaskID = ulid.MustNew(ulid.Timestamp(s.store.Now()), ulid.DefaultEntropy()).String()
 		reg.Agent = address.Root
-		pending = append(pending, events.Pending{Type: events.TypeTaskCreated,
-			Data: events.TaskCreated{TaskID: reg.TaskID, SessionKey: req.SessionKey}})
+		pending = append(pending, events.NewPending(events.TaskCreated{TaskID: reg.TaskID, SessionKey: req.SessionKey}))
 	} else {
 		t := req.Task
 		if t.TaskID == "" {
@@ -157,7 +154,7 @@ func (s *Service) register(ctx context.Context, tx *eventlog.Tx, r *projections.
 		}
 		reg.TaskID, reg.Agent, reg.ParentAgent = t.TaskID, child, parent
 	}
-	pending = append(pending, events.Pending{Type: events.TypeAgentRegistered, Data: reg})
+	pending = append(pending, events.NewPending(reg))
 	if _, err := tx.Append(ctx, events.Stream(reg.TaskID, reg.Agent), 0, pending...); err != nil {
 		return AttachResult{}, err
 	}

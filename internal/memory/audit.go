@@ -290,7 +290,7 @@ func (a *auditor) run() {
 					}
 					stream = key
 				}
-				run = append(run, events.Pending{Type: events.TypeToolCalled, Data: *rec})
+				run = append(run, events.NewPending(*rec))
 			}
 			return appendRun()
 		})

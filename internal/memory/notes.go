@@ -446,9 +446,9 @@ func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bo
 		}
 		note := events.NoteWritten{TaskID: c.taskID, Agent: np.Agent, Path: np.Path,
 			Text: a.Text, By: c.agent.Agent, CallID: c.callID, RequestKey: key}
-		ev := events.Pending{Type: events.TypeNoteWritten, Data: note}
+		ev := events.NewPending(note)
 		if appendMode {
-			ev = events.Pending{Type: events.TypeNoteAppended, Data: events.NoteAppended(note)}
+			ev = events.NewPending(events.NoteAppended(note))
 		}
 		if _, err := tx.Append(ctx, events.Stream(c.taskID, np.Agent), eventlog.AnyVersion, ev); err != nil {
 			return err

@@ -545,8 +545,7 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 			if rendered, ok := p.rendered[e.id]; ok {
 				projections.WillRecordEntry(tx, task, agent, e.id, rendered)
 			}
-			pending = append(pending, events.Pending{Type: events.TypeHistoryEntryRecorded,
-				Data: events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}})
+			pending = append(pending, events.NewPending(events.HistoryEntryRecorded{TaskID: task, Agent: agent, EntryID: e.id, Entry: e.raw}))
 			res.Stored++
 		}
 	}
@@ -566,9 +565,9 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 		}
 		if change != nil {
 			res.Revision = revision + 1
-			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+			pending = append(pending, events.NewPending(events.HistoryBranchChanged{
 				TaskID: task, Agent: agent, Revision: res.Revision, Keep: change.keep,
-				Append: append([]string{}, change.append...), Length: change.length}})
+				Append: append([]string{}, change.append...), Length: change.length}))
 		}
 	}
 	if p.branch != nil {
@@ -581,9 +580,9 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 		}
 		if int64(keep) != current || keep != len(p.branch) {
 			res.Revision = revision + 1
-			pending = append(pending, events.Pending{Type: events.TypeHistoryBranchChanged, Data: events.HistoryBranchChanged{
+			pending = append(pending, events.NewPending(events.HistoryBranchChanged{
 				TaskID: task, Agent: agent, Revision: res.Revision, Keep: int64(keep),
-				Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}})
+				Append: slices.Clone(p.branch[keep:]), Length: int64(len(p.branch))}))
 		}
 	}
 	if len(pending) > 0 {
