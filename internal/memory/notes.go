@@ -183,19 +183,23 @@ func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, i
 		if pathErr != nil {
 			return pathErr
 		}
-		res, err = readNote(ctx, r, c, a, np, n, found)
+		var note *projections.Note // nil: no note there
+		if found {
+			note = &n
+		}
+		res, err = readNote(ctx, r, c, a, np, note)
 		return err
 	})
 	return res, readAt, err
 }
 
-// readNote answers notes_read_file from the note n at np (found: it
-// exists): lines first, then code points.
-func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs, np address.NotePath, n projections.Note, found bool) (ToolResult, error) {
+// readNote answers notes_read_file from the note n at np (nil: none
+// there): lines first, then code points.
+func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs, np address.NotePath, n *projections.Note) (ToolResult, error) {
 	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
 		return ToolResult{}, err
 	}
-	if !found {
+	if n == nil {
 		return ToolResult{}, notFoundf("no note file at %q", np.Full())
 	}
 	total := strings.Count(n.Content, "\n") + 1
