@@ -191,9 +191,10 @@ func TestStatesCancelABuildNoPageWaits(t *testing.T) {
 	ss := newStates(live, keep(4))
 	defer ss.close()
 	var block atomic.Bool
-	ended := make(chan error, 4)
-	ss.beforeCopy = func(ctx context.Context, _ int64) {
+	entered, ended := make(chan int64, 4), make(chan error, 4)
+	ss.beforeCopy = func(ctx context.Context, at int64) {
 		if block.Load() {
+			entered <- at
 			<-ctx.Done() // a build only its context ends
 			ended <- ctx.Err()
 		}
@@ -211,16 +212,12 @@ func TestStatesCancelABuildNoPageWaits(t *testing.T) {
 			_, _, err := ss.at(ctx, task, at)
 			done <- err
 		}()
-		waitFor(t, func() bool {
-			ss.mu.Lock()
-			defer ss.mu.Unlock()
-			for _, s := range ss.order {
-				if s.at == at {
-					return true
-				}
-			}
-			return false
-		})
+		// The build holds the builder's slot before the page goes away:
+		// canceled earlier, it might never start, and never reach
+		// beforeCopy (its select would see both ready).
+		if got := <-entered; got != at {
+			t.Fatalf("the build at %d started, want %d", got, at)
+		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("the page at %d that went away: %v", at, err)
