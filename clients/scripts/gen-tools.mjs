@@ -1,6 +1,7 @@
 // Generates typescript/src/tools.generated.ts (the tool names, execution
-// modes and argument types of @memoryd/client) from internal/tools/specs.json,
-// the one source of memoryd's 11 tools, which GET /v1/tools serves.
+// modes, argument types and result details types of @memoryd/client) from
+// internal/tools/specs.json, the one source of memoryd's tools, which
+// GET /v1/tools serves.
 //
 //   node scripts/gen-tools.mjs          rewrites the file
 //   node scripts/gen-tools.mjs --check  exits 1 when the committed file differs
@@ -24,6 +25,10 @@ const CONSTRAINTS = ["minimum", "maximum", "minLength", "maxLength"];
 
 const pascal = (name) => name.replace(/(^|_)([a-z])/g, (_, __, c) => c.toUpperCase());
 export const argsTypeName = (tool) => pascal(tool) + "Args";
+export const detailsTypeName = (tool) => pascal(tool) + "Details";
+
+// The keywords of a result schema the generator understands.
+const RESULT_KEYS = new Set(["type", "additionalProperties", "required", "properties", "items", "enum", "const", "description", "minimum"]);
 
 function fail(where, message) {
   throw new Error(`gen-tools: ${where}: ${message}`);
@@ -75,6 +80,52 @@ function argsType(spec) {
   return `${head}export interface ${name} {\n${fields.join("")}}\n`;
 }
 
+// resultType is the TypeScript type of a result schema, its object
+// fields indented under indent.
+function resultType(where, schema, indent) {
+  for (const key of Object.keys(schema)) {
+    if (!RESULT_KEYS.has(key)) fail(where, `unsupported result schema keyword ${JSON.stringify(key)}`);
+  }
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  if (schema.enum !== undefined) return schema.enum.map((v) => JSON.stringify(v)).join(" | ");
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  return types
+    .map((t) => {
+      if (t === "array") {
+        if (!schema.items) fail(where, "an array without items");
+        const item = resultType(`${where}[]`, schema.items, indent);
+        return /[| ]/.test(item) && !item.startsWith("{") ? `(${item})[]` : `${item}[]`;
+      }
+      if (t === "object") return objectType(where, schema, indent);
+      return JSON_TYPES[t] ?? fail(where, `unsupported type ${JSON.stringify(t)}`);
+    })
+    .join(" | ");
+}
+
+// objectType is an object schema's fields as a TypeScript type literal.
+function objectType(where, schema, indent) {
+  if (schema.additionalProperties !== false) fail(where, "a result object allows additional properties");
+  const required = new Set(schema.required ?? []);
+  const props = Object.entries(schema.properties ?? {});
+  for (const r of required) {
+    if (!props.some(([name]) => name === r)) fail(where, `required ${r} is not a property`);
+  }
+  const inner = indent + "  ";
+  const fields = props.map(([prop, ps]) => {
+    const optional = required.has(prop) ? "" : "?";
+    const doc = ps.description ? `${inner}/** ${ps.description.replaceAll("*/", "*\\/")} */\n` : "";
+    return `${doc}${inner}${prop}${optional}: ${resultType(`${where}.${prop}`, ps, inner)};\n`;
+  });
+  return `{\n${fields.join("")}${indent}}`;
+}
+
+function detailsType(spec) {
+  if (!spec.result) fail(spec.name, "no result schema");
+  if (spec.result.type !== "object") fail(spec.name, "the result is not an object");
+  const body = objectType(`${spec.name}.result`, spec.result, "");
+  return `/** The details of a ${spec.name} result. */\nexport interface ${detailsTypeName(spec.name)} ${body}\n`;
+}
+
 /** The text of tools.generated.ts for the given specs (as specs.json or GET /v1/tools has them). */
 export function generate(specs) {
   const names = specs.map((s) => s.name);
@@ -103,6 +154,12 @@ export function generate(specs) {
     "/** The arguments of each tool, by name: callTool(name, context, args: ToolArgs[name]). */",
     "export interface ToolArgs {",
     ...names.map((n) => `  ${n}: ${argsTypeName(n)};`),
+    "}",
+    "",
+    ...specs.map(detailsType),
+    "/** The details of each tool's result, by name: callTool(name, ...) resolves to ToolResult<ToolDetails[name]>. */",
+    "export interface ToolDetails {",
+    ...names.map((n) => `  ${n}: ${detailsTypeName(n)};`),
     "}",
     "",
   ];

@@ -713,6 +713,7 @@ func TestToolsList(t *testing.T) {
 			Description   string          `json:"description"`
 			Parameters    json.RawMessage `json:"parameters"`
 			ExecutionMode string          `json:"execution_mode"`
+			Result        json.RawMessage `json:"result"`
 		} `json:"tools"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -738,6 +739,10 @@ func TestToolsList(t *testing.T) {
 		}
 		if params["additionalProperties"] != false {
 			t.Errorf("%s: parameters allow additional properties", tl.Name)
+		}
+		var result map[string]any
+		if err := json.Unmarshal(tl.Result, &result); err != nil || result["type"] != "object" || result["additionalProperties"] != false {
+			t.Errorf("%s: result %s is not a closed object schema", tl.Name, tl.Result)
 		}
 	}
 	if len(res.Tools) != len(tools.Specs()) {

@@ -52,6 +52,12 @@ var rules = []rule{
 			"holds for the API, the tools, import and replay alike",
 	},
 	{
+		pkgs: []string{"internal/tools"}, banned: []string{"internal/projections/...", "internal/eventlog/...", "internal/inspector/..."},
+		reason: "each tool's result is defined once, in internal/tools beside its schema: memory, the API, the inspector " +
+			"and any later protocol use those types, and a stored form (projections.NoteWriteResult) converts to one, " +
+			"never the reverse, so renaming a stored field cannot change a result (issue 33)",
+	},
+	{
 		pkgs: []string{"internal/fence"}, banned: []string{"encoding/json"}, direct: true,
 		reason: "the fence's state is neither the API's form nor the store's: memory.StateView names its fields for " +
 			"the API, the projections' storedState for agent_states (a version of its own), so a field renamed in " +

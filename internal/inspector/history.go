@@ -3,89 +3,32 @@ package inspector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// The history tools' answers as the contract (docs/API.md §5) spells
-// their details; the inspector reads them as a client would.
-
-type windowsDetails struct {
-	Windows []struct {
-		WindowID  string `json:"window_id"`
-		ItemCount int64  `json:"item_count"`
-		Current   bool   `json:"current"`
-	} `json:"windows"`
-}
-
-type itemsDetails struct {
-	Results []struct {
-		ItemID           string  `json:"item_id"`
-		WindowID         string  `json:"window_id"`
-		Role             string  `json:"role"`
-		ToolNamespace    *string `json:"tool_namespace"`
-		ToolName         *string `json:"tool_name"`
-		NChars           int64   `json:"n_chars"`
-		Images           int64   `json:"images"`
-		TruncatedContent string  `json:"truncated_content"`
-	} `json:"results"`
-	Omitted int `json:"omitted"`
-}
-
-type readDetails struct {
-	ItemID          string `json:"item_id"`
-	WindowID        string `json:"window_id"`
-	Role            string `json:"role"`
-	Content         string `json:"content"`
-	NChars          int    `json:"n_chars"`
-	NextOffsetChars *int   `json:"next_offset_chars"`
-}
-
-type searchDetails struct {
-	Results []struct {
-		ItemID   string  `json:"item_id"`
-		WindowID string  `json:"window_id"`
-		Role     string  `json:"role"`
-		ToolName *string `json:"tool_name"`
-		Regions  []struct {
-			OffsetChars int    `json:"offset_chars"`
-			LimitChars  int    `json:"limit_chars"`
-			Preview     string `json:"preview"`
-			Matches     []struct {
-				Start int `json:"start"`
-				End   int `json:"end"`
-			} `json:"matches"`
-		} `json:"regions"`
-	} `json:"results"`
-	Omitted int  `json:"omitted"`
-	More    bool `json:"more"`
-}
-
 // inspectTool runs a read tool as agent of task through memory's
-// inspector path (no audit, no fence) and decodes its result.
-func inspectTool(ctx context.Context, svc *memory.Service, task, agent, tool string, args any, details any) ([]memory.ContentBlock, error) {
+// inspector path, which has no audit and no fence, and returns its
+// content and details.
+func inspectTool[D any](ctx context.Context, svc *memory.Service, task, agent, tool string, args any) ([]memory.ContentBlock, D, error) {
+	var details D
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return nil, err
+		return nil, details, err
 	}
 	res, err := svc.InspectTool(ctx, tool, memory.CallContext{TaskID: task, Agent: agent}, raw)
 	if err != nil {
-		return nil, err
+		return nil, details, err
 	}
-	body, err := res.JSON()
-	if err != nil {
-		return nil, err
+	details, ok := res.Details.(D)
+	if !ok {
+		return nil, details, fmt.Errorf("inspector: %s answered details of type %T", tool, res.Details)
 	}
-	var out struct {
-		Content []memory.ContentBlock `json:"content"`
-		Details json.RawMessage       `json:"details"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, err
-	}
-	return out.Content, json.Unmarshal(out.Details, details)
+	return res.Content, details, nil
 }
 
 // maxItemChars bounds the text of one item the page shows; past it the
@@ -93,17 +36,16 @@ func inspectTool(ctx context.Context, svc *memory.Service, task, agent, tool str
 const maxItemChars = 1 << 20
 
 // readWholeItem reads an item's text page by page, and its images.
-func readWholeItem(ctx context.Context, svc *memory.Service, task, agent, window, item string) (readDetails, []template.URL, bool, error) {
-	var whole readDetails
+func readWholeItem(ctx context.Context, svc *memory.Service, task, agent, window, item string) (tools.HistoryReadItemDetails, []template.URL, bool, error) {
+	var whole tools.HistoryReadItemDetails
 	var images []template.URL
 	var text strings.Builder
 	offset := 0
 	for {
-		var d readDetails
-		content, err := inspectTool(ctx, svc, task, agent, "history_read_item",
-			map[string]any{"window_id": window, "item_id": item, "offset_chars": offset}, &d)
+		content, d, err := inspectTool[tools.HistoryReadItemDetails](ctx, svc, task, agent, tools.HistoryReadItem,
+			map[string]any{"window_id": window, "item_id": item, "offset_chars": offset})
 		if err != nil {
-			return readDetails{}, nil, false, err
+			return tools.HistoryReadItemDetails{}, nil, false, err
 		}
 		if offset == 0 {
 			whole = d

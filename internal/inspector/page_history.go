@@ -5,14 +5,16 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
+// historyData is what the history page shows.
 type historyData struct {
 	TaskID, Agent string
-	Windows       windowsDetails
+	Windows       tools.HistoryListWindowsDetails
 	Window        string
-	Items         itemsDetails
-	Item          *readDetails
+	Items         tools.HistoryListItemsDetails
+	Item          *tools.HistoryReadItemDetails
 	Images        []template.URL
 	Cut           bool // the item's text is longer than shown
 	Query         string
@@ -20,15 +22,14 @@ type historyData struct {
 	More          bool
 }
 
+// searchHit is one search result with its matches marked.
 type searchHit struct {
 	ItemID, WindowID, Role, ToolName string
 	Regions                          [][]segment
 }
 
-// historyPage shows an agent's history: its windows, the items of one
-// (?window=, default the current), an item's text and images (?item=),
-// and a search (?q=) by history_search_contents' code path, matches
-// marked. It reads through memory's inspector path: nothing is audited.
+// historyPage shows an agent's history with its windows, one window's
+// items, one item and a search. Its reads are not audited.
 func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 	at, err := atOf(r)
 	if err != nil {
@@ -52,11 +53,11 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_list_windows", map[string]any{"limit": 200}, &d.Windows); err != nil {
+	if _, d.Windows, err = inspectTool[tools.HistoryListWindowsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistoryListWindows, map[string]any{"limit": 200}); err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	if d.Window == "" {
+	if d.Window == "" { // the current window
 		for _, win := range d.Windows.Windows {
 			if win.Current {
 				d.Window = win.WindowID
@@ -64,8 +65,8 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d.Window != "" {
-		if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_list_items",
-			map[string]any{"window_id": d.Window, "limit": 200, "max_chars_per_item": 160}, &d.Items); err != nil {
+		if _, d.Items, err = inspectTool[tools.HistoryListItemsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistoryListItems,
+			map[string]any{"window_id": d.Window, "limit": 200, "max_chars_per_item": 160}); err != nil {
 			in.fail(w, r, err)
 			return
 		}
@@ -79,8 +80,8 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 		d.Item, d.Images, d.Cut = &it, images, cut
 	}
 	if d.Query != "" {
-		var sd searchDetails
-		if _, err := inspectTool(ctx, svc, d.TaskID, d.Agent, "history_search_contents", map[string]any{"query": d.Query, "limit": 50}, &sd); err != nil {
+		_, sd, err := inspectTool[tools.HistorySearchContentsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistorySearchContents, map[string]any{"query": d.Query, "limit": 50})
+		if err != nil {
 			in.fail(w, r, err)
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // FuzzPageText pages arbitrary text by code points: the pages concatenate
@@ -191,7 +193,7 @@ func FuzzReadNoteLines(f *testing.F) {
 		from := off
 		var got []rune
 		for page := 0; ; page++ {
-			d := res.Details.(readNoteDetails)
+			d := res.Details.(tools.NotesReadFileDetails)
 			if d.Path != cc.Agent+"/notes/f.md" || d.StartLine != int(first) || d.StopLine != int(last) ||
 				d.TotalLines != lines || d.TotalChars != total || d.OffsetChars != off {
 				t.Fatalf("read %v of %q: details %+v, want lines %d..%d of %d, %d chars, offset %d",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memoryd/memoryd/internal/pgtest"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // testClock is a deterministic clock: every reading advances it by 1 ms.
@@ -94,10 +95,28 @@ func mustAttachChild(tb testing.TB, s *Service, taskID, sessionKey, name string)
 	return CallContext{TaskID: res.TaskID, Agent: res.Agent}
 }
 
-// call runs a tool with arguments given as a JSON string.
+// call runs a tool with arguments given as a JSON string. In a test (not
+// a benchmark), a result's details must match the tool's result schema.
 func call(tb testing.TB, s *Service, cc CallContext, tool, args string) (ToolResult, error) {
 	tb.Helper()
-	return s.CallTool(context.Background(), tool, cc, json.RawMessage(args), "")
+	res, err := s.CallTool(context.Background(), tool, cc, json.RawMessage(args), "")
+	if _, test := tb.(*testing.T); test && err == nil {
+		checkResultSchema(tb, tool, res)
+	}
+	return res, err
+}
+
+// checkResultSchema fails the test when res's details do not match the
+// result schema of tool in specs.json.
+func checkResultSchema(tb testing.TB, tool string, res ToolResult) {
+	tb.Helper()
+	b, err := json.Marshal(res.Details)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := tools.ValidateResult(tool, b); err != nil {
+		tb.Fatalf("%s: details %s do not match the result schema: %v", tool, b, err)
+	}
 }
 
 // mustCall runs a tool and fails the test on error.

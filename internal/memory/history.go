@@ -10,6 +10,7 @@ import (
 	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // History limits (docs/behaviour.md §G).
@@ -55,18 +56,6 @@ type listWindowsArgs struct {
 	RecentFirst *bool   `json:"recent_first"`
 }
 
-type windowRecord struct {
-	WindowID  string `json:"window_id"`
-	ItemCount int64  `json:"item_count"`
-	Current   bool   `json:"current"`
-}
-
-type listWindowsDetails struct {
-	Windows   []windowRecord `json:"windows"`
-	NReturned int            `json:"n_returned"`
-	Omitted   int            `json:"omitted"`
-}
-
 // listWindows is history_list_windows.
 func listWindows(ctx context.Context, r *projections.Reader, c caller, a listWindowsArgs) (ToolResult, error) {
 	agent, err := historyTarget(ctx, r, c, "history_list_windows", a.AgentName)
@@ -77,20 +66,20 @@ func listWindows(ctx context.Context, r *projections.Reader, c caller, a listWin
 	if err != nil {
 		return ToolResult{}, err
 	}
-	recs := make([]windowRecord, len(ws))
+	recs := make([]tools.Window, len(ws))
 	for i, w := range ws {
-		recs[i] = windowRecord{WindowID: w.ID, ItemCount: w.ItemCount, Current: i == len(ws)-1}
+		recs[i] = tools.Window{WindowID: w.ID, ItemCount: w.ItemCount, Current: i == len(ws)-1}
 	}
 	if a.RecentFirst != nil && *a.RecentFirst {
 		slices.Reverse(recs)
 	}
 	if len(recs) == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no history windows yet"}),
-			listWindowsDetails{Windows: recs}), nil
+			tools.HistoryListWindowsDetails{Windows: recs}), nil
 	}
 	recs, omitted := limitList(recs, limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit))
 	text, shown, omitted := fitList(recs, listBudget(c.agent.Budget), omitted, "lower limit or use recent_first")
-	return textResult(text, listWindowsDetails{Windows: shown, NReturned: len(shown), Omitted: omitted}), nil
+	return textResult(text, tools.HistoryListWindowsDetails{Windows: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 // itemFilter is the common filter of history_list_items and
@@ -160,23 +149,6 @@ type listItemsArgs struct {
 	MaxCharsPerItem *count  `json:"max_chars_per_item"`
 }
 
-type itemRecord struct {
-	ItemID           string  `json:"item_id"`
-	WindowID         string  `json:"window_id"`
-	Role             string  `json:"role"`
-	ToolNamespace    *string `json:"tool_namespace"`
-	ToolName         *string `json:"tool_name"`
-	NChars           int64   `json:"n_chars"`
-	Images           int64   `json:"images"`
-	TruncatedContent string  `json:"truncated_content"`
-}
-
-type listItemsDetails struct {
-	Results   []itemRecord `json:"results"`
-	NReturned int          `json:"n_returned"`
-	Omitted   int          `json:"omitted"`
-}
-
 // listItems is history_list_items.
 func listItems(ctx context.Context, r *projections.Reader, c caller, a listItemsArgs) (ToolResult, error) {
 	agent, err := historyTarget(ctx, r, c, "history_list_items", a.AgentName)
@@ -202,7 +174,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	}
 	if total == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no history items match"}),
-			listItemsDetails{Results: []itemRecord{}}), nil
+			tools.HistoryListItemsDetails{Results: []tools.ItemSummary{}}), nil
 	}
 	preview := limitOr(a.MaxCharsPerItem, int(c.agent.Budget.HistoryItemPreviewChars), maxReadLimitChars)
 	omitted := total - len(items)
@@ -210,7 +182,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	// Room a record may take: the budget less the omission line, so that a
 	// long preview is cut to fit rather than its whole record dropped.
 	room := budget - chars(omissionLine(omitted+len(items), historyHint)) - 1
-	recs := make([]itemRecord, 0, len(items))
+	recs := make([]tools.ItemSummary, 0, len(items))
 	lines := make([]string, 0, len(items))
 	used := 0
 	for _, it := range items {
@@ -218,7 +190,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 		if err != nil {
 			return ToolResult{}, err
 		}
-		rec := itemRecord{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
+		rec := tools.ItemSummary{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName),
 			NChars: it.NChars, Images: it.Images, TruncatedContent: sliceChars(text, 0, preview)}
 		line := compactJSON(rec)
@@ -235,7 +207,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	}
 	omitted += len(items) - len(recs)
 	text, shown, omitted := fitRendered(recs, lines, budget, omitted, historyHint)
-	return textResult(text, listItemsDetails{Results: shown, NReturned: len(shown), Omitted: omitted}), nil
+	return textResult(text, tools.HistoryListItemsDetails{Results: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 type readItemArgs struct {
@@ -244,19 +216,6 @@ type readItemArgs struct {
 	ItemID      string  `json:"item_id"`
 	OffsetChars *count  `json:"offset_chars"`
 	LimitChars  *count  `json:"limit_chars"`
-}
-
-type readItemDetails struct {
-	Agent           string `json:"agent"`
-	ItemID          string `json:"item_id"`
-	WindowID        string `json:"window_id"`
-	Role            string `json:"role"`
-	Content         string `json:"content"`
-	OffsetChars     int    `json:"offset_chars"`
-	EndChars        int    `json:"end_chars"`
-	NChars          int    `json:"n_chars"`
-	NextOffsetChars *int   `json:"next_offset_chars"`
-	Images          int64  `json:"images"`
 }
 
 // readItem is history_read_item.
@@ -279,7 +238,7 @@ func readItem(ctx context.Context, r *projections.Reader, c caller, a readItemAr
 	if err != nil {
 		return ToolResult{}, err
 	}
-	d := readItemDetails{Agent: agent, ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
+	d := tools.HistoryReadItemDetails{Agent: agent, ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
 		NChars: chars(text), Images: it.Images}
 	d.OffsetChars = min(limitOr(a.OffsetChars, 0, maxOffsetChars), d.NChars)
 	limit := -1
@@ -290,9 +249,9 @@ func readItem(ctx context.Context, r *projections.Reader, c caller, a readItemAr
 		h := d
 		h.Content, h.EndChars, h.NextOffsetChars = "", p.End, p.Next
 		return compactJSON(struct {
-			readItemDetails
+			tools.HistoryReadItemDetails
 			Content string `json:"content,omitempty"`
-		}{readItemDetails: h})
+		}{HistoryReadItemDetails: h})
 	})
 	d.EndChars, d.NextOffsetChars = pg.End, pg.Next
 	d.Content = sliceChars(text, d.OffsetChars, d.EndChars-d.OffsetChars)
@@ -318,40 +277,6 @@ type searchArgs struct {
 	ToolName      *string `json:"tool_name"`
 	Limit         *count  `json:"limit"`
 	RecentFirst   *bool   `json:"recent_first"`
-}
-
-type matchSpan struct {
-	Start int `json:"start"`
-	End   int `json:"end"`
-}
-
-type region struct {
-	OffsetChars int         `json:"offset_chars"`
-	LimitChars  int         `json:"limit_chars"`
-	Preview     string      `json:"preview"`
-	Matches     []matchSpan `json:"matches"`
-}
-
-type searchRecord struct {
-	ItemID        string   `json:"item_id"`
-	WindowID      string   `json:"window_id"`
-	Role          string   `json:"role"`
-	ToolNamespace *string  `json:"tool_namespace"`
-	ToolName      *string  `json:"tool_name"`
-	NChars        int64    `json:"n_chars"`
-	Regions       []region `json:"regions"`
-}
-
-// searchDetails is history_search_contents' result. The search stops
-// after the first limit matches in output order, so it does not count the
-// matches past them: Omitted counts the first limit that the output budget
-// left out, and More says that further matches exist (absent when none
-// do, so a search that found at most limit matches answers as before).
-type searchDetails struct {
-	Results   []searchRecord `json:"results"`
-	NReturned int            `json:"n_returned"`
-	Omitted   int            `json:"omitted"`
-	More      bool           `json:"more,omitempty"`
 }
 
 // searchHistory is history_search_contents.
@@ -383,16 +308,16 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		if chars(note) > listBudget(c.agent.Budget) { // a long query is not echoed past the budget
 			note = compactJSON(map[string]any{"n_returned": 0, "note": "no matches for the query"})
 		}
-		return textResult(note, searchDetails{Results: []searchRecord{}}), nil
+		return textResult(note, tools.HistorySearchContentsDetails{Results: []tools.SearchHit{}}), nil
 	}
 	preview := int(c.agent.Budget.HistoryItemPreviewChars)
-	recs := make([]searchRecord, len(hits))
+	recs := make([]tools.SearchHit, len(hits))
 	for i, it := range hits {
 		text, breaks, err := r.ItemText(ctx, c.taskID, agent, it.EntryID)
 		if err != nil {
 			return ToolResult{}, err
 		}
-		recs[i] = searchRecord{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
+		recs[i] = tools.SearchHit{ItemID: it.EntryID, WindowID: it.WindowID, Role: it.Role,
 			ToolNamespace: nullable(it.ToolNamespace), ToolName: nullable(it.ToolName), NChars: it.NChars,
 			Regions: findRegions(text, breaks, a.Query, preview)}
 	}
@@ -400,7 +325,7 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	kept, text := fitLinesTail(lines, listBudget(c.agent.Budget), more, func(omitted int) string {
 		return searchOmissionLine(omitted, more)
 	})
-	return textResult(text, searchDetails{Results: recs[:kept], NReturned: kept, Omitted: len(recs) - kept, More: more}), nil
+	return textResult(text, tools.HistorySearchContentsDetails{Results: recs[:kept], NReturned: kept, Omitted: len(recs) - kept, More: more}), nil
 }
 
 // searchOmissionLine is the last line of a search that left matches out:
@@ -425,11 +350,11 @@ func searchOmissionLine(omitted int, more bool) string {
 // query, each with code-point coordinates that history_read_item reads
 // back exactly. The preview budget is shared among the regions. A match
 // that spans a break (the newline joining two separate parts) is no match.
-func findRegions(text string, breaks []int, query string, previewChars int) []region {
+func findRegions(text string, breaks []int, query string, previewChars int) []tools.SearchRegion {
 	qChars := chars(query)
 	per := max(previewChars/maxSearchRegions, qChars)
 	total := chars(text)
-	var out []region
+	var out []tools.SearchRegion
 	cp, byteAt := 0, 0 // code-point offset of byte offset byteAt
 	for len(out) <= maxSearchRegions {
 		i := strings.Index(text[byteAt:], query)
@@ -446,7 +371,7 @@ func findRegions(text string, breaks []int, query string, previewChars int) []re
 			continue
 		}
 		if n := len(out); n > 0 && end <= out[n-1].OffsetChars+out[n-1].LimitChars {
-			out[n-1].Matches = append(out[n-1].Matches, matchSpan{start, end})
+			out[n-1].Matches = append(out[n-1].Matches, tools.MatchSpan{Start: start, End: end})
 		} else {
 			if len(out) == maxSearchRegions {
 				break
@@ -457,7 +382,7 @@ func findRegions(text string, breaks []int, query string, previewChars int) []re
 				off = max(0, total-per)
 				lim = total - off
 			}
-			out = append(out, region{OffsetChars: off, LimitChars: lim, Matches: []matchSpan{{start, end}}})
+			out = append(out, tools.SearchRegion{OffsetChars: off, LimitChars: lim, Matches: []tools.MatchSpan{{Start: start, End: end}}})
 		}
 		cp += qChars
 		byteAt += len(query)

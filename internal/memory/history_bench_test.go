@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memoryd/memoryd/internal/sessiongen"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // syncBatches syncs a linear session in requests of at most maxBytes of
@@ -85,7 +86,7 @@ func BenchmarkSearch50MB(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				d := res.Details.(searchDetails)
+				d := res.Details.(tools.HistorySearchContentsDetails)
 				if got := d.NReturned + d.Omitted; c.hits <= 1 && got != c.hits || c.hits > 1 && got < c.hits {
 					b.Fatalf("%d hits", got)
 				}
@@ -103,7 +104,7 @@ func BenchmarkReadItem(b *testing.B) {
 	syncBatches(b, s, cc, sess, 8<<20)
 	id := sess.Marks["big"]
 	first := mustCall(b, s, cc, "history_read_item", fmt.Sprintf(`{"window_id":"w1","item_id":%q}`, id))
-	total := first.Details.(readItemDetails).NChars
+	total := first.Details.(tools.HistoryReadItemDetails).NChars
 	b.ReportAllocs()
 	b.ResetTimer()
 	off := 0
@@ -113,7 +114,7 @@ func BenchmarkReadItem(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d := res.Details.(readItemDetails)
+		d := res.Details.(tools.HistoryReadItemDetails)
 		if d.EndChars <= d.OffsetChars {
 			b.Fatalf("empty page at %d of %d", off, total)
 		}
@@ -290,7 +291,7 @@ func BenchmarkFirstSearchAfterOpen(b *testing.B) {
 				b.StartTimer()
 				res, err := s.CallTool(context.Background(), "history_search_contents", cc, args, "")
 				b.StopTimer()
-				if err != nil || res.Details.(searchDetails).NReturned != 1 {
+				if err != nil || res.Details.(tools.HistorySearchContentsDetails).NReturned != 1 {
 					b.Fatalf("search: %v", err)
 				}
 				s.Close()

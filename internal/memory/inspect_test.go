@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/sessiongen"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // TestInspectToolWritesNothing: the inspector's reads answer as the tools
@@ -28,7 +29,7 @@ func TestInspectToolWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("search while fenced: %v", err)
 	}
-	if d := res.Details.(searchDetails); d.NReturned != 1 || len(d.Results[0].Regions) == 0 {
+	if d := res.Details.(tools.HistorySearchContentsDetails); d.NReturned != 1 || len(d.Results[0].Regions) == 0 {
 		t.Fatalf("search found %+v", d)
 	}
 	if _, err := s.InspectTool(ctx, "notes_write_file", cc, json.RawMessage(`{"path":"a.md","text":"x"}`)); ErrorKind(err) != CodeInvalidArgument {

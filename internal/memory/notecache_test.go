@@ -158,7 +158,7 @@ func TestNoteCacheReadsAreLinearizable(t *testing.T) {
 					}
 					return
 				}
-				text := res.Details.(readNoteDetails).Text
+				text := res.Details.(tools.NotesReadFileDetails).Text
 				n := int64(strings.Count(text, "\n"))
 				var want strings.Builder
 				for i := range n {

@@ -12,6 +12,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // Notes limits (docs/behaviour.md §G).
@@ -67,24 +68,11 @@ func parsePrefix(tool, field string, c caller, p *string) (address.NotePath, err
 	return np, nil
 }
 
-type noteFile struct {
-	Path      string `json:"path"`
-	Bytes     int64  `json:"bytes"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
-}
-
 type listNotesArgs struct {
 	Prefix      *string `json:"prefix"`
 	MaxResults  *count  `json:"max_results"`
 	FileOrderBy *string `json:"file_order_by"`
 	FileOrder   *string `json:"file_order"`
-}
-
-type listNotesDetails struct {
-	Files     []noteFile `json:"files"`
-	NReturned int        `json:"n_returned"`
-	Omitted   int        `json:"omitted"`
 }
 
 // listNotes is notes_list_files_by_prefix.
@@ -117,16 +105,16 @@ func listNotes(ctx context.Context, r *projections.Reader, c caller, a listNotes
 		slices.Reverse(infos)
 	}
 	infos, omitted := limitList(infos, limitOr(a.MaxResults, defaultNotesListMax, maxNotesListMax))
-	files := make([]noteFile, len(infos))
+	files := make([]tools.NoteFile, len(infos))
 	for i, n := range infos {
-		files[i] = noteFile{Path: address.Full(np.Agent, n.Path), Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt}
+		files[i] = tools.NoteFile{Path: address.Full(np.Agent, n.Path), Bytes: n.Bytes, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt}
 	}
 	if len(files) == 0 && omitted == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no note files match"}),
-			listNotesDetails{Files: files}), nil
+			tools.NotesListFilesByPrefixDetails{Files: files}), nil
 	}
 	text, shown, omitted := fitList(files, listBudget(c.agent.Budget), omitted, notesHint)
-	return textResult(text, listNotesDetails{Files: shown, NReturned: len(shown), Omitted: omitted}), nil
+	return textResult(text, tools.NotesListFilesByPrefixDetails{Files: shown, NReturned: len(shown), Omitted: omitted}), nil
 }
 
 type readNoteArgs struct {
@@ -135,18 +123,6 @@ type readNoteArgs struct {
 	StopLine    *count `json:"stop_line"`
 	OffsetChars *count `json:"offset_chars"`
 	LimitChars  *count `json:"limit_chars"`
-}
-
-type readNoteDetails struct {
-	Path            string `json:"path"`
-	Text            string `json:"text"`
-	StartLine       int    `json:"start_line"`
-	StopLine        int    `json:"stop_line"`
-	TotalLines      int    `json:"total_lines"`
-	OffsetChars     int    `json:"offset_chars"`
-	EndChars        int    `json:"end_chars"`
-	TotalChars      int    `json:"total_chars"`
-	NextOffsetChars *int   `json:"next_offset_chars"`
 }
 
 // readNoteTool is notes_read_file, a read tool (runRead) whose caller
@@ -219,7 +195,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 		return ToolResult{}, invalidf("line range %d..%d is empty for %q (it has %d lines)", start, stop, np.Full(), total)
 	}
 	sel := lineSpan(n.Content, start, stop)
-	d := readNoteDetails{Path: np.Full(), StartLine: start, StopLine: stop, TotalLines: total, TotalChars: chars(sel)}
+	d := tools.NotesReadFileDetails{Path: np.Full(), StartLine: start, StopLine: stop, TotalLines: total, TotalChars: chars(sel)}
 	d.OffsetChars = min(limitOr(a.OffsetChars, 0, maxOffsetChars), d.TotalChars)
 	limit := -1
 	if a.LimitChars != nil {
@@ -227,7 +203,7 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	}
 	pg, text := fitPage(sel, d.OffsetChars, d.TotalChars, limit, int(c.agent.Budget.MaxToolOutputChars), func(p textPage) string {
 		d.EndChars, d.NextOffsetChars = p.End, p.Next
-		return d.header() // d's fields without its text
+		return readNoteHeader(&d) // d's fields without its text
 	})
 	d.EndChars, d.NextOffsetChars = pg.End, pg.Next
 	d.Text = sliceChars(sel, d.OffsetChars, d.EndChars-d.OffsetChars)
@@ -292,24 +268,6 @@ type searchNotesArgs struct {
 	RecentFileFirst   *bool   `json:"recent_file_first"`
 }
 
-type noteLineMatch struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
-
-type noteSearchFile struct {
-	Path           string          `json:"path"`
-	CreatedAt      string          `json:"created_at"`
-	Matches        []noteLineMatch `json:"matches"`
-	OmittedMatches int             `json:"omitted_matches"`
-}
-
-type searchNotesDetails struct {
-	Files     []noteSearchFile `json:"files"`
-	NReturned int              `json:"n_returned"`
-	Omitted   int              `json:"omitted"`
-}
-
 // searchNotes is notes_search_contents: literal, case-sensitive, per line.
 func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchNotesArgs) (ToolResult, error) {
 	np, err := parsePrefix("notes_search_contents", "path_prefix", c, a.PathPrefix)
@@ -328,10 +286,10 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 	}
 	maxFiles := limitOr(a.MaxFiles, defaultSearchFiles, maxSearchFiles)
 	maxMatches := limitOr(a.MaxMatchesPerFile, defaultSearchMatches, maxSearchMatches)
-	var files []noteSearchFile
+	var files []tools.NoteSearchFile
 	omitted := 0
 	for _, f := range found {
-		var ms []noteLineMatch
+		var ms []tools.NoteLineMatch
 		hits := 0
 		for i, line := range strings.Split(f.Content, "\n") {
 			if !strings.Contains(line, a.Query) {
@@ -342,7 +300,7 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 				if chars(line) > searchLineChars {
 					line = sliceChars(line, 0, searchLineChars-1) + "…"
 				}
-				ms = append(ms, noteLineMatch{Line: i + 1, Text: line})
+				ms = append(ms, tools.NoteLineMatch{Line: i + 1, Text: line})
 			}
 		}
 		if hits == 0 {
@@ -352,12 +310,12 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 			omitted++
 			continue
 		}
-		files = append(files, noteSearchFile{Path: address.Full(np.Agent, f.Path), CreatedAt: f.CreatedAt,
+		files = append(files, tools.NoteSearchFile{Path: address.Full(np.Agent, f.Path), CreatedAt: f.CreatedAt,
 			Matches: ms, OmittedMatches: hits - len(ms)})
 	}
 	if len(files) == 0 {
 		return textResult(compactJSON(map[string]any{"n_returned": 0, "note": "no matches for " + compactJSON(a.Query)}),
-			searchNotesDetails{Files: []noteSearchFile{}}), nil
+			tools.NotesSearchContentsDetails{Files: []tools.NoteSearchFile{}}), nil
 	}
 	budget := listBudget(c.agent.Budget)
 	lines := jsonLines(files)
@@ -376,7 +334,7 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 			}
 		}
 	}
-	return textResult(text, searchNotesDetails{Files: shown, NReturned: len(shown), Omitted: omittedAll}), nil
+	return textResult(text, tools.NotesSearchContentsDetails{Files: shown, NReturned: len(shown), Omitted: omittedAll}), nil
 }
 
 type writeNoteArgs struct {
@@ -469,7 +427,10 @@ func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bo
 	if err != nil {
 		return ToolResult{}, readAt, err
 	}
-	out := textResult(compactJSON(res), res)
+	// The stored result becomes the tool's: the same fields, kept apart so
+	// that the stored form can change without changing the API.
+	d := tools.NoteWriteDetails(res)
+	out := textResult(compactJSON(d), d)
 	out.Terminate = terminate
 	return out, readAt, nil
 }

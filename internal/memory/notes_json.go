@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/memoryd/memoryd/internal/jsonenc"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // Tool results are mostly text (a note, an item, search hits), and the
@@ -14,20 +15,23 @@ import (
 // off, as ToolResult.JSON sets): TestToolResultJSONIsEncodingJSON
 // compares them.
 
-// appendJSON appends d as encoding/json encodes it (its fields in order).
-// A field added to readNoteDetails must be added here too:
+// appendReadNote appends d as encoding/json encodes it. A field added to
+// tools.NotesReadFileDetails must be added here too;
 // TestToolResultJSONIsEncodingJSON fails until it is.
-func (d *readNoteDetails) appendJSON(dst []byte) []byte { return d.appendFields(dst, true) }
-
-// header is the first line of a note read's content: d without its text,
-// as compactJSON encodes it (TestNoteHeaderIsCompactJSON compares them).
-func (d *readNoteDetails) header() string {
-	// The keys and seven numbers take under 200 bytes; the path an eighth
-	// more for escapes.
-	return string(d.appendFields(make([]byte, 0, 200+len(d.Path)+len(d.Path)/8), false))
+func appendReadNote(dst []byte, d *tools.NotesReadFileDetails) []byte {
+	return appendReadNoteFields(dst, d, true)
 }
 
-func (d *readNoteDetails) appendFields(dst []byte, withText bool) []byte {
+// readNoteHeader is the first line of a note read's content: d without
+// its text, as compactJSON encodes it. TestNoteHeaderIsCompactJSON
+// compares them.
+func readNoteHeader(d *tools.NotesReadFileDetails) string {
+	// The keys and seven numbers take under 200 bytes; the path an eighth
+	// more for escapes.
+	return string(appendReadNoteFields(make([]byte, 0, 200+len(d.Path)+len(d.Path)/8), d, false))
+}
+
+func appendReadNoteFields(dst []byte, d *tools.NotesReadFileDetails, withText bool) []byte {
 	dst = append(dst, `{"path":`...)
 	dst = jsonenc.AppendString(dst, d.Path)
 	if withText {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/jsonenc"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // ContentBlock is one block of a tool result the model sees.
@@ -48,11 +49,11 @@ func (r *ToolResult) JSON() ([]byte, error) {
 	}
 	var buf []byte
 	switch d := r.Details.(type) {
-	case readNoteDetails:
+	case tools.NotesReadFileDetails:
 		n := len(d.Path) + len(d.Text)
 		buf = make([]byte, 0, size+n+n/8+256)
 		buf = r.appendContent(buf)
-		buf = d.appendJSON(buf)
+		buf = appendReadNote(buf, &d)
 	default:
 		var details bytes.Buffer
 		enc := json.NewEncoder(&details)

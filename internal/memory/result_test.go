@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // encodingJSON is the reference: what encoding/json's Encoder writes for v
@@ -43,7 +45,7 @@ func TestNoteHeaderIsCompactJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	next := 12
 	for i := range 2000 {
-		d := readNoteDetails{Path: trickyString(r), Text: trickyString(r), StartLine: r.IntN(100), StopLine: -r.IntN(3),
+		d := tools.NotesReadFileDetails{Path: trickyString(r), Text: trickyString(r), StartLine: r.IntN(100), StopLine: -r.IntN(3),
 			TotalLines: i, OffsetChars: r.IntN(1 << 20), EndChars: 1 << 40, TotalChars: -1 << 40}
 		if i%2 == 0 {
 			d.NextOffsetChars = &next
@@ -51,10 +53,10 @@ func TestNoteHeaderIsCompactJSON(t *testing.T) {
 		h := d
 		h.Text = ""
 		want := compactJSON(struct {
-			readNoteDetails
+			tools.NotesReadFileDetails
 			Text string `json:"text,omitempty"`
-		}{readNoteDetails: h})
-		if got := d.header(); got != want {
+		}{NotesReadFileDetails: h})
+		if got := readNoteHeader(&d); got != want {
 			t.Fatalf("details %d:\n got %q\nwant %q", i, got, want)
 		}
 	}
@@ -74,7 +76,7 @@ func TestToolResultJSONIsEncodingJSON(t *testing.T) {
 		case 1:
 			res = textResult(trickyString(r), map[string]any{"k": trickyString(r), "n": i})
 		default:
-			d := readNoteDetails{Path: trickyString(r), Text: trickyString(r), StartLine: r.IntN(100), StopLine: -r.IntN(3),
+			d := tools.NotesReadFileDetails{Path: trickyString(r), Text: trickyString(r), StartLine: r.IntN(100), StopLine: -r.IntN(3),
 				TotalLines: i, OffsetChars: r.IntN(1 << 20), EndChars: 1 << 40, TotalChars: -1 << 40}
 			if i%3 == 0 {
 				d.NextOffsetChars = &next
@@ -109,12 +111,12 @@ func TestToolResultJSONErrors(t *testing.T) {
 
 // benchRead is a note read's result: a ~4 KB note, in the content (after
 // its header line) and in the details.
-func benchRead() (string, readNoteDetails) {
+func benchRead() (string, tools.NotesReadFileDetails) {
 	var text strings.Builder
 	for i := 0; text.Len() < 4000; i++ {
 		text.WriteString("line 000: the quick brown fox jumps over the lazy dog\n")
 	}
-	d := readNoteDetails{Path: "notes/bench.md", Text: text.String(), StopLine: 70, TotalLines: 70}
+	d := tools.NotesReadFileDetails{Path: "notes/bench.md", Text: text.String(), StopLine: 70, TotalLines: 70}
 	return `{"path":"notes/bench.md"}` + "\n" + text.String(), d
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/sessiongen"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // TestHistorySearchEarlyStopProperty: history_search_contents, which walks
@@ -132,7 +133,7 @@ func TestHistorySearchEarlyStopProperty(t *testing.T) {
 	preview := 400 // the default history_item_preview_chars
 	windows := []string{"", "", "w1", "w2", fmt.Sprintf("w%d", window), "w99"}
 	roles := []string{"", "", "user", "assistant", "tool"}
-	tools := [][2]string{{"", ""}, {"", ""}, {"", ""}, {"functions", ""}, {"notes", ""}, {"", "bash"}, {"", "write_file"}, {"notes", "notes_write_file"}}
+	toolFilters := [][2]string{{"", ""}, {"", ""}, {"", ""}, {"functions", ""}, {"notes", ""}, {"", "bash"}, {"", "write_file"}, {"notes", "notes_write_file"}}
 	var many, few int
 	for k := range 200 {
 		var needle string
@@ -153,7 +154,7 @@ func TestHistorySearchEarlyStopProperty(t *testing.T) {
 			caller.CallID = calls[r.IntN(len(calls))]
 		}
 		f := itemFilter{windowID: windows[r.IntN(len(windows))], role: roles[r.IntN(len(roles))], selfCallID: caller.CallID}
-		tool := tools[r.IntN(len(tools))]
+		tool := toolFilters[r.IntN(len(toolFilters))]
 		f.namespace, f.name = tool[0], tool[1]
 		recent := r.IntN(2) == 0
 
@@ -187,7 +188,7 @@ func TestHistorySearchEarlyStopProperty(t *testing.T) {
 		}
 		raw, _ := json.Marshal(args)
 		res := mustCall(t, s, caller, "history_search_contents", string(raw))
-		d := res.Details.(searchDetails)
+		d := res.Details.(tools.HistorySearchContentsDetails)
 		what := fmt.Sprintf("query %d %s (call %q): %d of %d matches", k, raw, caller.CallID, len(want), all)
 		if len(want) == 0 {
 			if d.NReturned != 0 || d.Omitted != 0 || d.More || !strings.Contains(res.Content[0].Text, `"n_returned":0`) {
@@ -200,7 +201,7 @@ func TestHistorySearchEarlyStopProperty(t *testing.T) {
 		}
 		for i, rec := range d.Results {
 			sc := want[i]
-			exp := searchRecord{ItemID: sc.it.EntryID, WindowID: sc.it.WindowID, Role: sc.it.Role,
+			exp := tools.SearchHit{ItemID: sc.it.EntryID, WindowID: sc.it.WindowID, Role: sc.it.Role,
 				ToolNamespace: nullable(sc.it.ToolNamespace), ToolName: nullable(sc.it.ToolName), NChars: sc.it.NChars,
 				Regions: findRegions(sc.text, sc.breaks, needle, preview)}
 			if !reflect.DeepEqual(rec, exp) {

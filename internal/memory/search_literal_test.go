@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/sessiongen"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // Search is literal: a needle holding a LIKE or GLOB metacharacter (%, _,
@@ -85,7 +86,7 @@ func TestNotesSearchIsLiteral(t *testing.T) {
 			}
 		}
 		res := mustCall(t, s, cc, "notes_search_contents", hargs(t, "query", needle, "max_files", 500, "max_matches_per_file", 100))
-		d := res.Details.(searchNotesDetails)
+		d := res.Details.(tools.NotesSearchContentsDetails)
 		var got []string
 		for _, f := range d.Files {
 			for _, m := range f.Matches {
@@ -107,7 +108,7 @@ func TestNotesSearchIsLiteral(t *testing.T) {
 				want = append(want, "/root/notes/"+f.path)
 			}
 		}
-		d := mustCall(t, s, cc, "notes_search_contents", hargs(t, "query", tc.query, "path_prefix", tc.prefix)).Details.(searchNotesDetails)
+		d := mustCall(t, s, cc, "notes_search_contents", hargs(t, "query", tc.query, "path_prefix", tc.prefix)).Details.(tools.NotesSearchContentsDetails)
 		var got []string
 		for _, f := range d.Files {
 			got = append(got, f.Path)
@@ -156,7 +157,7 @@ func TestHistorySearchIsLiteral(t *testing.T) {
 	if err := s.Store().Reader().QueryRow("SELECT count(*) FROM history_chunks").Scan(&sealed); err != nil || sealed == 0 {
 		t.Fatalf("%d sealed chunks (%v): the filler should have sealed one", sealed, err)
 	}
-	if d := mustCall(t, s, cc, "history_list_items", hargs(t, "limit", 200)).Details.(listItemsDetails); d.NReturned+d.Omitted != len(order) {
+	if d := mustCall(t, s, cc, "history_list_items", hargs(t, "limit", 200)).Details.(tools.HistoryListItemsDetails); d.NReturned+d.Omitted != len(order) {
 		t.Fatalf("%d+%d items listed, %d synced", d.NReturned, d.Omitted, len(order))
 	}
 
@@ -168,7 +169,7 @@ func TestHistorySearchIsLiteral(t *testing.T) {
 			}
 		}
 		res := mustCall(t, s, cc, "history_search_contents", hargs(t, "query", needle, "limit", 200))
-		d := res.Details.(searchDetails)
+		d := res.Details.(tools.HistorySearchContentsDetails)
 		var got []string
 		for _, r := range d.Results {
 			got = append(got, r.ItemID)

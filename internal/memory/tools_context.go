@@ -9,15 +9,10 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-type newContextDetails struct {
-	Pending  bool   `json:"pending"`
-	WindowID string `json:"window_id"`
-}
-
 // newContextTool is new_context: an idempotent rollover request.
 func newContextTool(ctx context.Context, s *Service, call toolCall) (ToolResult, int64, error) {
 	cc := call.cc
-	var d newContextDetails
+	var d tools.NewContextDetails
 	var readAt int64
 	err := s.store.Update(ctx, requestIDOr(call.requestID, cc.CallID), func(tx *eventlog.Tx) error {
 		defer func() {
@@ -34,7 +29,7 @@ func newContextTool(ctx context.Context, s *Service, call toolCall) (ToolResult,
 		if err != nil {
 			return fencedError(tools.NewContext, dec.Outcome.Reason)
 		}
-		d = newContextDetails{Pending: true, WindowID: dec.Outcome.WindowID}
+		d = tools.NewContextDetails{Pending: true, WindowID: dec.Outcome.WindowID}
 		return appendOwn(ctx, tx, c, dec.Events)
 	})
 	if err != nil {
@@ -52,7 +47,7 @@ func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ st
 	if err != nil {
 		return ToolResult{}, err
 	}
-	d := contextRemainingDetails{Agent: c.agent.Agent, WindowID: st.WindowID, RegisteredAgents: agents}
+	d := tools.GetContextRemainingDetails{Agent: c.agent.Agent, WindowID: st.WindowID, RegisteredAgents: agents}
 	w := st.ContextWindow
 	if w == nil {
 		w = c.agent.Budget.ContextWindow
@@ -66,12 +61,4 @@ func contextRemaining(ctx context.Context, r *projections.Reader, c caller, _ st
 		}
 	}
 	return textResult(compactJSON(d), d), nil
-}
-
-type contextRemainingDetails struct {
-	Agent               string   `json:"agent"`
-	WindowID            string   `json:"window_id"`
-	RemainingTokens     *int64   `json:"remaining_tokens"`
-	HardRemainingTokens *int64   `json:"hard_remaining_tokens"`
-	RegisteredAgents    []string `json:"registered_agents"`
 }

@@ -1,7 +1,7 @@
-// Package tools defines memoryd's model-facing tools: their names,
-// descriptions, execution modes and JSON Schemas (one embedded file, the
-// single source for the server and its clients), and validates a call's
-// arguments against its tool's schema.
+// Package tools defines memoryd's model-facing tools. Their names,
+// descriptions, execution modes, argument schemas and result schemas sit
+// in one embedded file, specs.json, the single source for the server and
+// its clients; results.go holds the Go type of each result's details.
 package tools
 
 import (
@@ -43,11 +43,14 @@ type Spec struct {
 	Description   string          `json:"description"`
 	ExecutionMode string          `json:"execution_mode"`
 	Parameters    json.RawMessage `json:"parameters"`
+	// Result is the JSON Schema of the details of the tool's result.
+	Result json.RawMessage `json:"result"`
 }
 
 var (
-	specs   []Spec
-	schemas = map[string]*jsonschema.Schema{}
+	specs         []Spec
+	schemas       = map[string]*jsonschema.Schema{}
+	resultSchemas = map[string]*jsonschema.Schema{}
 )
 
 func init() {
@@ -57,20 +60,27 @@ func init() {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	for _, s := range specs {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.Parameters))
-		if err != nil {
-			panic("tools: schema of " + s.Name + ": " + err.Error())
-		}
-		url := "memoryd:///tools/" + s.Name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			panic("tools: schema of " + s.Name + ": " + err.Error())
-		}
-		sch, err := c.Compile(url)
-		if err != nil {
-			panic("tools: schema of " + s.Name + ": " + err.Error())
-		}
-		schemas[s.Name] = sch
+		schemas[s.Name] = compile(c, s.Name, "", s.Parameters)
+		resultSchemas[s.Name] = compile(c, s.Name, ".result", s.Result)
 	}
+}
+
+// compile compiles one schema of tool; a schema that does not compile is
+// a defect of specs.json.
+func compile(c *jsonschema.Compiler, tool, suffix string, schema json.RawMessage) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		panic("tools: schema of " + tool + suffix + ": " + err.Error())
+	}
+	url := "memoryd:///tools/" + tool + suffix + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		panic("tools: schema of " + tool + suffix + ": " + err.Error())
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		panic("tools: schema of " + tool + suffix + ": " + err.Error())
+	}
+	return sch
 }
 
 // Specs returns the tool specs in their fixed order.
@@ -122,6 +132,20 @@ func Validate(tool string, args json.RawMessage) error {
 		return &ArgumentError{Tool: tool, Message: tool + ": arguments do not match the schema"}
 	}
 	return describe(tool, leaf(ve))
+}
+
+// ValidateResult checks details, the JSON of a result's details, against
+// the result schema of tool.
+func ValidateResult(tool string, details []byte) error {
+	sch, ok := resultSchemas[tool]
+	if !ok {
+		return fmt.Errorf("tools: unknown tool %q", tool)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(details))
+	if err != nil {
+		return fmt.Errorf("tools: %s: details are not JSON: %w", tool, err)
+	}
+	return sch.Validate(doc)
 }
 
 // leaf returns the first innermost cause of a validation error.

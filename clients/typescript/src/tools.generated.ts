@@ -173,3 +173,190 @@ export interface ToolArgs {
   get_context_remaining: GetContextRemainingArgs;
   new_context: NewContextArgs;
 }
+
+/** The details of a history_list_windows result. */
+export interface HistoryListWindowsDetails {
+  windows: {
+    window_id: string;
+    item_count: number;
+    /** The agent's current window. */
+    current: boolean;
+  }[];
+  /** Records returned. */
+  n_returned: number;
+  /** Records the output budget or the limit left out. */
+  omitted: number;
+}
+
+/** The details of a history_list_items result. */
+export interface HistoryListItemsDetails {
+  results: {
+    item_id: string;
+    window_id: string;
+    /** Who wrote the item. */
+    role: "user" | "assistant" | "tool" | "system" | "developer";
+    tool_namespace: string | null;
+    tool_name: string | null;
+    /** The item's length in code points. */
+    n_chars: number;
+    images: number;
+    /** The item's text, cut to the preview length. */
+    truncated_content: string;
+  }[];
+  /** Records returned. */
+  n_returned: number;
+  /** Records the output budget or the limit left out. */
+  omitted: number;
+}
+
+/** The details of a history_read_item result. */
+export interface HistoryReadItemDetails {
+  agent: string;
+  item_id: string;
+  window_id: string;
+  /** Who wrote the item. */
+  role: "user" | "assistant" | "tool" | "system" | "developer";
+  /** The fragment read. */
+  content: string;
+  offset_chars: number;
+  end_chars: number;
+  /** The item's length in code points. */
+  n_chars: number;
+  /** Where the next fragment starts; null at the end. */
+  next_offset_chars: number | null;
+  images: number;
+}
+
+/** The details of a history_search_contents result. */
+export interface HistorySearchContentsDetails {
+  results: {
+    item_id: string;
+    window_id: string;
+    /** Who wrote the item. */
+    role: "user" | "assistant" | "tool" | "system" | "developer";
+    tool_namespace: string | null;
+    tool_name: string | null;
+    n_chars: number;
+    regions: {
+      offset_chars: number;
+      limit_chars: number;
+      preview: string;
+      /** Where the query occurs in the preview, in code points. */
+      matches: {
+        start: number;
+        end: number;
+      }[];
+    }[];
+  }[];
+  /** Records returned. */
+  n_returned: number;
+  /** The first limit matches the output budget left out. */
+  omitted: number;
+  /** Present when matches exist past limit. */
+  more?: true;
+}
+
+/** The details of a notes_list_files_by_prefix result. */
+export interface NotesListFilesByPrefixDetails {
+  files: {
+    path: string;
+    bytes: number;
+    /** RFC 3339 UTC, milliseconds. */
+    created_at: string;
+    /** RFC 3339 UTC, milliseconds. */
+    updated_at: string;
+  }[];
+  /** Records returned. */
+  n_returned: number;
+  /** Records the output budget or the limit left out. */
+  omitted: number;
+}
+
+/** The details of a notes_read_file result. */
+export interface NotesReadFileDetails {
+  path: string;
+  /** The fragment read. */
+  text: string;
+  start_line: number;
+  stop_line: number;
+  total_lines: number;
+  offset_chars: number;
+  end_chars: number;
+  total_chars: number;
+  /** Where the next fragment starts; null at the end. */
+  next_offset_chars: number | null;
+}
+
+/** The details of a notes_search_contents result. */
+export interface NotesSearchContentsDetails {
+  files: {
+    path: string;
+    created_at: string;
+    matches: {
+      line: number;
+      text: string;
+    }[];
+    omitted_matches: number;
+  }[];
+  /** Records returned. */
+  n_returned: number;
+  /** Records the output budget or the limit left out. */
+  omitted: number;
+}
+
+/** The details of a notes_append_to_file result. */
+export interface NotesAppendToFileDetails {
+  /** The note's full path. */
+  path: string;
+  /** The note's size after the write, in UTF-8 bytes. */
+  bytes: number;
+  /** The write created the note. */
+  created: boolean;
+  /** The note's revision after the write; its first is 1. */
+  revision: number;
+}
+
+/** The details of a notes_write_file result. */
+export interface NotesWriteFileDetails {
+  /** The note's full path. */
+  path: string;
+  /** The note's size after the write, in UTF-8 bytes. */
+  bytes: number;
+  /** The write created the note. */
+  created: boolean;
+  /** The note's revision after the write; its first is 1. */
+  revision: number;
+}
+
+/** The details of a get_context_remaining result. */
+export interface GetContextRemainingDetails {
+  agent: string;
+  window_id: string;
+  /** Null when unknown. */
+  remaining_tokens: number | null;
+  /** Null when unknown. */
+  hard_remaining_tokens: number | null;
+  registered_agents: string[];
+}
+
+/** The details of a new_context result. */
+export interface NewContextDetails {
+  pending: true;
+  /** The window the rollover opens. */
+  window_id: string;
+}
+
+/** The details of each tool's result, by name: callTool(name, ...) resolves to ToolResult<ToolDetails[name]>. */
+export interface ToolDetails {
+  history_list_windows: HistoryListWindowsDetails;
+  history_list_items: HistoryListItemsDetails;
+  history_read_item: HistoryReadItemDetails;
+  history_search_contents: HistorySearchContentsDetails;
+  notes_list_files_by_prefix: NotesListFilesByPrefixDetails;
+  notes_read_file: NotesReadFileDetails;
+  notes_search_contents: NotesSearchContentsDetails;
+  notes_append_to_file: NotesAppendToFileDetails;
+  notes_write_file: NotesWriteFileDetails;
+  get_context_remaining: GetContextRemainingDetails;
+  new_context: NewContextDetails;
+}
