@@ -14,7 +14,7 @@ import (
 )
 
 // defaultDBPath returns MEMORYD_DB, else memory.db in the default data
-// folder (defaultDataDir).
+// folder.
 func defaultDBPath(getenv func(string) string) (string, error) {
 	if p := getenv("MEMORYD_DB"); p != "" {
 		return p, checkDatabase(p)
@@ -26,17 +26,14 @@ func defaultDBPath(getenv func(string) string) (string, error) {
 	return filepath.Join(dir, "memory.db"), nil
 }
 
-// checkDatabase refuses a database (--db, MEMORYD_DB) that names
-// PostgreSQL, starting with "postgres:" or "postgresql:" in any case, but
-// is not a postgres:// or postgresql:// URL: memoryd would take it for an
-// SQLite file named "postgres:" (two servers meant to share a database
-// would write two files). The value is not repeated: it may hold a
-// password.
+// checkDatabase refuses a database that begins like a PostgreSQL URL but
+// is not one memoryd can use, rather than take it for an SQLite file.
 func checkDatabase(db string) error {
 	lower := strings.ToLower(db)
 	if memory.IsPostgres(db) || !strings.HasPrefix(lower, "postgres:") && !strings.HasPrefix(lower, "postgresql:") {
 		return nil
 	}
+	// The message leaves out the value, which may hold a password.
 	return &usageError{"--db (or MEMORYD_DB) begins as a PostgreSQL URL (postgres: or postgresql:) but is not one memoryd can use: " +
 		"give postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://..., the scheme in lower case); " +
 		"an SQLite file whose name begins so is given as ./postgres:..."}
@@ -55,10 +52,8 @@ func defaultDataDir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "share", "memoryd"), nil
 }
 
-// openService opens (creating with a 0700 folder, the file 0600) the
-// database at path (memory.Open: the Service owns it, Close closes it). A
-// rebuild of the projections that a migration asks for, and a database
-// that other users can read, are reported on stderr.
+// openService opens the database at path, creating it if missing, and
+// reports a migration's rebuild or a database others can read on stderr.
 func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
 	return memory.Open(ctx, path, memory.OpenOptions{
 		Synchronous: synchronous,
@@ -79,8 +74,8 @@ func openExistingService(ctx context.Context, path string, stderr io.Writer) (*m
 }
 
 // openAllOrNothing opens the database at path for a verb that is all or
-// nothing (import, import-session). done closes it and, when the verb
-// failed, removes what opening it created.
+// nothing. done closes it and, when the verb failed, removes what opening
+// it created.
 func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *memory.Service, done func(failed bool), err error) {
 	fresh := newDatabase(path)
 	if svc, err = openService(ctx, path, "", stderr); err != nil {
@@ -95,24 +90,21 @@ func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *
 	}, nil
 }
 
-// freshDatabase is a database that a verb is about to create: its file
-// and the folders above it that do not exist yet. A verb that is all or
-// nothing (import, import-session, replay --db) removes what it created
-// when it fails, so that a refusal leaves no file behind.
+// freshDatabase is the files and missing folders that creating a database
+// makes. A verb that is all or nothing removes them when it fails.
 type freshDatabase struct {
 	files   []string // the database and the files SQLite keeps beside it
 	folders []string // deepest first
 }
 
 // newDatabase returns what creating the database at path creates, or nil
-// when it exists already or is a PostgreSQL database: then its files are SQLite's to keep or remove
-// (another process may have it open), and a failure leaves them.
+// when it exists already or is a PostgreSQL database.
 func newDatabase(path string) *freshDatabase {
 	if memory.IsPostgres(path) {
-		return nil // an import into PostgreSQL is one transaction: a failed one leaves the tables empty
+		return nil // an import into PostgreSQL is one transaction, so a failed one leaves the tables empty
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil // another process may have it open, so a failure leaves its files
 	}
 	d := &freshDatabase{files: []string{path, path + "-wal", path + "-shm", path + "-journal"}}
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
@@ -124,8 +116,8 @@ func newDatabase(path string) *freshDatabase {
 	return d
 }
 
-// remove removes the database's files and the folders created for it (a
-// folder only if it is empty). The database must be closed.
+// remove deletes the database's files and the empty folders created for
+// it. The database must be closed.
 func (d *freshDatabase) remove() {
 	if d == nil {
 		return
@@ -138,9 +130,8 @@ func (d *freshDatabase) remove() {
 	}
 }
 
-// databaseToRead is the database a reading verb (tasks, export, verify,
-// call, inspect) reads: db when given, else the one serve uses
-// (MEMORYD_DB, else the default), which it names on stderr.
+// databaseToRead returns the database a reading verb reads. That is db
+// when given, else the one serve uses, which it names on stderr.
 func databaseToRead(getenv func(string) string, db string, stderr io.Writer) (string, error) {
 	if db != "" {
 		return db, nil

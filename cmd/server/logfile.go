@@ -7,7 +7,7 @@ import (
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// openLog opens an exported log file ("-" for stdin).
+// openLog opens an exported log file, or stdin for "-".
 func openLog(name string, stdin io.Reader) (*forensics.LogReader, func(), error) {
 	in, closeIn := stdin, func() {}
 	if name != "-" {

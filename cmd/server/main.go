@@ -1,9 +1,9 @@
-// Command server is memoryd: a local HTTP JSON service that keeps a coding
-// agent's history, notes and checkpoint fence in an SQLite event log. Its
-// package path is cmd/server; the binary is built as memoryd
-// (go build -o memoryd ./cmd/server) and calls itself memoryd in every
-// text it prints. Its verbs are listed in the table verbs, each in a file
-// of its own (verb_NAME.go). See the README.
+// Command server is memoryd, a local HTTP JSON service that keeps a coding
+// agent's history, notes and checkpoint fence in an event log.
+//
+// The binary is built as memoryd and calls itself memoryd in every text it
+// prints. Its verbs are listed in the table verbs, each in a file
+// verb_NAME.go of its own. See the README.
 package main
 
 import (
@@ -22,11 +22,12 @@ func main() {
 	}
 }
 
-// usageError is a command line the program cannot run (exit 2).
+// usageError is a command line the program cannot run. It exits with 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// exitCode returns the process's exit code for err.
 func exitCode(err error) int {
 	if _, ok := err.(*usageError); ok {
 		return 2
@@ -34,10 +35,9 @@ func exitCode(err error) int {
 	return 1
 }
 
-// verbs is the command line, in the order help lists it: each verb is in a
-// file of its own (verb_NAME.go) with its help, flags and run function.
-// A new verb is one line here (and a command line in cli_test.go's
-// verbSamples).
+// verbs lists the verbs in the order help shows them. Each verb's help,
+// flags and run function are in a file verb_NAME.go of its own. A new verb
+// is one line here and a command line in cli_test.go's verbSamples.
 var verbs = []*verb{
 	&serveVerb,
 	&exportVerb,
@@ -52,6 +52,7 @@ var verbs = []*verb{
 	&versionVerb,
 }
 
+// lookupVerb returns the verb called name, or nil.
 func lookupVerb(name string) *verb {
 	for _, v := range verbs {
 		if v.name == name {
@@ -61,9 +62,8 @@ func lookupVerb(name string) *verb {
 	return nil
 }
 
-// run is the whole program: it parses args, reads configuration through
-// getenv and writes only to stdout and stderr. Without a verb (no
-// arguments, or flags first) it serves.
+// run runs the whole program, reading configuration through getenv and
+// writing only to stdout and stderr. Without a verb it serves.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	name := "serve"
 	if len(args) > 0 {
@@ -83,8 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return runVerb(ctx, v, &invocation{args: args, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
-// runHelp is "memoryd help [VERB]" (and "memoryd -h"): the verb list, or
-// one verb's help.
+// runHelp prints the verb list, or one verb's help for "memoryd help VERB".
 func runHelp(args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 || (len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")) {
 		_, err := io.WriteString(stdout, helpText())

@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
+// writeJSON writes v to w as indented JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -18,26 +19,22 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// progress returns a function reporting the number of items done (noun:
-// "events", "entries") to stderr when stderr is a terminal (nil
-// otherwise), and a func to end it. total < 0 means unknown.
+// progress returns a function that reports the number of items done on
+// stderr, and a function that ends the report. A total below zero is unknown.
 func progress(stderr io.Writer, what, noun string, total int64) (func(int64), func()) {
 	f, ok := stderr.(*os.File)
 	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
-		return nil, func() {}
+		return nil, func() {} // no report when stderr is not a terminal
 	}
 	return newProgressBar(f, what, noun, total, time.Now)
 }
 
-// rateAfter is how long a progress line runs before it shows a rate: an
-// earlier one divides the first batch by almost no time.
+// rateAfter is how long a progress line runs before it shows a rate. An
+// earlier rate would divide the first batch by almost no time.
 const rateAfter = time.Second
 
-// newProgressBar is progress writing to w, with the clock now. The rate is
-// memoryd's own (items done over the time since the bar was made), shown
-// from rateAfter on: the bar's own rate divides the first items by the
-// time since its first render, which the first items start, so its first
-// sample was billions a second.
+// newProgressBar is progress writing to w, with the clock now. It shows a
+// rate of its own from rateAfter on, as the bar's first rate is far too high.
 func newProgressBar(w io.Writer, what, noun string, total int64, now func() time.Time) (func(int64), func()) {
 	bar := progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
@@ -63,8 +60,8 @@ func newProgressBar(w io.Writer, what, noun string, total int64, now func() time
 	}
 }
 
-// progressLabel is a progress line's description: what, and from
-// rateAfter on the rate of n items in elapsed.
+// progressLabel returns a progress line's description. From rateAfter on
+// it adds the rate of n items in elapsed.
 func progressLabel(what, noun string, n int64, elapsed time.Duration) string {
 	if elapsed < rateAfter {
 		return what

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// holder is what answers on an address, as its /healthz says.
+// holder describes what answers on an address, as its /healthz says.
 type holder struct {
 	answered bool   // something accepted the connection and spoke HTTP
 	memoryd  bool   // its /healthz says "service":"memoryd"
@@ -23,8 +23,8 @@ type holder struct {
 // probeTimeout bounds each request of probe and of memoryd stop.
 const probeTimeout = 3 * time.Second
 
-// probe asks GET http://addr/healthz (a wildcard host is asked on
-// loopback): who holds addr? A connection refused is the zero holder.
+// probe asks addr's /healthz who holds addr. A connection refused is the
+// zero holder.
 func probe(ctx context.Context, addr string) holder {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -50,8 +50,8 @@ func probe(ctx context.Context, addr string) holder {
 	return h
 }
 
-// dialable is addr with a wildcard host (0.0.0.0, ::, none) made
-// loopback, where the listener can be reached.
+// dialable returns addr with a wildcard host made loopback, where the
+// listener can be reached.
 func dialable(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -63,7 +63,7 @@ func dialable(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// describe says who holds addr, for a message.
+// describe says who holds addr in words for a message.
 func (h holder) describe(addr string) string {
 	switch {
 	case h.memoryd && h.version != "":
@@ -77,8 +77,8 @@ func (h holder) describe(addr string) string {
 	}
 }
 
-// addrInUse is the error of a serve whose address is taken: who holds it
-// and what to do.
+// addrInUse returns the error of a serve whose address is taken. It says
+// who holds the address and what to do.
 func addrInUse(ctx context.Context, addr string, listenErr error) error {
 	h := probe(ctx, addr)
 	what := "serve this one on a free port with --addr 127.0.0.1:0, or free " + addr

@@ -6,10 +6,9 @@ import (
 	"runtime/pprof"
 )
 
-// startCPUProfile starts a CPU profile into path (nothing when path is
-// empty) and returns what stops it.
+// startCPUProfile starts a CPU profile into path and returns what stops it.
 func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
+	if path == "" { // no profile
 		return func() {}, nil
 	}
 	f, err := os.Create(path)

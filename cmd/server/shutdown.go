@@ -12,16 +12,13 @@ import (
 	"time"
 )
 
-// handlerExitWait bounds the wait for handlers to return once their
-// connections have been closed and their contexts canceled at the end of
-// the grace period.
+// handlerExitWait bounds the wait for handlers to return once the grace
+// period is over and their connections are closed.
 const handlerExitWait = 5 * time.Second
 
-// drain stops an http.Server so that the database can be closed after it:
-// the requests in flight get a grace period to finish; then whatever is
-// left (a client that never sends the rest of its body, a slow one) is cut
-// off, its connection closed and its context canceled, and the handlers
-// are waited for, so that none still uses the store when it closes.
+// drain stops an http.Server so that the database can be closed after it.
+// Requests in flight get a grace period, then the rest are cut off and
+// their handlers waited for, so that none still uses the store.
 type drain struct {
 	handlers atomic.Int64 // handlers running
 
@@ -33,6 +30,7 @@ type drain struct {
 	handlerWait    time.Duration // handlerExitWait but in tests
 }
 
+// newDrain returns a drain with nothing installed yet.
 func newDrain() *drain {
 	base, cancel := context.WithCancel(context.Background())
 	return &drain{conns: map[net.Conn]http.ConnState{}, base: base, cancelRequests: cancel, handlerWait: handlerExitWait}
@@ -60,7 +58,7 @@ func (d *drain) install(srv *http.Server) {
 }
 
 // open counts the connections open and, of those, the ones in the middle
-// of a request (its handler running or its body still being read).
+// of a request.
 func (d *drain) open() (conns, requests int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -73,8 +71,8 @@ func (d *drain) open() (conns, requests int) {
 }
 
 // stop shuts srv down, cutting off what is left after grace, and returns
-// once no handler runs. Its error means that a handler outlived the wait
-// (handlerExitWait): the store must then be left open.
+// once no handler runs. An error means a handler outlived handlerExitWait
+// and the store must be left open.
 func (d *drain) stop(srv *http.Server, grace time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

@@ -14,17 +14,14 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// loadToken returns MEMORYD_TOKEN, else the token file beside the database
-// (for a PostgreSQL database, in the folder of the default one), created
-// with 32 random bytes in hex and mode 0600 on first start. A token file
-// that another user could have written or can read is refused
-// (openTokenFile).
+// loadToken returns MEMORYD_TOKEN, else the token file beside the
+// database, which it creates with a random token on first start.
 func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
 	}
 	dir := filepath.Dir(dbPath)
-	if memory.IsPostgres(dbPath) {
+	if memory.IsPostgres(dbPath) { // the token file goes in the default data folder
 		var err error
 		if dir, err = defaultDataDir(getenv); err != nil {
 			return "", err
@@ -62,11 +59,8 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	return token, nil
 }
 
-// createTokenFile writes token to a new file at path, whole or not at all:
-// it is written to a private temporary file beside path and then linked
-// to path, which fails with fs.ErrExist when path is there already (a
-// file, or a symbolic link). So two memoryds starting at once never read
-// each other's token file half written.
+// createTokenFile writes token to a new file at path, whole or not at all,
+// so two memoryds starting at once never read a token file half written.
 func createTokenFile(path, token string) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".token-*") // mode 0600
 	if err != nil {
@@ -84,11 +78,13 @@ func createTokenFile(path, token string) error {
 	if err != nil {
 		return err
 	}
+	// Linking fails with fs.ErrExist when path is there already, even as a
+	// symbolic link.
 	if err = os.Link(tmp, path); err == nil || errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	// A filesystem without hard links: create it in place (O_EXCL: never a
-	// file or a symbolic link that is there already).
+	// On a filesystem without hard links, create it in place. O_EXCL never
+	// opens a file or a symbolic link that is there already.
 	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -111,8 +107,7 @@ func readTokenFile(path string) ([]byte, error) {
 }
 
 // unsafeTokenFileError is a token file memoryd will not trust, as ssh will
-// not use a private key others can read: a symbolic link, not a regular
-// file, not the current user's, or accessible to group or others.
+// not use a private key others can read.
 type unsafeTokenFileError struct {
 	path    string
 	problem string // what is wrong with it, after the file's name

@@ -8,8 +8,7 @@ import (
 )
 
 // openTokenFile opens the token file at path for reading, refusing a
-// symbolic link. There are no owner and mode bits to check here: on
-// Windows the file has its folder's access list.
+// symbolic link. On Windows the file has its folder's access list.
 func openTokenFile(path string) (*os.File, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return nil, tokenFileNotOurs(path, "is a symbolic link")

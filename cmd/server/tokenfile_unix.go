@@ -11,10 +11,10 @@ import (
 )
 
 // openTokenFile opens the token file at path for reading, refusing one
-// that another user could have planted or can read (unsafeTokenFileError).
-// It follows no symbolic link (O_NOFOLLOW), waits on no FIFO (O_NONBLOCK)
-// and checks the file it opened, so the file checked is the file read.
+// that another user could have planted or can read.
 func openTokenFile(path string) (*os.File, error) {
+	// Follow no symbolic link, wait on no FIFO, and check the file opened,
+	// so the file checked is the file read.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -33,9 +33,8 @@ func openTokenFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// checkTokenFile decides whether the user uid may trust the token file
-// at path, opened and found to be fi: a regular file of uid's that group
-// and others cannot access.
+// checkTokenFile reports whether the user uid may trust the token file at
+// path, found to be fi. It must be uid's regular file, closed to others.
 func checkTokenFile(path string, fi fs.FileInfo, uid int) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

@@ -8,13 +8,14 @@ import (
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// untilFlag is a --until position: unset means the end of the log, 0 the
-// empty log (before any event), P the state after the event at position P.
+// untilFlag is a --until position. Unset means the end of the log, 0 the
+// empty log, and P the state after the event at position P.
 type untilFlag struct {
 	pos int64
 	set bool
 }
 
+// String returns the position as given, or "" when unset.
 func (u *untilFlag) String() string {
 	if u == nil || !u.set {
 		return ""
@@ -22,6 +23,7 @@ func (u *untilFlag) String() string {
 	return strconv.FormatInt(u.pos, 10)
 }
 
+// Set parses a position.
 func (u *untilFlag) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
@@ -31,11 +33,11 @@ func (u *untilFlag) Set(s string) error {
 	return nil
 }
 
-// empty reports whether the verb must see no event at all (--until 0).
+// empty reports whether the verb must see no event at all.
 func (u *untilFlag) empty() bool { return u.set && u.pos == 0 }
 
-// bound is the position for internal/forensics, where 0 means no bound;
-// callers check empty first.
+// bound returns the position for internal/forensics, where 0 means no
+// bound. Callers check empty first.
 func (u *untilFlag) bound() int64 {
 	if !u.set {
 		return 0
@@ -43,8 +45,7 @@ func (u *untilFlag) bound() int64 {
 	return u.pos
 }
 
-// next is next up to the position: nothing for --until 0, everything when
-// --until is unset.
+// next returns next cut at the position. It yields nothing for --until 0.
 func (u *untilFlag) next(next forensics.Next) forensics.Next {
 	if u.empty() {
 		return func() (events.Event, bool, error) { return events.Event{}, false, nil }

@@ -10,17 +10,16 @@ import (
 	"strings"
 )
 
-// verb is one verb of the command line: what its help says, its
-// positional arguments, and its flags. Every verb is parsed by runVerb,
-// so help, flag order and usage errors are the same for all of them.
+// verb is one verb of the command line with its help, arguments and flags.
+// runVerb parses every verb, so help and usage errors are alike for all.
 type verb struct {
 	name     string
 	synopsis string // the usage line after "memoryd "
 	summary  string // one line for the verb list of "memoryd help"
-	about    string // what it does, for "memoryd VERB -h" (lines of at most 100 characters)
+	about    string // what it does, for "memoryd VERB -h", in lines of at most 100 characters
 	args     []arg  // positional arguments, in order
 	// flags defines the verb's flags on fs and returns what runs the verb
-	// once they are parsed (getenv gives defaults such as MEMORYD_DB).
+	// once they are parsed. getenv gives defaults such as MEMORYD_DB.
 	flags func(fs *flag.FlagSet, getenv func(string) string) runFunc
 }
 
@@ -31,8 +30,8 @@ type arg struct {
 	optional bool // only the last ones may be optional
 }
 
-// invocation is what a verb runs with: its positional arguments (their
-// number checked against the verb's args) and the program's environment.
+// invocation is what a verb runs with, its positional arguments and the
+// program's environment.
 type invocation struct {
 	args           []string
 	getenv         func(string) string
@@ -40,18 +39,17 @@ type invocation struct {
 	stdout, stderr io.Writer
 }
 
+// runFunc runs a verb whose flags are parsed.
 type runFunc func(ctx context.Context, in *invocation) error
 
-// usageLine is the verb's usage line and where to find its help, added to
-// every usage error of the verb.
+// usageLine returns the verb's usage line and where to find its help. It
+// ends every usage error of the verb.
 func (v *verb) usageLine() string {
 	return fmt.Sprintf("usage: memoryd %s\nRun \"memoryd %s -h\" for its help.", v.synopsis, v.name)
 }
 
-// runVerb parses args for v (flags and positional arguments in any order),
-// prints v's help on -h, checks the number of positional arguments and
-// runs v. A usage error, from the parse or from the verb, ends with v's
-// usage line.
+// runVerb parses the arguments for v and runs it, or prints its help on -h.
+// Any usage error ends with v's usage line.
 func runVerb(ctx context.Context, v *verb, in *invocation) error {
 	fs, run, err := parseVerb(v, in.args, in.getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -69,8 +67,7 @@ func runVerb(ctx context.Context, v *verb, in *invocation) error {
 }
 
 // parseVerb defines v's flags and parses args with them. It returns
-// flag.ErrHelp for -h, -help and --help, a usage error for anything it
-// cannot parse or a wrong number of positional arguments.
+// flag.ErrHelp for help, and a usage error for anything it cannot parse.
 func parseVerb(v *verb, args []string, getenv func(string) string) (*flag.FlagSet, runFunc, error) {
 	fs := flag.NewFlagSet(v.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; help is printed by printVerbHelp
@@ -118,6 +115,7 @@ func (v *verb) checkArgs(got []string) error {
 	return nil
 }
 
+// quoteAll quotes each of ss and joins them with spaces.
 func quoteAll(ss []string) string {
 	q := make([]string, len(ss))
 	for i, s := range ss {
@@ -126,6 +124,7 @@ func quoteAll(ss []string) string {
 	return strings.Join(q, " ")
 }
 
+// plural returns n and noun, in the plural unless n is one.
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
@@ -133,8 +132,8 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// printVerbHelp writes v's help to w: synopsis, what it does, its
-// positional arguments and its flags (with their defaults).
+// printVerbHelp writes v's help to w, with its synopsis, arguments and
+// flags.
 func printVerbHelp(w io.Writer, v *verb, fs *flag.FlagSet) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "usage: memoryd %s\n\n%s\n", v.synopsis, strings.TrimSpace(v.about))
@@ -160,8 +159,8 @@ func printVerbHelp(w io.Writer, v *verb, fs *flag.FlagSet) error {
 	return err
 }
 
-// interleaved lets positional arguments come before or between flags
-// ("replay FILE --until 5"): it moves them behind the flags of fs.
+// interleaved moves positional arguments behind the flags of fs, so they
+// may come before or between flags.
 func interleaved(fs *flag.FlagSet, args []string) []string {
 	var pos, flags []string
 	for i := 0; i < len(args); i++ {

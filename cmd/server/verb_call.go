@@ -47,8 +47,8 @@ type callOptions struct {
 	until                        untilFlag
 }
 
-// run is the call verb: one tool, offline, against the state at a
-// position, printing the same JSON as the HTTP result (or error envelope).
+// run runs one tool offline against the state at a position and prints
+// the same JSON as the HTTP answer.
 func (o *callOptions) run(ctx context.Context, in *invocation) error {
 	stdout, stderr := in.stdout, in.stderr
 	switch {
@@ -80,7 +80,7 @@ func (o *callOptions) run(ctx context.Context, in *invocation) error {
 		if err != nil {
 			return err
 		}
-		// A database's log is read as verify reads it: an event an import
+		// A database's log is read as verify reads it. An event an import
 		// would refuse is applied as the database applied it, and named.
 		if !o.until.empty() {
 			_, err = forensics.CopyLog(ctx, scratch, src, o.until.bound(), func(re *events.RuleError) {
@@ -103,7 +103,7 @@ func (o *callOptions) run(ctx context.Context, in *invocation) error {
 		}
 	}
 	if tools.Writes(tool) {
-		// The answer says "created" or "appended": say where it went.
+		// The answer says "created" or "appended", so say where it went.
 		defer fmt.Fprintf(stderr, "memoryd: not stored: call ran %s against a scratch copy of the log, which is deleted; %s is unchanged\n", tool, o.source())
 	}
 	res, err := scratch.CallTool(ctx, tool, memory.CallContext{TaskID: o.task, Agent: o.agent, CallID: o.callID}, json.RawMessage(rawArgs), "")

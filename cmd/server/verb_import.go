@@ -38,7 +38,7 @@ one is refused with its line number, and nothing is kept (a database the import 
 			n, err := forensics.Import(ctx, svc, forensics.Counted(lr.Next, report))
 			done()
 			if err != nil {
-				if lr.Line() == 0 { // refused before any line was read: a non-empty database
+				if lr.Line() == 0 { // refused before any line was read, so a non-empty database
 					return err
 				}
 				return lr.AtLine(err)

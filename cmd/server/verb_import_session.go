@@ -31,9 +31,8 @@ the attach and sync result as JSON.`,
 	},
 }
 
-// runImportSession is the import-session verb: a Pi session file attached
-// as a task, its entries and branch synced, all or nothing: a database it
-// created is removed when it fails.
+// runImportSession attaches a Pi session file as a task and syncs its
+// entries and branch, all or nothing.
 func runImportSession(ctx context.Context, db, file string, in *invocation) (err error) {
 	stdout, stderr := in.stdout, in.stderr
 	path, err := filepath.Abs(file)

@@ -58,8 +58,8 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	// Listen first: whether the address is loopback is the listener's (a
-	// host name resolves), and a refusal opens no database.
+	// Listen first. The listener knows whether a host name resolves to
+	// loopback, and a refusal then opens no database.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -72,7 +72,7 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 	defer stop()
 
 	// leave is set when a page outlived the shutdown and may still read
-	// the store: it is then neither closed nor removed.
+	// the store, which is then neither closed nor removed.
 	leave := false
 	var svc *memory.Service
 	if o.db != "" {
@@ -108,7 +108,7 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 
 	log := slog.New(slog.NewTextHandler(in.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := api.Config{Service: svc, Logger: log, CheckHost: true, InspectorOnly: true}
-	ui := api.NewInspector(cfg) // no token: the one-time link is the login
+	ui := api.NewInspector(cfg) // no token, as the one-time link is the login
 	defer func() {
 		if !leave {
 			ui.Close()

@@ -44,9 +44,8 @@ type replayOptions struct {
 	checkReads      bool
 }
 
-// run is the replay verb: rebuild every projection from a log file into a
-// scratch database (or --db OUT, removed when the replay created it and
-// fails) and print a summary with digests.
+// run rebuilds every projection from a log file into a scratch database
+// or --db OUT, and prints a summary with digests.
 func (o *replayOptions) run(ctx context.Context, in *invocation) (err error) {
 	stdin, stdout, stderr := in.stdin, in.stdout, in.stderr
 	stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -58,7 +57,7 @@ func (o *replayOptions) run(ctx context.Context, in *invocation) (err error) {
 	var audit map[int64][]forensics.AuditedCall
 	var skipped []forensics.SkippedCalls
 	if o.checkReads {
-		if name == "-" { // the log is read twice: keep stdin in a file
+		if name == "-" { // the log is read twice, so keep stdin in a file
 			tmp, err := spoolStdin(stdin)
 			if err != nil {
 				return err
@@ -99,7 +98,7 @@ func (o *replayOptions) run(ctx context.Context, in *invocation) (err error) {
 	check, err := forensics.Replay(ctx, dst, forensics.Counted(o.until.next(lr.Next), report), forensics.ReplayOptions{Audit: audit})
 	done()
 	if err != nil {
-		if lr.Line() == 0 { // refused before any line was read: a non-empty database
+		if lr.Line() == 0 { // refused before any line was read, so a non-empty database
 			return err
 		}
 		return lr.AtLine(err)

@@ -66,10 +66,8 @@ type serveOptions struct {
 	grace, idleExit                      time.Duration
 }
 
-// run is the serve verb: it listens first (so a busy port fails at once),
-// serves until ctx ends or SIGINT/SIGTERM, then drains in-flight requests
-// for up to --shutdown-grace (10 s), cuts off what is left, and closes the
-// database once no handler runs.
+// run serves until ctx ends or a signal comes, then drains the requests in
+// flight and closes the database once no handler runs.
 func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	plan, err := o.validate(in.getenv)
 	if err != nil {
@@ -81,9 +79,9 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	ctx, idleStop := context.WithCancel(ctx)
 	defer idleStop()
 
-	// The listener comes before the token and the database: whether the
-	// address is loopback is the listener's (a host name resolves), and a
-	// refusal leaves nothing behind (the listener closes on return).
+	// The listener comes before the token and the database, so a busy port
+	// fails at once. The listener knows whether a host name resolves to
+	// loopback, and a refusal leaves nothing behind.
 	ln, err := o.listen(ctx, plan)
 	if err != nil {
 		return err
@@ -103,7 +101,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 			svc.Close()
 		}
 	}()
-	tuneGC(in.getenv) // after the open, whose rebuild (if one is due) is a replay
+	tuneGC(in.getenv) // after the open, whose rebuild if one is due is a replay
 	switch {
 	case !loopback && plan.tls != nil:
 		log.Warn("listening on a non-loopback address (HTTPS): the Host check is off, anyone who can reach it and has the token can use memoryd", "addr", tcp.String())
@@ -155,12 +153,12 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 type servePlan struct {
 	addr   string // resolved by listenAddress
 	level  slog.Level
-	tls    *tls.Config // nil: plain HTTP
+	tls    *tls.Config // nil for plain HTTP
 	dbPath string
 }
 
-// validate checks the flags and loads what they name (the TLS pair, the
-// default database path) before anything listens or opens.
+// validate checks the flags and loads what they name before anything
+// listens or opens.
 func (o *serveOptions) validate(getenv func(string) string) (servePlan, error) {
 	var p servePlan
 	var err error
@@ -221,7 +219,7 @@ func (o *serveOptions) listen(ctx context.Context, p servePlan) (net.Listener, e
 }
 
 // open loads the token and opens the database. A token file memoryd must
-// refuse leaves nothing behind (no database).
+// refuse leaves no database behind.
 func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string) string, log *slog.Logger) (*memory.Service, string, error) {
 	if !memory.IsPostgres(p.dbPath) {
 		if err := os.MkdirAll(filepath.Dir(p.dbPath), 0o700); err != nil {
@@ -247,8 +245,8 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 	return svc, token, nil
 }
 
-// newHTTPServer is the http.Server of the serve verb: bounded headers and
-// timeouts, its errors logged, HTTPS when tlsConfig is set.
+// newHTTPServer returns the serve verb's http.Server, with bounded headers
+// and timeouts, and HTTPS when tlsConfig is set.
 func newHTTPServer(handler http.Handler, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
 	srv := &http.Server{
 		Handler:           handler,
@@ -261,7 +259,7 @@ func newHTTPServer(handler http.Handler, tlsConfig *tls.Config, log *slog.Logger
 	}
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
-		// HTTP/1.1 only, as in plain HTTP: the drain counts a connection in
+		// HTTP/1.1 only, as in plain HTTP. The drain counts a connection in
 		// a request as one request, which HTTP/2's streams would break.
 		srv.Protocols = new(http.Protocols)
 		srv.Protocols.SetHTTP1(true)
@@ -296,10 +294,10 @@ func (o *serveOptions) serve(ctx context.Context, srv *http.Server, ln net.Liste
 	return false, nil
 }
 
-// serveHandler is the API's handler with the inspector mounted, noting
-// each authenticated request in idle (nil: no --idle-exit).
+// serveHandler returns the API's handler with the inspector mounted,
+// noting each authenticated request in idle.
 func serveHandler(cfg api.Config, idle *idleWatch) (http.Handler, *inspector.Inspector) {
-	if idle != nil {
+	if idle != nil { // nil without --idle-exit
 		cfg.Activity = idle.request
 	}
 	ui := api.NewInspector(cfg)
@@ -307,9 +305,8 @@ func serveHandler(cfg api.Config, idle *idleWatch) (http.Handler, *inspector.Ins
 	return api.NewServer(cfg), ui
 }
 
-// loadTLS reads the certificate and key files of --tls-cert and --tls-key
-// into a server configuration (TLS 1.2 at least). Its errors name the file
-// and the flag at fault.
+// loadTLS reads the files of --tls-cert and --tls-key into a server
+// configuration. Its errors name the file and the flag at fault.
 func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
@@ -326,18 +323,18 @@ func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}, nil
 }
 
-// Garbage collection while serving, unless GOGC or GOMEMLIMIT say
-// otherwise. A request's garbage dies young and the live heap is small,
-// so collecting less often costs little memory and saves most of the
-// collector's CPU; the soft limit keeps a burst of garbage (a search that
-// reads the whole history) from letting the heap grow with that factor
-// (the figures: docs/performance.md). Replays and imports keep Go's
-// default: their live heap is a whole segment.
+// serveGCPercent and serveMemoryLimit tune garbage collection while
+// serving. A request's garbage dies young and the live heap is small, so
+// collecting less often saves CPU, and the soft limit bounds a burst.
+// docs/performance.md has the figures.
 const (
 	serveGCPercent   = 400
 	serveMemoryLimit = 96 << 20
 )
 
+// tuneGC sets serve's garbage collection unless GOGC or GOMEMLIMIT say
+// otherwise. Replays and imports keep Go's default, as their live heap is
+// a whole segment.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
@@ -347,10 +344,8 @@ func tuneGC(getenv func(string) string) {
 	}
 }
 
-// listenAddress is the address serve listens on: addr (HOST:PORT), with
-// an empty host (":7411", ":0") made 127.0.0.1, so that only a host named
-// explicitly (0.0.0.0, [::], a LAN address) exposes memoryd beyond this
-// machine. An address without a numeric port is a usage error.
+// listenAddress returns the address serve listens on for addr. An address
+// without a numeric port is a usage error.
 func listenAddress(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -360,11 +355,13 @@ func listenAddress(addr string) (string, error) {
 		return "", &usageError{fmt.Sprintf("--addr %q (or MEMORYD_ADDR): the port %q is not a number from 0 to 65535", addr, port)}
 	}
 	if host == "" {
+		// Only a host named explicitly exposes memoryd beyond this machine.
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port), nil
 }
 
+// envOr returns the environment variable key, or def when it is empty.
 func envOr(getenv func(string) string, key, def string) string {
 	if v := getenv(key); v != "" {
 		return v

@@ -98,8 +98,8 @@ func stopMemoryd(ctx context.Context, in *invocation, addr, db string, wait time
 	return nil
 }
 
-// existingToken is the token memoryd stop sends: MEMORYD_TOKEN, else the
-// token file beside db (default: serve's database). It never makes one.
+// existingToken returns the token memoryd stop sends, MEMORYD_TOKEN or
+// else the token file beside db. It never makes one.
 func existingToken(getenv func(string) string, db string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
@@ -127,8 +127,8 @@ func existingToken(getenv func(string) string, db string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// checkProof asks the server on addr for its proof of holding token over
-// a fresh nonce (GET /v1/proof, SECURITY.md), before the token is sent.
+// checkProof asks the server on addr to prove it holds token over a fresh
+// nonce, before the token is sent.
 func checkProof(ctx context.Context, addr, token string) error {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

@@ -31,8 +31,8 @@ only read.`,
 	},
 }
 
-// runVerify is the verify verb: rebuild the projections from the log
-// beside the live ones and report every difference (exit 1).
+// runVerify rebuilds the projections from the log beside the live ones
+// and reports every difference.
 func runVerify(ctx context.Context, db string, in *invocation) error {
 	stdout, stderr := in.stdout, in.stderr
 	live, err := openExistingService(ctx, db, stderr)
@@ -55,7 +55,7 @@ func runVerify(ctx context.Context, db string, in *invocation) error {
 	}
 	report, done := progress(stderr, "verify: rebuild", "events", total)
 	var comparing func()
-	if report != nil { // a terminal: say what the rest of the time goes to
+	if report != nil { // on a terminal, say what the rest of the time goes to
 		comparing = func() { done(); fmt.Fprintln(stderr, "verify: comparing the projections with the rebuild") }
 	}
 	diffs, violations, err := forensics.VerifyProgress(ctx, live, scratch, 5, report, comparing)

@@ -8,7 +8,7 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// Errors that originate in the HTTP layer itself.
+// These errors originate in the HTTP layer itself.
 var (
 	errUnauthenticated  = errors.New("unauthenticated")
 	errOriginRefused    = errors.New("origin refused")
@@ -26,13 +26,12 @@ type apiError struct {
 	Details map[string]any `json:"details"`
 }
 
-// codeUnauthenticated is the code of a request without the right token, the
-// one code of the HTTP layer's own; every other code is memory's.
+// codeUnauthenticated is the code of a request without the right token. It
+// is the HTTP layer's one code of its own, and every other code is memory's.
 const codeUnauthenticated = "unauthenticated"
 
-// status maps an error to its code and HTTP status: the one place where
-// memoryd's error vocabulary meets HTTP. The HTTP layer's own errors come
-// first; any other error has its memory.ErrorKind code.
+// status maps an error to its code and HTTP status. It is the one place
+// where memoryd's error kinds meet HTTP.
 func status(err error) (string, int) {
 	switch {
 	case errors.Is(err, errBadRequest):
@@ -50,7 +49,7 @@ func status(err error) (string, int) {
 	case errors.Is(err, errUnsupportedMedia):
 		return memory.CodeInvalidArgument, http.StatusUnsupportedMediaType
 	}
-	code := memory.ErrorKind(err)
+	code := memory.ErrorKind(err) // any error not of the HTTP layer
 	return code, statusOfCode[code]
 }
 
@@ -67,18 +66,16 @@ var statusOfCode = map[string]int{
 }
 
 // codeCanceled is the code logged and counted, never sent, for a request
-// whose context ended before it was answered: its client gave up, or the
-// shutdown cut it off.
+// whose context ended before it was answered.
 const codeCanceled = "canceled"
 
-// failure returns the code a failed request is logged and counted with
-// and the error it is answered with: status's code and err itself, except
-// that a server error of a request whose context has ended is a
-// cancellation, whatever error it surfaced as (context.Canceled from the
-// driver or the writer, a transaction database/sql rolled back). That one
-// is answered 503 unavailable, which nobody reads: nothing was written.
+// failure returns the code a failed request is logged and counted with,
+// and the error it is answered with.
 func failure(r *http.Request, err error) (code string, answer error) {
 	code, st := status(err)
+	// A server error of a request whose context has ended is a
+	// cancellation, whatever error it surfaced as. Nobody reads the answer,
+	// and nothing was written.
 	if st >= 500 && r.Context().Err() != nil {
 		return codeCanceled, memory.ErrUnavailable
 	}
@@ -100,16 +97,14 @@ var fixedMessages = map[string]string{
 }
 
 // writeError writes err as the error envelope and notes its code for the
-// request's log line; 5xx causes are logged with the request id. A
-// canceled request is not a failure of memoryd's: its request line says
-// so, nothing else is logged.
+// request's log line. Server errors are logged with the request id.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code, answer := failure(r, err)
 	if ri := infoOf(r.Context()); ri != nil {
 		ri.code = code
 	}
 	st, body := ErrorEnvelope(answer)
-	if st >= 500 && code != codeCanceled {
+	if st >= 500 && code != codeCanceled { // a canceled request is not memoryd's failure
 		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(r.Context())),
 			slog.String("code", code), slog.String("error", err.Error()))
@@ -123,15 +118,18 @@ type httpError struct {
 	message string
 }
 
+// Error returns the safe message.
 func (e *httpError) Error() string { return e.message }
+
+// Unwrap returns the error's kind.
 func (e *httpError) Unwrap() error { return e.kind }
 
+// httpErr returns an httpError of kind with message.
 func httpErr(kind error, message string) error { return &httpError{kind: kind, message: message} }
 
 // ErrorEnvelope returns the status and body memoryd answers err with over
-// HTTP (the offline call verb prints the same JSON). Only messages of
-// *memory.Error and *httpError are shown; everything else gets a fixed
-// message, so no internal text leaks.
+// HTTP and in the call verb. Only memory's and the HTTP layer's messages
+// are shown, so no internal text leaks.
 func ErrorEnvelope(err error) (int, any) {
 	st, body := errorObject(err)
 	return st, struct {
@@ -139,7 +137,7 @@ func ErrorEnvelope(err error) (int, any) {
 	}{body}
 }
 
-// errorObject is ErrorEnvelope's status and error object.
+// errorObject returns ErrorEnvelope's status and error object.
 func errorObject(err error) (int, apiError) {
 	code, st := status(err)
 	body := apiError{Code: code, Message: fixedMessages[code], Details: map[string]any{}}

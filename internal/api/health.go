@@ -9,10 +9,8 @@ import (
 	"github.com/memoryd/memoryd/internal/version"
 )
 
-// handleHealth handles "GET /healthz". "service" names memoryd, so that a
-// client can tell it from another server holding the address; the
-// version, commit and process id say which memoryd it is (a second
-// memoryd that finds its address taken names it so).
+// handleHealth handles "GET /healthz". It names memoryd and says which
+// one it is, so a client can tell it from another server on the address.
 func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	v := version.Get()
 	pid := os.Getpid()
@@ -27,7 +25,7 @@ func handleHealth(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	}
 }
 
-// handleShutdown handles "POST /v1/shutdown" (memoryd stop): it answers,
+// handleShutdown handles "POST /v1/shutdown" for memoryd stop. It answers,
 // then stops the server as SIGTERM does.
 func handleShutdown(log *slog.Logger, shutdown func()) http.HandlerFunc {
 	pid := os.Getpid()

@@ -10,9 +10,9 @@ import (
 	"github.com/memoryd/memoryd/internal/inspector"
 )
 
-// NewInspector returns the web inspector of cfg.Service, for Config's
-// Inspector: it takes the token, the Host check and the error statuses
-// of the API. Its caller closes it when the server has stopped.
+// NewInspector returns the web inspector of cfg.Service for Config's
+// Inspector, with the API's token, Host check and error statuses. Its
+// caller closes it when the server has stopped.
 func NewInspector(cfg Config) *inspector.Inspector {
 	ic := inspector.Config{Service: cfg.Service, Logger: cfg.Logger, Token: cfg.Token, Activity: cfg.Activity, ScratchBytes: cfg.InspectorScratch,
 		ErrorStatus: func(err error) (int, string) {
@@ -26,13 +26,14 @@ func NewInspector(cfg Config) *inspector.Inspector {
 }
 
 // server is the API's route tree, with /ui sent to the inspector. Walking
-// it (chi.Routes) walks the API's routes: the inspector's are its own,
-// checked by its tests.
+// it walks only the API's routes, as the inspector's are its own.
 type server struct {
 	*chi.Mux
-	ui http.Handler // nil: no inspector
+	ui http.Handler // nil without an inspector
 }
 
+// ServeHTTP sends a request under /ui to the inspector, and any other to
+// the API's routes.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ui != nil && (r.URL.Path == inspector.Prefix || strings.HasPrefix(r.URL.Path, inspector.Prefix+"/")) {
 		// The inspector's route tree fills in this route context, so

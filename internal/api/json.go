@@ -17,8 +17,8 @@ import (
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
-// encode writes v as JSON with the status. An encoding error can only be
-// logged by the caller's middleware: the header is already sent.
+// encode writes v as JSON with the status, or an internal error when v
+// cannot be encoded.
 func encode(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -42,9 +42,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// jsonHandler is the shape of a command's handler: it decodes the request
-// body (T) strictly, calls the command with memoryd's request id, and
-// answers with its result (R) or its error.
+// jsonHandler returns a command's handler. It decodes the request body
+// strictly, calls the command with memoryd's request id, and answers with
+// its result or its error.
 func jsonHandler[T any, R any](log *slog.Logger, call func(r *http.Request, req T, reqID string) (R, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req T
@@ -64,10 +64,8 @@ func jsonHandler[T any, R any](log *slog.Logger, call func(r *http.Request, req 
 // maxJSONDepth bounds the nesting of request bodies.
 const maxJSONDepth = strictjson.MaxDepth
 
-// decode reads the request body as exactly one JSON value into v,
-// refusing a wrong content type, invalid UTF-8, duplicate object keys,
-// nesting deeper than maxJSONDepth, numbers out of range, unknown fields
-// (field names are matched exactly) and trailing data.
+// decode reads the request body as exactly one JSON value into v. It
+// refuses a wrong content type and whatever checkJSON refuses.
 func decode(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -80,7 +78,7 @@ func decode(r *http.Request, v any) error {
 		return decodeError(io.EOF)
 	}
 	// checkJSON refuses unknown fields and data after the value, so the
-	// plain (and faster) json.Unmarshal decodes what is left.
+	// plain and faster json.Unmarshal decodes what is left.
 	if err := checkJSON(body, reflect.TypeOf(v)); err != nil {
 		return err
 	}
@@ -90,8 +88,8 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// checkJSON refuses what encoding/json would accept silently (see
-// package strictjson), naming the rule the body breaks.
+// checkJSON refuses what encoding/json would accept silently, naming the
+// rule the body breaks.
 func checkJSON(body []byte, target reflect.Type) error {
 	err := strictjson.Check(body, target, maxJSONDepth)
 	var se *strictjson.Error
@@ -107,14 +105,16 @@ func checkJSON(body []byte, target reflect.Type) error {
 	return httpErr(errBadRequest, se.Describe("the request body"))
 }
 
+// errNotJSON and errTrailingData refuse a body that is not one JSON value.
 var (
 	errNotJSON      = httpErr(errBadRequest, "the request body is not valid JSON")
 	errTrailingData = httpErr(errBadRequest, "the request body has data after its JSON value")
 )
 
+// checkJSONContentType refuses a body that is not application/json.
 func checkJSONContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "application/json" { // what clients send: no parameters to parse
+	if ct == "application/json" { // what clients send, with no parameters to parse
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
@@ -124,6 +124,7 @@ func checkJSONContentType(r *http.Request) error {
 	return nil
 }
 
+// decodeError turns a decoding error into a bad request naming the problem.
 func decodeError(err error) error {
 	var mbe *http.MaxBytesError
 	var se *json.SyntaxError

@@ -8,12 +8,14 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
+// usageRequest is the body of POST /v1/lifecycle/usage.
 type usageRequest struct {
 	Context       memory.CallContext `json:"context"`
 	TokensUsed    *int64             `json:"tokens_used"`
 	ContextWindow *int64             `json:"context_window"`
 }
 
+// branchRequest is the body of POST /v1/lifecycle/branch.
 type branchRequest struct {
 	Context       memory.CallContext `json:"context"`
 	TokensUsed    *int64             `json:"tokens_used"`
@@ -21,6 +23,7 @@ type branchRequest struct {
 	FenceInBranch bool               `json:"fence_in_branch"`
 }
 
+// controlRequest is the body of POST /v1/lifecycle/delivered and arm.
 type controlRequest struct {
 	Context   memory.CallContext `json:"context"`
 	Kind      string             `json:"kind"`
@@ -28,6 +31,7 @@ type controlRequest struct {
 	RequestID string             `json:"request_id"`
 }
 
+// admitRequest is the body of POST /v1/lifecycle/admit.
 type admitRequest struct {
 	Context   memory.CallContext `json:"context"`
 	CallID    string             `json:"call_id"`
@@ -35,33 +39,39 @@ type admitRequest struct {
 	Arguments json.RawMessage    `json:"arguments"`
 }
 
+// toolResultRequest is the body of POST /v1/lifecycle/tool-result.
 type toolResultRequest struct {
 	Context memory.CallContext `json:"context"`
 	CallID  string             `json:"call_id"`
 	IsError bool               `json:"is_error"`
 }
 
+// contextOnlyRequest is a body that holds only the call context.
 type contextOnlyRequest struct {
 	Context memory.CallContext `json:"context"`
 }
 
+// prepareRequest is the body of POST /v1/lifecycle/rollover/prepare.
 type prepareRequest struct {
 	Context memory.CallContext `json:"context"`
 	Reason  string             `json:"reason"`
 }
 
+// commitRequest is the body of POST /v1/lifecycle/rollover/commit.
 type commitRequest struct {
 	Context           memory.CallContext `json:"context"`
 	WindowID          string             `json:"window_id"`
 	CompactionEntryID string             `json:"compaction_entry_id"`
 }
 
+// failRequest is the body of POST /v1/lifecycle/rollover/fail.
 type failRequest struct {
 	Context memory.CallContext `json:"context"`
 	Aborted bool               `json:"aborted"`
 	Error   string             `json:"error"`
 }
 
+// manualRequest is the body of POST /v1/lifecycle/manual.
 type manualRequest struct {
 	Context   memory.CallContext `json:"context"`
 	Action    string             `json:"action"`

@@ -21,6 +21,7 @@ type metrics struct {
 	toolCalls *prometheus.CounterVec
 }
 
+// newMetrics registers memoryd's collectors in reg.
 func newMetrics(reg *prometheus.Registry, svc *memory.Service) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -69,6 +70,7 @@ func newMetrics(reg *prometheus.Registry, svc *memory.Service) *metrics {
 	return m
 }
 
+// observe counts one request and its duration.
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	m.durations.WithLabelValues(route).Observe(d.Seconds())

@@ -18,9 +18,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// requireToken refuses requests without "Authorization: Bearer <token>",
-// comparing in constant time. activity (when not nil) brackets each
-// request that passed (Config.Activity).
+// requireToken refuses requests without the bearer token, comparing in
+// constant time. activity, if set, brackets each request that passed.
 func requireToken(token string, log *slog.Logger, activity func() (done func())) func(http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return func(next http.Handler) http.Handler {
@@ -39,9 +38,8 @@ func requireToken(token string, log *slog.Logger, activity func() (done func()))
 	}
 }
 
-// refuseForeign refuses requests that carry an Origin header (browsers)
-// and, when checkHost is set, requests whose Host is not loopback (DNS
-// rebinding).
+// refuseForeign refuses requests from browsers and, when checkHost is set,
+// requests whose Host is not loopback.
 func refuseForeign(checkHost bool, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +47,7 @@ func refuseForeign(checkHost bool, log *slog.Logger) func(http.Handler) http.Han
 				writeError(w, r, log, httpErr(errOriginRefused, "requests from browsers (with an Origin header) are refused"))
 				return
 			}
-			if checkHost && !loopbackHost(r.Host) {
+			if checkHost && !loopbackHost(r.Host) { // DNS rebinding
 				writeError(w, r, log, httpErr(errOriginRefused, "the Host header must name a loopback address"))
 				return
 			}
@@ -72,7 +70,7 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// limitBody refuses bodies over max bytes: at once when Content-Length
+// limitBody refuses bodies over max bytes, at once when Content-Length
 // says so, else when reading passes the limit.
 func limitBody(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -107,25 +105,25 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 
 // requestIDHeader carries memoryd's id of a request in its response, for
 // the client to quote. A client's own X-Request-Id is never taken as the
-// id: it can be any bytes of any length, and the id is stored on the
-// events the request appends and on its log lines.
+// id, as it can be any bytes and the id is stored on events.
 const requestIDHeader = "X-Request-Id"
 
-// requestIDs makes memoryd's request ids: a random prefix per server (12
-// hex digits), a hyphen and a counter of at least 6 digits, as in
-// "3f9a0c1b2d4e-000042". They are unique across restarts without naming
+// requestIDs makes memoryd's request ids, a random prefix per server, a
+// hyphen and a counter. They are unique across restarts without naming
 // the host.
 type requestIDs struct {
 	prefix string
 	n      atomic.Uint64
 }
 
+// newRequestIDs returns request ids with a new random prefix.
 func newRequestIDs() *requestIDs {
 	var b [6]byte
 	rand.Read(b[:])
 	return &requestIDs{prefix: hex.EncodeToString(b[:])}
 }
 
+// next returns a new request id.
 func (ids *requestIDs) next() string {
 	return fmt.Sprintf("%s-%06d", ids.prefix, ids.n.Add(1))
 }
@@ -133,9 +131,8 @@ func (ids *requestIDs) next() string {
 // maxClientRequestID bounds the client's X-Request-Id that is logged.
 const maxClientRequestID = 64
 
-// clientRequestID returns the client's X-Request-Id when it is a plain
-// token of at most 64 bytes of [A-Za-z0-9._:-], to log beside memoryd's
-// own id; anything else is dropped.
+// clientRequestID returns the client's X-Request-Id when it is a short
+// plain token, to log beside memoryd's own id.
 func clientRequestID(h http.Header) string {
 	v := h.Get(requestIDHeader)
 	if len(v) > maxClientRequestID {
@@ -151,21 +148,23 @@ func clientRequestID(h http.Header) string {
 	return v
 }
 
-// requestInfo is what memoryd keeps of a request in its context: its id,
-// and the code of the error it was answered with (set by writeError).
+// requestInfo is what memoryd keeps of a request in its context, its id
+// and the code of the error writeError answered it with.
 type requestInfo struct {
 	id   string
 	code string
 }
 
+// requestInfoKey is the context key of a requestInfo.
 type requestInfoKey struct{}
 
+// infoOf returns the requestInfo of ctx, or nil.
 func infoOf(ctx context.Context) *requestInfo {
 	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
 	return ri
 }
 
-// requestID returns memoryd's id of the request of ctx ("" outside one).
+// requestID returns memoryd's id of the request of ctx, or "" outside one.
 func requestID(ctx context.Context) string {
 	if ri := infoOf(ctx); ri != nil {
 		return ri.id
@@ -174,12 +173,11 @@ func requestID(ctx context.Context) string {
 }
 
 // statusClientClosed is the status logged and counted for a canceled
-// request (nginx's 499): what was written back does not matter, nobody
-// read it.
+// request, as nginx does. Nobody read what was written back.
 const statusClientClosed = 499
 
-// observe gives every request memoryd's id (also sent back in the
-// X-Request-Id header), logs it and records its metrics.
+// observe gives every request memoryd's id, logs it and records its
+// metrics.
 func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +198,7 @@ func observe(log *slog.Logger, m *metrics, ids *requestIDs) func(http.Handler) h
 			}
 			m.observe(r.Method, route, status, elapsed)
 			if !log.Enabled(r.Context(), slog.LevelInfo) {
-				return // --log-level above info: no line to build
+				return // no line to build with --log-level above info
 			}
 			attrs := make([]slog.Attr, 0, 8)
 			attrs = append(attrs, slog.String("request_id", info.id),

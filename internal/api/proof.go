@@ -9,19 +9,19 @@ import (
 	"net/http"
 )
 
-// ProofLabel starts the message a server's proof MACs (SECURITY.md):
-// HMAC-SHA256 keyed by the token over ProofLabel, the client's nonce, a
-// newline and the address the connection reached ("127.0.0.1:7411").
+// ProofLabel starts the message a server's proof MACs, before the
+// client's nonce, a newline and the address the connection reached.
 const ProofLabel = "memoryd proof v1\n"
 
-// Proof is the MAC of nonce and the server's address under token.
+// Proof returns the HMAC-SHA256 of nonce and the server's address keyed
+// by token.
 func Proof(token, nonce, address string) string {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte(ProofLabel + nonce + "\n" + address))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// validNonce: 32 to 128 hexadecimal characters (16 to 64 random bytes).
+// validNonce reports whether s is a nonce of 16 to 64 bytes in hex.
 func validNonce(s string) bool {
 	if len(s) < 32 || len(s) > 128 {
 		return false
@@ -30,12 +30,8 @@ func validNonce(s string) bool {
 	return err == nil
 }
 
-// handleProof handles "GET /v1/proof?nonce=<hex>" (no token): the server
-// proves that it holds the token before a client sends it, so that a
-// program squatting memoryd's port learns neither the token nor any data.
-// The MAC covers the local address of the connection, as this server
-// listens on it: a squatter that relays the nonce to a memoryd listening
-// elsewhere gets a proof for that other address, which the client refuses.
+// handleProof handles "GET /v1/proof" without the token. The server proves
+// it holds the token before a client sends it, as SECURITY.md describes.
 func handleProof(token string, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		nonce := r.URL.Query().Get("nonce")
@@ -48,6 +44,9 @@ func handleProof(token string, log *slog.Logger) http.HandlerFunc {
 			writeError(w, r, log, httpErr(errUnauthenticated, "this server has no token to prove"))
 			return
 		}
+		// The MAC covers the connection's local address, so a squatter
+		// relaying the nonce to a memoryd elsewhere gets a proof the client
+		// refuses.
 		address := local.String()
 		encode(w, http.StatusOK, map[string]any{"service": "memoryd", "address": address, "proof": Proof(token, nonce, address)})
 	}

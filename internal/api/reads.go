@@ -36,13 +36,12 @@ func handleEventsList(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	}
 }
 
-// handleTasksList handles "GET /v1/tasks?before=&limit=": the tasks and
-// their agents, newest activity first, paged by position like
-// GET /v1/events (next_before is the next page's before, null at the end).
+// handleTasksList handles "GET /v1/tasks?before=&limit=". It pages the
+// tasks and their agents by position, newest activity first.
 func handleTasksList(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		before, err := queryInt(q.Get("before"), 0) // 0: no bound
+		before, err := queryInt(q.Get("before"), 0) // 0 for no bound
 		if err != nil || (q.Get("before") != "" && before < 1) {
 			writeError(w, r, log, httpErr(errBadRequest, "before must be a position (an integer of 1 or more)"))
 			return
@@ -61,6 +60,7 @@ func handleTasksList(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	}
 }
 
+// queryInt parses a query parameter, def when it is empty.
 func queryInt(s string, def int64) (int64, error) {
 	if s == "" {
 		return def, nil

@@ -1,8 +1,8 @@
-// Package api is memoryd's HTTP JSON interface: one chi route tree, token
-// auth, DNS-rebinding and browser protection, body limits, the error
-// envelope, structured request logs and Prometheus metrics. Handlers decode
-// a request, call internal/memory and encode the result; errors are mapped
-// to HTTP in errors.go alone.
+// Package api is memoryd's HTTP JSON interface. It has one chi route tree
+// with token auth, DNS-rebinding and browser protection, body limits, the
+// error envelope, request logs and Prometheus metrics. Handlers decode a
+// request, call internal/memory and encode the result, and errors.go alone
+// maps errors to HTTP.
 package api
 
 import (
@@ -25,36 +25,28 @@ type Config struct {
 	// MaxBody is the largest request body accepted, in bytes.
 	MaxBody int64
 	// CheckHost refuses requests whose Host is not a loopback name or
-	// address (set when listening on loopback).
+	// address. It is set when listening on loopback.
 	CheckHost bool
-	// Registry receives memoryd's metrics; nil makes a new one.
+	// Registry receives memoryd's metrics. When nil, a new one is made.
 	Registry *prometheus.Registry
-	// Inspector, when set, is served at /ui (NewInspector makes it; its
-	// maker closes it).
+	// Inspector, when set, is served at /ui. NewInspector makes it, and
+	// its maker closes it.
 	Inspector *inspector.Inspector
-	// InspectorScratch bounds the disk the inspector's past states
-	// (?at=P) take, in bytes (0: the inspector's default, 2 GiB).
+	// InspectorScratch bounds the disk the inspector's past states take,
+	// in bytes. Zero means the inspector's default.
 	InspectorScratch int64
-	// InspectorOnly serves the inspector alone: no /v1 route, no
-	// /metrics (the inspect verb).
+	// InspectorOnly serves the inspector alone, for the inspect verb.
 	InspectorOnly bool
-	// Activity, when set, is called when a request has passed the
-	// bearer-token check (or the inspector's session check) and done when
-	// it ends: serve's --idle-exit counts only these requests as use, so
-	// that a stranger's refused requests or a web page's fetch of
-	// /healthz cannot keep memoryd running.
+	// Activity, when set, is called when a request has passed the token or
+	// session check, and done when it ends. --idle-exit counts only these.
 	Activity func() (done func())
-	// Shutdown, when set, stops the server as SIGTERM does: POST
-	// /v1/shutdown (memoryd stop) calls it after it has answered.
+	// Shutdown, when set, stops the server as SIGTERM does. POST
+	// /v1/shutdown calls it after it has answered.
 	Shutdown func()
 }
 
-// NewServer returns the HTTP handler of memoryd.
-//
-// The handler is the API's chi route tree; requests under /ui go to the
-// inspector, which has its own route tree, session and Origin rule
-// (internal/inspector), behind the same request ids, logs, metrics and
-// panic recovery.
+// NewServer returns the HTTP handler of memoryd. Requests under /ui go to
+// the inspector behind the same request ids, logs, metrics and recovery.
 func NewServer(cfg Config) http.Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 8 << 20

@@ -9,12 +9,8 @@ import (
 	"strings"
 )
 
-// FileURI returns the SQLite URI that opens the database file at path
-// with the query parameters q (nil: none). SQLite ends a URI's path at
-// '?' or '#' and decodes %XX in it, and the driver takes the first '?' for
-// the start of its parameters, so the path is percent-encoded: any file
-// name (with '#', '?', '%', spaces, non-ASCII) opens the file of exactly
-// that name. Every sql.Open of a database file goes through it.
+// FileURI returns the SQLite URI that opens the database file at path with
+// the query parameters q. Every sql.Open of a database file goes through it.
 func FileURI(path string, q url.Values) string {
 	p := filepath.ToSlash(path)
 	if filepath.VolumeName(path) != "" && !strings.HasPrefix(p, "/") {
@@ -24,6 +20,9 @@ func FileURI(path string, q url.Values) string {
 	if strings.HasPrefix(p, "/") {
 		uri = "file://" // an empty authority, as p itself may start with "//"
 	}
+	// SQLite ends a URI's path at '?' or '#' and decodes %XX in it, and the
+	// driver takes the first '?' for the start of its parameters. Escaping
+	// the path opens the file of exactly that name, whatever it holds.
 	uri += (&url.URL{Path: p}).EscapedPath()
 	if enc := q.Encode(); enc != "" {
 		uri += "?" + enc
@@ -31,10 +30,9 @@ func FileURI(path string, q url.Values) string {
 	return uri
 }
 
-// createPrivate makes the database file at path, empty and mode 0600,
-// unless something is there already. SQLite would create it 0644 (less
-// the umask), readable by every local user, and it gives the -wal and
-// -shm files it makes the database file's mode.
+// createPrivate makes an empty database file at path with mode 0600,
+// unless something is there already. SQLite would create it readable by
+// every local user, and gives the -wal and -shm files the same mode.
 func createPrivate(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -47,8 +45,8 @@ func createPrivate(path string) error {
 	return errors.Join(err, f.Close())
 }
 
-// warnExposed reports through warnf each of the database's files (path,
-// its -wal and -shm) that exists and that other users can access.
+// warnExposed reports through warnf each of the database's files that
+// exists and that other users can access, -wal and -shm included.
 func warnExposed(path string, warnf func(format string, args ...any)) {
 	if warnf == nil {
 		return

@@ -10,46 +10,43 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
-// engine is what the log does differently on each database it runs on
-// (SQLite, the embedded default, and PostgreSQL, for several servers
-// sharing one log): how a write transaction begins and learns of commits
-// made by other connections, how a read transaction takes its snapshot,
-// and which dialect its queries are in. Everything else (the single
-// writer, group commit, savepoints, the projector) is the same code.
+// engine is what the log does differently on SQLite and on PostgreSQL.
+// It covers how a write transaction begins and learns of other commits, how
+// a read transaction takes its snapshot, and the dialect of the queries.
+// The single writer, group commit, savepoints and the projector are shared.
 type engine interface {
-	// beginWrite begins the writer's transaction on c, holding the log's
-	// write lock until it ends: positions are given in commit order.
+	// beginWrite begins the writer's transaction on c and holds the log's
+	// write lock until it ends, so positions are given in commit order.
 	beginWrite(ctx context.Context, c *keptConn) error
-	// checkTip forgets what t knows of the log's end if another
-	// connection (or server) has committed since the last check. db is
-	// the writer's transaction, begun by beginWrite.
+	// checkTip forgets what t knows of the log's end if another connection
+	// or server has committed since the last check. db is the writer's
+	// transaction, begun by beginWrite.
 	checkTip(ctx context.Context, db DBTX, t *logTip) error
 	// beginRead begins a read-only transaction on c that sees one
 	// snapshot of the log and the projections.
 	beginRead(c *keptConn) error
 	// wrap marks a connection or transaction of this engine, so that
-	// queriesOf (here and in the projections) picks its dialect.
+	// queriesOf picks its dialect, here and in the projections.
 	wrap(db DBTX) DBTX
 }
 
-// IsPostgres reports whether a --db names a PostgreSQL database (a
-// postgres:// or postgresql:// URL) rather than an SQLite file.
+// IsPostgres reports whether a --db is a postgres:// or postgresql:// URL
+// rather than an SQLite file.
 func IsPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
 // PostgresDB is implemented by the connections and transactions of a log
-// on PostgreSQL (Tx.DB, ReadTx.DB, Store.Queries): the projections run
-// their PostgreSQL queries on those.
+// on PostgreSQL, such as Tx.DB and ReadTx.DB. The projections run their
+// PostgreSQL queries on those.
 type PostgresDB interface {
 	DBTX
 	PostgreSQL()
 }
 
 // OnPostgres reports whether db is a connection, transaction or pool of a
-// log on PostgreSQL: a PostgresDB (Tx.DB, ReadTx.DB), or the store's reader
-// pool (Store.Reader), an *sql.DB of pgx's driver. The one place that tells
-// the engines apart, for the log's queries and the projections'.
+// log on PostgreSQL. That is a PostgresDB, or a reader pool of pgx's driver.
+// It is the one place that tells the engines apart.
 func OnPostgres(db DBTX) bool {
 	switch db := db.(type) {
 	case PostgresDB:
@@ -69,17 +66,17 @@ func queriesOf(db DBTX) eventsdb.Querier {
 	return eventsdb.New(db)
 }
 
-// sqliteEngine is SQLite's engine: one file, WAL mode.
+// sqliteEngine is SQLite's engine, one file in WAL mode.
 type sqliteEngine struct{}
 
-// beginWrite takes SQLite's write lock at BEGIN (IMMEDIATE), so that a
+// beginWrite takes SQLite's write lock at BEGIN IMMEDIATE, so that a
 // transaction never has to upgrade a read lock and fail as busy.
 func (sqliteEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	return c.exec(ctx, "BEGIN IMMEDIATE")
 }
 
 // checkTip compares SQLite's data_version, which changes when another
-// connection commits (never for the connection's own commits).
+// connection commits but never for the connection's own commits.
 func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 	var v int64
 	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
@@ -92,9 +89,8 @@ func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 	return nil
 }
 
-// beginRead begins a deferred transaction, which takes no lock: the
-// snapshot starts at the first read. It needs no context, and one would
-// cost a goroutine in the driver.
+// beginRead begins a deferred transaction, whose snapshot starts at the
+// first read. It takes no context, which would cost a goroutine in the driver.
 func (sqliteEngine) beginRead(c *keptConn) error {
 	return c.exec(context.Background(), "BEGIN")
 }

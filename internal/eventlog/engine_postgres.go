@@ -15,20 +15,18 @@ import (
 	"github.com/memoryd/memoryd/migrations"
 )
 
-// appendLock is the key of the transaction-scoped advisory lock that every
-// write transaction on PostgreSQL takes first: the writers of all servers
-// sharing a database append one at a time, so positions are given in
-// commit order, gapless, and a decision (a fence step, a call id seen
-// before) is made on the state every earlier commit left.
+// appendLock is the key of the advisory lock every PostgreSQL write
+// transaction takes first. The writers of all servers sharing a database
+// append one at a time, so positions are gapless and in commit order, and
+// a decision such as a fence step sees every earlier commit.
 const appendLock int64 = 0x6d656d6f72796401 // "memoryd" 1
 
-// postgresEngine is PostgreSQL's engine: a database that several memoryd
-// servers may share.
+// postgresEngine is PostgreSQL's engine, for a database that several
+// memoryd servers may share.
 type postgresEngine struct{}
 
-// beginWrite begins a transaction (READ COMMITTED: each statement sees
-// what committed before it) and waits for the append lock. The lock is
-// released at COMMIT or ROLLBACK, after the commit is visible, so the next
+// beginWrite begins a READ COMMITTED transaction and waits for the append
+// lock. The lock is released after the commit is visible, so the next
 // writer's first read sees it.
 func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	if err := c.exec(ctx, "BEGIN"); err != nil {
@@ -41,9 +39,8 @@ func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	return nil
 }
 
-// checkTip reads the log's last position under the append lock: when it
-// is not the one this writer last committed, another server has appended,
-// and the stream versions it knew are forgotten.
+// checkTip reads the log's last position under the append lock.
+// When another server has appended, the stream versions t knew are forgotten.
 func (postgresEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 	p, err := queriesOf(db).LastPosition(ctx)
 	if err != nil {
@@ -56,7 +53,7 @@ func (postgresEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 	return nil
 }
 
-// beginRead begins a REPEATABLE READ transaction: all its statements see
+// beginRead begins a REPEATABLE READ transaction, whose statements all see
 // the snapshot its first one took.
 func (postgresEngine) beginRead(c *keptConn) error {
 	return c.exec(context.Background(), "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -101,15 +98,14 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	return newStore(writer, reader, opts, postgresEngine{}, nil), nil
 }
 
-// postgresName is how a PostgreSQL database is named in messages and
-// logs: its user, host, port and database, never its password.
+// postgresName names a PostgreSQL database in messages and logs by its
+// user, host, port and database, never its password.
 func postgresName(cfg *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
-// DatabaseName is how the database db (an SQLite path or a PostgreSQL
-// URL) is named in messages and logs: a URL without its password and
-// parameters.
+// DatabaseName is how the database db is named in messages and logs.
+// An SQLite path stays as it is, and a URL loses its password and parameters.
 func DatabaseName(db string) string {
 	if !IsPostgres(db) {
 		return db
@@ -122,7 +118,7 @@ func DatabaseName(db string) string {
 }
 
 // pgSafe drops what a connection string error could repeat of the
-// string itself (a password).
+// string itself, such as a password.
 func pgSafe(err error) error {
 	var pe *pgconn.ParseConfigError
 	if errors.As(err, &pe) {
@@ -131,14 +127,13 @@ func pgSafe(err error) error {
 	return err
 }
 
-// classifyPostgres maps PostgreSQL's errors to the store's vocabulary:
-// unique violations are conflicts; a server or connection that is gone,
+// classifyPostgres maps PostgreSQL's errors to the store's vocabulary.
+// Unique violations are conflicts. A server or connection that is gone,
 // shutting down, out of resources or refusing the transaction is
-// unavailable (nothing was written: a transaction that did not commit
-// leaves nothing).
+// unavailable, since a transaction that did not commit wrote nothing.
 func classifyPostgres(err error) (error, bool) {
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) { // whatever the server said: no connection, nothing written
+	if errors.As(err, &ce) { // no connection, so nothing written, whatever the server said
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	var pe *pgconn.PgError
@@ -148,8 +143,8 @@ func classifyPostgres(err error) (error, bool) {
 			return fmt.Errorf("%w: %w", ErrConflict, err), true
 		case pe.Code[:2] == "08", pe.Code[:2] == "53", pe.Code[:2] == "57", pe.Code[:2] == "40":
 			// connection, insufficient resources, operator intervention
-			// (shutdown, cancel), transaction rollback (serialization,
-			// deadlock)
+			// such as shutdown or cancel, transaction rollback such as
+			// serialization failure or deadlock
 			return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 		}
 		return err, true
@@ -160,9 +155,8 @@ func classifyPostgres(err error) (error, bool) {
 	return err, false
 }
 
-// postgresQueries runs the log's queries on PostgreSQL (eventspg,
-// generated from queries_pg.sql) with the types of the SQLite ones
-// (eventsdb): the struct conversions compile only while the two files
+// postgresQueries runs the eventspg queries with the types of the eventsdb
+// ones. The struct conversions compile only while the two query files
 // agree on every parameter and column.
 type postgresQueries struct{ db DBTX }
 

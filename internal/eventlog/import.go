@@ -12,48 +12,41 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// Import appends the events that next yields, keeping their ids, positions
-// and stream versions, into a store that holds no events yet, applying each
-// to the projections. It runs in one transaction: on any error nothing is
-// kept. next returns ok=false at the end. Returns the number of events
-// imported, ErrNotEmpty, events.ErrInvalidEvent or events.ErrUnknownEvent.
+// Import appends the events that next yields to a store that holds none.
+// The events keep their ids, positions and stream versions, and each is
+// applied to the projections. It runs in one transaction, so on any error
+// nothing is kept. It returns the number of events imported, or ErrNotEmpty,
+// events.ErrInvalidEvent or events.ErrUnknownEvent.
 func (s *Store) Import(ctx context.Context, next func() (ev events.Event, ok bool, err error)) (int64, error) {
 	return s.importEvents(ctx, true, next, nil)
 }
 
-// Continue is Import into a store that may already hold events: the
-// first event must continue its log (the next position, the next version
-// of its stream). Replays use it to commit a log in several steps.
+// Continue is Import into a store that may already hold events.
+// The first event must take the next position and the next version of its
+// stream. Replays use it to commit a log in several steps.
 func (s *Store) Continue(ctx context.Context, next func() (ev events.Event, ok bool, err error)) (int64, error) {
 	return s.importEvents(ctx, false, next, nil)
 }
 
-// ImportReporting is Import of a log that a store holds already (verify
-// rebuilds its projections so): an event that breaks a rule of its
-// envelope, its payload or the projections is reported to broken (the
-// first rule it breaks) and imported all the same, decoded as the store
-// that holds it decoded it, so that the rebuild is what that store's
-// projections were built from. What no store could have applied stops it
-// as it stops Import: a position or stream version out of sequence, an
-// unknown type or schema, data that does not decode.
+// ImportReporting is Import of a log that a store holds already, which is
+// how verify rebuilds its projections. An event that breaks a rule is
+// reported to broken and imported all the same, so that the rebuild matches
+// what that store's projections were built from.
 func (s *Store) ImportReporting(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
 	return s.importEvents(ctx, true, next, broken)
 }
 
-// ContinueReporting is ImportReporting into a store that may already
-// hold events, as Continue is Import: the first event must continue its
-// log. The inspector brings a copy of a log at one position forward to a
-// later one with it, applying each event as a fresh copy would.
+// ContinueReporting is ImportReporting into a store that may already hold
+// events. The inspector uses it to bring a copy of a log forward to a later
+// position, applying each event as a fresh copy would.
 func (s *Store) ContinueReporting(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
 	return s.importEvents(ctx, false, next, broken)
 }
 
-// ImportPart is ImportReporting of a part of a log: the events next
-// yields keep their positions and stream versions, which must grow but
-// may skip (the events of other tasks, or of kinds left out). The
-// result is a scratch database, not a log: the inspector copies into it
-// only the events its page reads, and a log with gaps cannot be exported
-// or replayed as one. ContinuePart adds to it as ContinueReporting does.
+// ImportPart is ImportReporting of a part of a log.
+// Positions and stream versions must grow but may skip, so the result is
+// a scratch database that cannot be exported or replayed as a log. The
+// inspector copies into it only the events its page reads.
 func (s *Store) ImportPart(ctx context.Context, next func() (ev events.Event, ok bool, err error), broken func(*events.RuleError)) (int64, error) {
 	return s.importWith(ctx, true, true, next, broken)
 }
@@ -67,8 +60,8 @@ func (s *Store) importEvents(ctx context.Context, empty bool, next func() (event
 	return s.importWith(ctx, empty, false, next, broken)
 }
 
-// importWith imports what next yields; part allows gaps in positions and
-// stream versions (ImportPart).
+// importWith imports what next yields. part allows gaps in positions and
+// stream versions.
 func (s *Store) importWith(ctx context.Context, empty, part bool, next func() (events.Event, bool, error), broken func(*events.RuleError)) (int64, error) {
 	var n int64
 	err := s.Update(ctx, "", func(tx *Tx) error {
@@ -92,12 +85,15 @@ func (s *Store) importWith(ctx context.Context, empty, part bool, next func() (e
 			if err := tx.checkSequence(ctx, ev, part); err != nil {
 				return err
 			}
+			// What no store could have applied, such as an event out of
+			// sequence or data that does not decode, stops it all the same.
 			if err := tx.checkRules(ctx, &ev); err != nil {
 				var re *events.RuleError
 				if broken == nil || !errors.As(err, &re) {
 					return err
 				}
-				broken(re)
+				broken(re) // the first rule it breaks
+				// Decoded as the store that holds it decoded it.
 				if ev, err = events.WithPayload(ev); err != nil {
 					return err
 				}
@@ -118,9 +114,9 @@ func invalidEvent(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", events.ErrInvalidEvent, fmt.Sprintf(format, args...))
 }
 
-// checkSequence checks that ev can be the next event of the log: its
-// position and its stream version follow (with part, come later), and
-// its type and schema are known.
+// checkSequence checks that ev can be the next event of the log.
+// Its position and stream version must follow, or with part come later,
+// and its type and schema must be known.
 func (t *Tx) checkSequence(ctx context.Context, ev events.Event, part bool) error {
 	if part && ev.Position <= t.last {
 		return invalidEvent("position %d, expected more than %d", ev.Position, t.last)
@@ -148,10 +144,9 @@ func (t *Tx) checkSequence(ctx context.Context, ev events.Event, part bool) erro
 	return nil
 }
 
-// checkRules checks ev's envelope, its payload (events.CheckPayload, unless
-// a log reader has: events.Decoded) and, through the projector's
-// CheckImport, the projections it names as they stand before it. It leaves
-// the checked payload in ev for the projections to reuse.
+// checkRules checks ev's envelope, its payload, and the projections it
+// names as they stand before it. It leaves the checked payload in ev for
+// the projections to reuse.
 func (t *Tx) checkRules(ctx context.Context, ev *events.Event) error {
 	if _, err := ulid.ParseStrict(ev.ID); err != nil {
 		return events.Broken(*ev, "id %q is not a ULID", ev.ID)

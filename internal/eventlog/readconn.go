@@ -7,21 +7,16 @@ import (
 	"sync"
 )
 
-// readConns are the connections read transactions run on: reader
-// connections taken out of database/sql's pool when first needed and
-// kept, each with its statements (BEGIN and ROLLBACK among them)
-// prepared on it once.
-//
-// database/sql's BeginTx costs more than a short read: the driver parses
-// BEGIN and ROLLBACK anew for every transaction, database/sql starts a
-// goroutine to watch the context and rebinds every statement to the
-// transaction's connection under the pool's lock (docs/performance.md
-// has the profile).
+// readConns are the connections read transactions run on.
+// Each is taken out of database/sql's pool when first needed and kept,
+// with its statements, BEGIN and ROLLBACK among them, prepared once.
+// database/sql's BeginTx costs more than a short read; see
+// docs/performance.md.
 type readConns struct {
 	db    *sql.DB
-	idle  chan *keptConn // capacity max: put never waits
-	freed chan struct{}  // capacity max: a connection was discarded, one may be opened
-	gone  chan struct{}  // closed by close: waiting ends
+	idle  chan *keptConn // capacity max, so put never waits
+	freed chan struct{}  // capacity max; a connection was discarded, so one may be opened
+	gone  chan struct{}  // closed by close to end the waiting
 
 	mu     sync.Mutex
 	opened int // connections taken from db and not closed
@@ -29,17 +24,16 @@ type readConns struct {
 	closed bool
 }
 
-// keptConn is one kept connection, a reader's or the writer's
-// (Store.writerConn). It serves one transaction at a time, so its
-// statements need no lock.
+// keptConn is one kept connection, a reader's or the writer's.
+// It serves one transaction at a time, so its statements need no lock.
 type keptConn struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	db    DBTX // runs queries through stmts
 }
 
-// maxConnStmts bounds the statements kept per connection: queries past it
-// (there are fewer, all written in the code) run unprepared.
+// maxConnStmts bounds the statements kept per connection.
+// Queries past it run unprepared, though the code holds fewer.
 const maxConnStmts = 256
 
 func newReadConns(db *sql.DB, max int) *readConns {
@@ -47,8 +41,7 @@ func newReadConns(db *sql.DB, max int) *readConns {
 }
 
 // get returns an idle connection, opens one while fewer than max are
-// open, or waits for one to be put back (or discarded: then it may open
-// one).
+// open, or waits for one to be put back or discarded.
 func (p *readConns) get(ctx context.Context) (*keptConn, error) {
 	for {
 		c, retry, err := p.tryGet(ctx)
@@ -92,7 +85,7 @@ func (p *readConns) tryGet(ctx context.Context) (c *keptConn, retry bool, err er
 	}
 }
 
-// put gives c back for the next transaction (c must not be in one).
+// put gives c back for the next transaction. c must not be in one.
 func (p *readConns) put(c *keptConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -142,12 +135,12 @@ func (p *readConns) close() {
 }
 
 // close closes c's statements and gives its connection back to
-// database/sql, which closes it too when why is driver.ErrBadConn. The
-// statements go first: database/sql does not track statements prepared on
-// an *sql.Conn, so it would not close them with the connection, and the
-// driver crashes when one is closed after its connection (modernc).
+// database/sql, which closes it too when why is driver.ErrBadConn.
 // Closing c again does nothing more.
 func (c *keptConn) close(why error) {
+	// The statements go first. database/sql does not close statements
+	// prepared on an *sql.Conn with it, and modernc's driver crashes when
+	// one is closed after its connection.
 	for _, st := range c.stmts {
 		st.Close()
 	}
@@ -157,9 +150,8 @@ func (c *keptConn) close(why error) {
 	c.conn.Close()
 }
 
-// valid reports whether the driver would take c back into a pool: not
-// after an interrupt (a canceled context) that may still be pending, nor
-// once the connection is closed.
+// valid reports whether the driver would take c back into a pool.
+// It would not once c is closed or while an interrupt may be pending.
 func (c *keptConn) valid() bool {
 	ok := true
 	if err := c.conn.Raw(func(dc any) error {
@@ -179,8 +171,9 @@ func newKeptConn(conn *sql.Conn) *keptConn {
 	return c
 }
 
-// stmt returns query's statement, preparing it the first time; nil when
-// the connection keeps as many as it may or the preparation fails.
+// stmt returns query's statement, preparing it the first time.
+// It returns nil when the connection keeps as many as it may or the
+// preparation fails.
 func (c *keptConn) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st := c.stmts[query]; st != nil {
 		return st
@@ -202,17 +195,17 @@ func (c *keptConn) exec(ctx context.Context, query string) error {
 	return err
 }
 
-// ReadTx is a read-only transaction on a reader connection: every query in
-// it sees one snapshot of the log and the projections. It must be used by
-// one goroutine at a time and closed.
+// ReadTx is a read-only transaction on a reader connection.
+// Every query in it sees one snapshot of the log and the projections.
+// It must be used by one goroutine at a time and closed.
 type ReadTx struct {
 	p  *readConns
 	c  *keptConn
 	db DBTX // c's queries, marked with the store's engine
 }
 
-// BeginRead starts a read transaction. It waits for a reader connection
-// while all are in use (ctx bounds the wait).
+// BeginRead starts a read transaction. While every reader connection is
+// in use, it waits for one until ctx ends.
 func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 	var err error
 	for range 2 { // a connection that fails to BEGIN is replaced once
@@ -231,7 +224,7 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 // DB returns the transaction's queries.
 func (r *ReadTx) DB() DBTX { return r.db }
 
-// Close ends the read transaction; closing it again does nothing.
+// Close ends the read transaction. Closing it again does nothing.
 func (r *ReadTx) Close() error {
 	c := r.c
 	if c == nil {
@@ -240,7 +233,7 @@ func (r *ReadTx) Close() error {
 	r.c = nil
 	err := c.exec(context.Background(), "ROLLBACK")
 	if err != nil || !c.valid() {
-		r.p.discard(c) // it may still be in the transaction, or interrupted
+		r.p.discard(c) // it may still be in the transaction or interrupted
 		return classify(err)
 	}
 	r.p.put(c)

@@ -9,16 +9,9 @@ import (
 )
 
 // CommitStamp identifies the state of the database that a read
-// transaction starting now would see: two equal stamps read at two times
-// mean that no connection, in this process or another, committed anything
-// in between.
-//
-// It is SQLite's wal-index header, the 48 bytes at the start of the
-// database's "-shm" file (https://www.sqlite.org/walformat.html, "The
-// WAL-Index Header"). Every commit rewrites it (its change counter, the
-// WAL's last frame, its checksum), and a read transaction takes its
-// snapshot from it, so it changes exactly when what a new reader sees
-// may change.
+// transaction starting now would see. Two equal stamps mean that no
+// connection of any process committed anything in between. It is SQLite's
+// wal-index header from the -shm file; see docs/contract-notes.md.
 type CommitStamp [walIndexHeaderSize]byte
 
 const (
@@ -26,35 +19,21 @@ const (
 	walIndexVersion    = 3007000 // iVersion of the header SQLite writes
 )
 
-// CommitStamp returns the database's commit stamp, or false when it
-// cannot be read: before the first connection made the -shm file, or while
-// a commit is rewriting it (its two copies differ), or on any error. The
-// caller then reads through SQLite, as it would without stamps.
-//
-// A log on PostgreSQL has no stamp (always false): other servers commit
-// to it, and no file tells this one when.
+// CommitStamp returns the database's commit stamp, or false when it cannot
+// be read. The caller then reads through SQLite, as it would without stamps.
 func (s *Store) CommitStamp() (CommitStamp, bool) {
+	// A log on PostgreSQL has no stamp, since other servers commit to it
+	// and no file tells this one when.
 	if s.walIndex == nil {
 		return CommitStamp{}, false
 	}
 	return s.walIndex.stamp()
 }
 
-// walIndex reads the wal-index header of one database. The -shm file is
-// kept open, and opened anew when it has been removed (SQLite removes it
-// when the last connection to the database closes and makes a new one
-// with the next: a header read from the old one would never change again).
-// While a store is open its own connections hold the file (SQLite removes
-// it only when it can lock the database exclusively), so that happens
-// only when they are all gone, and the check costs one fstat, no path
-// lookup.
-//
-// A descriptor of the file is closed only once the file is removed.
-// Closing any descriptor of a file drops every POSIX lock the process
-// holds on it, SQLite's own included ("How To Corrupt An SQLite Database
-// File", §2.2): SQLite's connections to a removed file are all gone, but
-// those of another store of this process on the same database would lose
-// their locks on a file still in use.
+// walIndex reads the wal-index header of one database.
+// It keeps the -shm file open and opens it anew once SQLite has removed it.
+// It closes a descriptor only once the file is removed, because closing one
+// drops the process's POSIX locks on it; see docs/contract-notes.md.
 type walIndex struct {
 	path   string
 	mu     sync.Mutex // serialises opening and closing
@@ -69,6 +48,10 @@ func (w *walIndex) stamp() (CommitStamp, bool) {
 	f := w.open.Load()
 	stale := f == nil
 	if f != nil {
+		// SQLite removes the file when the last connection closes and makes
+		// a new one with the next, and the old header would never change
+		// again. The store's own connections hold it while it is open, so
+		// this is rare, and the check costs one fstat.
 		gone, ok := removed(f)
 		if !ok {
 			return st, false
@@ -77,7 +60,7 @@ func (w *walIndex) stamp() (CommitStamp, bool) {
 	}
 	if stale {
 		var err error
-		if f, err = w.reopen(f); err != nil || f == nil {
+		if f, err = w.reopen(f); err != nil || f == nil { // no -shm file yet, or closed
 			return st, false
 		}
 	}
@@ -95,9 +78,9 @@ func (w *walIndex) stamp() (CommitStamp, bool) {
 	return st, true
 }
 
-// reopen opens the -shm file at the path in place of stale (nil: none was
-// open; else its file is removed), unless another caller did already. It
-// returns nil once the index is closed.
+// reopen opens the -shm file in place of stale, unless another caller did
+// already. stale is nil when none was open. It returns nil once the index
+// is closed.
 func (w *walIndex) reopen(stale *os.File) (*os.File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -112,22 +95,21 @@ func (w *walIndex) reopen(stale *os.File) (*os.File, error) {
 		return nil, err
 	}
 	if stale != nil {
-		stale.Close() // removed: no lock of anyone's is on it; a concurrent ReadAt finishes first (os.File counts its uses)
+		stale.Close() // removed, so no one's lock is on it; os.File lets a concurrent ReadAt finish first
 	}
 	w.open.Store(f)
 	return f, nil
 }
 
-// keptOpen holds the descriptors close could not close (their files were
-// still in use), so that no finalizer closes them either.
+// keptOpen holds the descriptors of files still in use that close could
+// not close, so that no finalizer closes them either.
 var keptOpen struct {
 	sync.Mutex
 	files []*os.File
 }
 
 // close stops reading stamps. Call it after the store's connections are
-// closed: the descriptor is closed if the file is removed by then, and
-// kept open otherwise (see walIndex).
+// closed, so the descriptor is closed if the file is removed by then.
 func (w *walIndex) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -8,8 +8,8 @@ import (
 	"os"
 )
 
-// removed reports whether f's file is no longer the one at its name; ok
-// is false when it cannot tell.
+// removed reports whether f's file is no longer the one at its name.
+// ok is false when it cannot tell.
 func removed(f *os.File) (gone, ok bool) {
 	fi, err := f.Stat()
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// removed reports whether f's file no longer has a name (one fstat, no
-// path lookup); ok is false when it cannot tell.
+// removed reports whether f's file no longer has a name, with one fstat.
+// ok is false when it cannot tell.
 func removed(f *os.File) (gone, ok bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {

@@ -9,19 +9,13 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
-// DBTX is what queries run on: a connection pool or a transaction whose
+// DBTX is what queries run on, a connection pool or a transaction whose
 // statements are prepared once per connection and reused.
 type DBTX = eventsdb.DBTX
 
-// stmtCache holds the statements prepared on the reader pool, by query
-// text, for the pool's own queries (Store.Read, readers outside a read
-// transaction). database/sql keeps each one prepared on every connection
-// it has run on, so a query is parsed once per connection instead of once
-// per call. Transactions run on kept connections instead (keptConn).
-//
-// A query seen for the first time runs unprepared, and is prepared in the
-// background: preparing on the pool needs a free connection, and the
-// caller may hold the last one.
+// stmtCache holds the statements prepared on the reader pool by query text.
+// They serve the pool's own queries outside read transactions, so a query
+// is parsed once per connection instead of once per call.
 type stmtCache struct {
 	db        *sql.DB
 	mu        sync.RWMutex
@@ -35,8 +29,8 @@ func newStmtCache(db *sql.DB) *stmtCache {
 	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, pending: map[string]bool{}}
 }
 
-// stmt returns the prepared statement of query, or nil (and starts
-// preparing it) when there is none yet.
+// stmt returns the prepared statement of query. When there is none yet it
+// starts preparing one and returns errNotPrepared.
 func (c *stmtCache) stmt(_ context.Context, query string) (*sql.Stmt, error) {
 	c.mu.RLock()
 	st := c.m[query]
@@ -50,6 +44,8 @@ func (c *stmtCache) stmt(_ context.Context, query string) (*sql.Stmt, error) {
 		return st, nil
 	}
 	if !c.pending[query] && !c.closed {
+		// Prepare in the background, since preparing on the pool needs a
+		// free connection and the caller may hold the last one.
 		c.pending[query] = true
 		c.preparing.Add(1)
 		go c.prepare(query)
@@ -75,13 +71,13 @@ func (c *stmtCache) prepare(query string) {
 	c.m[query] = st
 }
 
-// close closes the prepared statements, after waiting for the prepares
-// in flight (each holds a connection the pool must get back before it
-// closes: the last connection to close checkpoints and removes the WAL).
+// close closes the prepared statements after the prepares in flight end.
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	// Each prepare holds a connection the pool must get back before it
+	// closes, since the last connection to close checkpoints the WAL.
 	c.preparing.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -92,8 +88,8 @@ func (c *stmtCache) close() {
 }
 
 // preparedDB runs each query through the statement stmt returns for it,
-// or on direct when stmt returns none (not prepared yet, or its
-// preparation failed: running it unprepared then reports the error).
+// or on direct when stmt returns none. Running a query unprepared also
+// reports the error of a preparation that failed.
 type preparedDB struct {
 	direct DBTX
 	stmt   func(ctx context.Context, query string) *sql.Stmt

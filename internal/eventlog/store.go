@@ -1,9 +1,10 @@
-// Package eventlog is memoryd's append-only event log in SQLite: a Store
-// with one writer connection and a reader pool, holding events of the
-// catalog (package events). Appends check an expected stream version and
-// apply each event through the store's Projector in the same transaction,
-// so an event and the projection rows it implies commit together or not
-// at all.
+// Package eventlog is memoryd's append-only event log in SQLite.
+//
+// A Store has one writer connection and a reader pool, and holds the events
+// of the catalog in package events. Appends check an expected stream version
+// and apply each event through the store's Projector in the same
+// transaction, so an event and the projection rows it implies commit
+// together or not at all.
 package eventlog
 
 import (
@@ -31,18 +32,18 @@ import (
 
 // Errors returned by the store. Callers compare with errors.Is.
 var (
-	// ErrConflict: the stream is not at the expected version, or an event
-	// with the same id, position or stream version already exists.
+	// ErrConflict means the stream is not at the expected version, or an
+	// event with the same id, position or stream version already exists.
 	ErrConflict = errors.New("conflict")
-	// ErrUnavailable: the database is busy past its wait, full, or closed.
-	// Nothing was written.
+	// ErrUnavailable means the database is busy past its wait, full, or
+	// closed. Nothing was written.
 	ErrUnavailable = errors.New("storage unavailable")
-	// ErrNotEmpty: an import into a database that already holds events.
+	// ErrNotEmpty means an import found events already in the database.
 	ErrNotEmpty = errors.New("database is not empty")
 )
 
-// errClosed is the error of a write (Update) or a read once the store is
-// closed: its writer and its reader connections refuse alike.
+// errClosed is the error of a write or a read once the store is closed.
+// Its writer and its reader connections refuse alike.
 var errClosed = fmt.Errorf("%w: the store is closed", ErrUnavailable)
 
 // AnyVersion as an expected version skips the stream version check.
@@ -53,24 +54,24 @@ type Options struct {
 	// Projector applies every appended or imported event, and checks
 	// every imported one, in the transaction that stores it. Required.
 	Projector Projector
-	// Now is the clock for recorded_at and event ids (default time.Now).
+	// Now is the clock for recorded_at and event ids. It defaults to time.Now.
 	Now func() time.Time
-	// Synchronous is "full" (default) or "normal" (see docs/durability.md),
-	// or "off" for scratch databases that can be rebuilt (replays).
+	// Synchronous is "full", the default, "normal", or "off" for scratch
+	// databases that can be rebuilt. See docs/durability.md.
 	Synchronous string
-	// BusyTimeout bounds how long a statement waits for a lock (default 5s).
+	// BusyTimeout bounds how long a statement waits for a lock. It defaults
+	// to 5s.
 	BusyTimeout time.Duration
-	// Readers is how many connections read transactions keep (default
-	// 4×GOMAXPROCS, min 8; readConns, and two more for the reader pool's
-	// own queries): a read holds its connection for the whole tool call, Go work
-	// included, so concurrent calls outnumber the cores; fewer made 8
-	// concurrent reads wait for a connection (docs/performance.md).
+	// Readers is how many connections read transactions keep. It defaults
+	// to 4×GOMAXPROCS and at least 8, because a read holds its connection
+	// for the whole tool call and concurrent calls outnumber the cores.
+	// See docs/performance.md.
 	Readers int
-	// WriterPragmas are extra pragmas for the writer connection, e.g.
-	// "max_page_count(100)" to bound the database size.
+	// WriterPragmas are extra pragmas for the writer connection, such as a
+	// max_page_count that bounds the database size.
 	WriterPragmas []string
-	// Warnf reports what does not stop the open: a database file (or its
-	// -wal or -shm) that other users can access. Nil: not reported.
+	// Warnf reports problems that do not stop the open, such as a database
+	// file that other users can access. If nil, they are not reported.
 	Warnf func(format string, args ...any)
 }
 
@@ -86,9 +87,9 @@ type Store struct {
 
 	readConns *readConns
 	readStmts *stmtCache
-	walIndex  *walIndex // CommitStamp's source (nil on PostgreSQL)
-	// wconn is the writer's connection (writerConn), taken from writer:
-	// used by the writer goroutine only.
+	walIndex  *walIndex // CommitStamp's source; nil on PostgreSQL
+	// wconn is the writer's connection, taken from writer by writerConn.
+	// Only the writer goroutine uses it.
 	wconn *keptConn
 
 	writes chan *writeRequest
@@ -96,25 +97,21 @@ type Store struct {
 	done   chan struct{}
 	close  sync.Once
 
-	// tip is what the committed log ends with, so that an append need
-	// not ask: used by the writer goroutine only.
+	// tip is what the committed log ends with, so that an append need not
+	// ask. Only the writer goroutine uses it.
 	tip logTip
 }
 
-// logTip is the end of the committed log as the writer knows it: the last
-// position (-1 when unknown) and the versions of the streams it has met
-// (a stream missing is looked up). Transactions keep their own writes
-// apart (Tx.versions) until they commit. It is forgotten when another
-// process has committed to the database (SQLite's data_version, checked
-// at the start of every write transaction, which holds the write lock
-// from its BEGIN IMMEDIATE, says so) and when a commit fails.
+// logTip is the end of the committed log as the writer knows it.
+// It holds the last position and the versions of the streams it has met.
+// A commit that fails, or one by another process, makes the writer forget it.
 type logTip struct {
-	last        int64
-	versions    map[string]int64
-	dataVersion int64 // PRAGMA data_version when last checked
+	last        int64            // -1 when unknown
+	versions    map[string]int64 // a stream missing is looked up
+	dataVersion int64            // PRAGMA data_version when last checked
 }
 
-// maxTipStreams bounds logTip.versions: it starts over when full.
+// maxTipStreams bounds logTip.versions, which starts over when full.
 const maxTipStreams = 1 << 16
 
 func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion} }
@@ -123,7 +120,7 @@ func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion} }
 func (t *logTip) merge(last int64, versions map[string]int64) {
 	t.last = last
 	if len(versions) > maxTipStreams {
-		t.versions = nil // too many to keep: looked up again when needed
+		t.versions = nil // too many to keep; looked up again when needed
 		return
 	}
 	if len(t.versions)+len(versions) > maxTipStreams {
@@ -137,10 +134,9 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 	}
 }
 
-// Open opens the log at path and applies the migrations: the SQLite
-// database at path (created if needed, mode 0600), or, when path is a
-// postgres:// URL, that PostgreSQL database, which other servers may
-// share.
+// Open opens the log at path and applies the migrations.
+// A postgres:// path opens a PostgreSQL database that other servers may
+// share; any other path is a SQLite file, created with mode 0600 if needed.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Projector == nil {
 		return nil, errors.New("events: Options.Projector is required")
@@ -172,11 +168,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wq.Add("_pragma", "synchronous("+sync+")")
 	wq.Add("_pragma", "foreign_keys(ON)")
 	// A batch runs each request in a savepoint, and SQLite keeps the
-	// pages a savepoint changes in a statement journal: in memory, not in
-	// a temporary file that a batch of 16 appends spilled to (and wrote
-	// with a pwrite per page). The writer's sorts and temporary tables are
-	// kept in memory too: its queries sort nothing larger than a page of
-	// rows, and migrations copy tables in key order.
+	// pages a savepoint changes in a statement journal. Keep it in memory,
+	// not in a temporary file that a batch of appends spilled to with a
+	// pwrite per page. The writer's sorts and temporary tables stay in
+	// memory too, since its queries sort nothing larger than a page of
+	// rows and migrations copy tables in key order.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	for _, p := range opts.WriterPragmas {
 		wq.Add("_pragma", p)
@@ -210,9 +206,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	// Read transactions keep up to opts.Readers connections (readConns);
-	// two more serve the pool's own queries (Store.Read, Reader, the
-	// background prepares), which must not wait for a transaction.
+	// Read transactions keep up to opts.Readers connections in readConns.
+	// Two more serve the pool's own queries, such as Store.Read, Reader
+	// and the background prepares, which must not wait for a transaction.
 	reader.SetMaxOpenConns(opts.Readers + 2)
 	reader.SetMaxIdleConns(2)
 	return newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path)), nil
@@ -252,7 +248,7 @@ func (s *Store) Close() error {
 		s.readStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
 		if s.walIndex != nil {
-			s.walIndex.close() // after the connections: see walIndex
+			s.walIndex.close() // after the connections; see walIndex
 		}
 	})
 	return err
@@ -268,7 +264,7 @@ func (s *Store) queries() DBTX { return s.engine.wrap(s.readStmts.queries()) }
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.now() }
 
-// Tx is a write transaction: the single place events are appended.
+// Tx is a write transaction, the single place events are appended.
 type Tx struct {
 	s         *Store
 	db        DBTX
@@ -276,12 +272,12 @@ type Tx struct {
 	requestID string
 	last      int64 // last position, -1 until read
 	// proj is the projector's state of the transaction, shared by the
-	// batch's requests; deferring: this request told it to defer.
+	// batch's requests.
 	proj      TxProjection
-	deferring bool
-	// versions are the stream versions this request has written, batch
-	// those the batch's earlier (successful) requests wrote; both stand
-	// over s.tip, the committed log, until the batch commits.
+	deferring bool // this request told proj to defer
+	// versions are the stream versions this request has written, and batch
+	// those the batch's earlier successful requests wrote. Both stand over
+	// s.tip, the committed log, until the batch commits.
 	versions, batch map[string]int64
 }
 
@@ -289,7 +285,7 @@ type Tx struct {
 // with the events about to be appended.
 func (t *Tx) DB() DBTX { return t.db }
 
-// StreamVersion returns the current version of stream (0 if it has no events).
+// StreamVersion returns the current version of stream, or 0 if it has no events.
 func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
 	if v, ok := t.versions[stream]; ok {
 		return v, nil
@@ -302,22 +298,21 @@ func (t *Tx) StreamVersion(ctx context.Context, stream string) (int64, error) {
 	}
 	v, err := t.q.StreamVersion(ctx, stream)
 	if err == nil && v > 0 {
-		// Nothing in this batch has written the stream so far (it would
-		// be in versions or batch), so this is its committed version.
+		// Nothing in this batch has written the stream so far, or it would
+		// be in versions or batch, so this is its committed version.
 		t.s.tip.merge(t.s.tip.last, map[string]int64{stream: v})
 	}
 	return v, err
 }
 
-// Append appends evs to stream, which must be at expectedVersion (or
-// AnyVersion), and applies each to the projections. Returns ErrConflict on
-// a version mismatch.
+// Append appends evs to stream and applies each to the projections.
+// It returns ErrConflict when stream is not at expectedVersion.
 func (t *Tx) Append(ctx context.Context, stream string, expectedVersion int64, evs ...events.Pending) ([]events.Event, error) {
 	version, err := t.StreamVersion(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	if expectedVersion != AnyVersion && version != expectedVersion {
+	if expectedVersion != AnyVersion && version != expectedVersion { // AnyVersion skips the check
 		return nil, fmt.Errorf("%w: stream %s is at version %d, expected %d", ErrConflict, stream, version, expectedVersion)
 	}
 	if _, err := t.Position(ctx); err != nil {
@@ -389,7 +384,7 @@ func (t *Tx) insert(ctx context.Context, ev events.Event) error {
 	return nil
 }
 
-// LastPosition returns the position of the newest event (0 when empty).
+// LastPosition returns the position of the newest event, or 0 when empty.
 func (s *Store) LastPosition(ctx context.Context) (int64, error) {
 	p, err := queriesOf(s.queries()).LastPosition(ctx)
 	return p, classify(err)
@@ -398,12 +393,12 @@ func (s *Store) LastPosition(ctx context.Context) (int64, error) {
 // Filter selects events to read.
 type Filter struct {
 	After  int64  // positions greater than this
-	Until  int64  // positions at most this (0: no bound)
-	TaskID string // only this task's streams ("" for all)
-	Stream string // only this stream ("" for all); takes precedence over TaskID
+	Until  int64  // positions at most this; 0 for no bound
+	TaskID string // only this task's streams; empty for all
+	Stream string // only this stream; empty for all; takes precedence over TaskID
 	Limit  int    // page size
-	Only   Only   // with TaskID or Stream: only these types
-	Path   string // with Stream and OnlyNote: the note's path
+	Only   Only   // only these types, with TaskID or Stream
+	Path   string // the note's path, with Stream and OnlyNote
 }
 
 // Only narrows a read to the event types one reader needs, so the others
@@ -413,17 +408,17 @@ type Only int
 const (
 	// OnlyAll reads every type.
 	OnlyAll Only = iota
-	// OnlyNote reads one note's note.written and note.appended (with
-	// Stream, its owner's, and Path).
+	// OnlyNote reads one note's note.written and note.appended events.
+	// It needs Stream, the note owner's, and Path.
 	OnlyNote
-	// OnlyFenced reads all but the notes, history and audit events: every
-	// event the checkpoint fence folds (with Stream).
+	// OnlyFenced reads every event the checkpoint fence folds, which is all
+	// but the notes, history and audit events. It needs Stream.
 	OnlyFenced
 	// OnlyNotes reads the note.written and note.appended events of every
-	// note (with Stream).
+	// note. It needs Stream.
 	OnlyNotes
-	// WithoutNotes reads all but the notes and audit events (with
-	// TaskID): what the history and the fence are made of.
+	// WithoutNotes reads all but the notes and audit events, which is what
+	// the history and the fence are made of. It needs TaskID.
 	WithoutNotes
 )
 
@@ -489,17 +484,16 @@ func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int
 }
 
 // BranchChangeFrom returns the position of a stream's first
-// history.branch_changed at or after position from (0: none).
+// history.branch_changed at or after position from, or 0 if there is none.
 func (s *Store) BranchChangeFrom(ctx context.Context, stream string, from int64) (int64, error) {
 	p, err := queriesOf(s.queries()).StreamBranchChangeFrom(ctx, eventsdb.StreamBranchChangeFromParams{Stream: stream, FromPosition: from})
 	return p, classify(err)
 }
 
-// StreamBounds returns the first and last positions of a stream (0 when
-// it has no event) and its number of events, up to position until (0: no
-// bound).
+// StreamBounds returns the first and last positions of a stream and its
+// number of events, up to position until. The positions are 0 when it has none.
 func (s *Store) StreamBounds(ctx context.Context, stream string, until int64) (first, last, n int64, err error) {
-	if until <= 0 {
+	if until <= 0 { // no bound
 		until = 1<<63 - 1
 	}
 	b, err := queriesOf(s.queries()).StreamBounds(ctx, eventsdb.StreamBoundsParams{Stream: stream, Until: until})
@@ -509,8 +503,8 @@ func (s *Store) StreamBounds(ctx context.Context, stream string, until int64) (f
 	return b.FirstPosition, b.LastPosition, b.Events, nil
 }
 
-// Each calls fn for every event matching f (Limit is the page size), in
-// position order, reading page by page.
+// Each calls fn for every event matching f in position order, reading
+// pages of f.Limit events.
 func (s *Store) Each(ctx context.Context, f Filter, fn func(events.Event) error) error {
 	if f.Limit <= 0 {
 		f.Limit = 1000
@@ -563,8 +557,8 @@ func classify(err error) error {
 	return err
 }
 
-// isDBClosed reports whether err is database/sql's (unexported) error for
-// a closed *sql.DB: the store is shutting down.
+// isDBClosed reports whether err is database/sql's unexported error for a
+// closed *sql.DB, which means the store is shutting down.
 func isDBClosed(err error) bool {
 	for ; err != nil; err = errors.Unwrap(err) {
 		if err.Error() == "sql: database is closed" {
@@ -580,17 +574,16 @@ func (t *Tx) Read(ctx context.Context, f Filter) ([]events.Event, error) {
 }
 
 // DeferProjections lets the projector defer its projection writes until
-// FlushProjections. It is for requests in which nothing but the projector
-// reads the projections, imports and rebuilds: a bulk request may then
-// write a projection row once instead of once per event. A request that
-// returns while it defers is flushed by the writer as part of it.
+// FlushProjections. It suits imports and rebuilds, where nothing but the
+// projector reads the projections, so a projection row is written once
+// instead of once per event.
 func (t *Tx) DeferProjections() {
 	t.deferring = true
 	t.proj.Defer()
 }
 
 // FlushProjections writes out what the projector has deferred and ends the
-// deferral: the request's later events are applied as they come.
+// deferral. The request's later events are applied as they come.
 func (t *Tx) FlushProjections(ctx context.Context) error {
 	if !t.deferring {
 		return nil
@@ -599,13 +592,12 @@ func (t *Tx) FlushProjections(ctx context.Context) error {
 	return t.proj.Flush(ctx, t.db)
 }
 
-// Projection returns the projector's state of this transaction (what
-// Options.Projector began), for the projector's package to reach the state
-// it keeps there, typed as its own.
+// Projection returns the projector's state of this transaction, which
+// the projector's package asserts to its own type.
 func (t *Tx) Projection() TxProjection { return t.proj }
 
-// Reapply applies ev through the projector again, inside this transaction,
-// without appending it: the building block of a projection rebuild.
+// Reapply applies ev through the projector again without appending it.
+// Projection rebuilds are made of it.
 func (t *Tx) Reapply(ctx context.Context, ev events.Event) error {
 	return t.proj.Apply(ctx, t.db, ev)
 }
@@ -623,8 +615,8 @@ func (t *Tx) Position(ctx context.Context) (int64, error) {
 	return t.last, nil
 }
 
-// PositionIn returns the newest position that db (a connection or a read
-// transaction) sees: the position a read in that transaction reads at.
+// PositionIn returns the newest position that db sees, which is the
+// position a read in that connection or transaction reads at.
 func PositionIn(ctx context.Context, db eventsdb.DBTX) (int64, error) {
 	p, err := queriesOf(db).LastPosition(ctx)
 	return p, classify(err)

@@ -18,16 +18,11 @@ type writeRequest struct {
 	err       chan error
 }
 
-// Update runs fn in a write transaction and returns once that transaction
-// is durable. If fn returns an error nothing it appended is kept. requestID
-// is recorded on every event fn appends. Storage errors are returned as
-// ErrUnavailable or ErrConflict; fn's own errors are returned unchanged.
-//
-// Updates are group-committed: the single writer runs every request that
-// is waiting, in arrival order, in one transaction, each inside its own
-// savepoint (a batch of one needs none), so a request sees the writes of
-// those before it and a failing request is rolled back alone. Each is acknowledged only after the
-// batch's commit; a failed commit fails every request of the batch.
+// Update runs fn in a write transaction and returns once it is durable.
+// If fn returns an error, nothing it appended is kept. requestID is recorded
+// on every event fn appends. Storage errors come back as ErrUnavailable or
+// ErrConflict, and fn's own errors unchanged. Updates are group-committed
+// in arrival order; see docs/durability.md.
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
 	req := &writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)}
 	select {
@@ -38,7 +33,7 @@ func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error
 	return <-req.err
 }
 
-// writeLoop is the single writer: it takes the first waiting request, then
+// writeLoop is the single writer. It takes the first waiting request and
 // every other one already waiting, and commits them together.
 func (s *Store) writeLoop() {
 	defer close(s.done)
@@ -68,13 +63,10 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// writerConn returns the writer's connection, kept out of database/sql's
-// pool with its statements prepared on it once (BEGIN IMMEDIATE, COMMIT,
-// ROLLBACK and the savepoints among them), and begins a transaction on
-// it. database/sql's BeginTx parsed BEGIN anew for every batch, and each
-// of the pool's statements was bound to the transaction again, which cost
-// the writer CPU on every batch (docs/performance.md). A connection that
-// cannot begin because it is broken is replaced once.
+// writerConn begins a transaction on the writer's connection and returns it.
+// The connection is kept out of database/sql's pool with its statements
+// prepared once, which saves the writer CPU on every batch; see
+// docs/performance.md.
 func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 	var err error
 	for range 2 {
@@ -89,39 +81,39 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 			return s.wconn, nil
 		}
 		if s.wconn.valid() {
-			return nil, err // busy, full, …: the connection is fine
+			return nil, err // busy, full, …; the connection is fine
 		}
-		s.dropWriterConn()
+		s.dropWriterConn() // broken; replaced once
 	}
 	return nil, err
 }
 
-// dropWriterConn closes the writer's connection for good; the next batch
-// takes a new one from the pool. The log's end is learnt again: the tip's
-// data_version was the old connection's, and a new connection counts
-// from its own start.
+// dropWriterConn closes the writer's connection for good.
+// The next batch takes a new one from the pool.
 func (s *Store) dropWriterConn() {
 	s.wconn.close(driver.ErrBadConn)
 	s.wconn = nil
+	// The tip's data_version was the old connection's, and a new
+	// connection counts from its own start, so learn the log's end again.
 	s.tip = logTip{last: -1, dataVersion: -1}
 }
 
-// endBatch rolls back what the transaction left uncommitted, and drops
-// the connection when it cannot tell that none is left open: a ROLLBACK
-// that fails (SQLite may have rolled back by itself already; closing the
-// connection ends whatever it still holds, and the next batch must not
-// meet a transaction in progress), or an interrupt the driver says is
-// still pending (a request's context canceled while its statement ran),
-// the check database/sql makes before it pools a connection again; SQLite
-// clears an interrupt once no statement runs, so that one is a guard the
-// tests do not reach.
+// endBatch rolls back what the transaction left uncommitted. It drops the
+// connection when it cannot tell that no transaction is left open.
 func (s *Store) endBatch(ctx context.Context, committed bool) {
 	if !committed {
 		if err := s.wconn.exec(ctx, "ROLLBACK"); err != nil {
+			// SQLite may have rolled back by itself already. Closing the
+			// connection ends whatever it still holds, so the next batch
+			// does not meet a transaction in progress.
 			s.dropWriterConn()
 			return
 		}
 	}
+	// An interrupt the driver says is still pending, from a context
+	// canceled while its statement ran, is the check database/sql makes
+	// before it pools a connection again. SQLite clears an interrupt once
+	// no statement runs, so the tests do not reach this guard.
 	if !s.wconn.valid() {
 		s.dropWriterConn()
 	}
@@ -156,8 +148,8 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 	batchVersions := map[string]int64{} // what the batch's successful requests wrote
 	ok := 0
 	// A request runs in a savepoint of its own, so that its failure rolls
-	// back only its writes; a batch of one needs none (its failure rolls
-	// the transaction back).
+	// back only its writes. A batch of one needs none, because its failure
+	// rolls the transaction back.
 	single := len(batch) == 1
 	for i, req := range batch {
 		if err := req.ctx.Err(); err != nil {
@@ -173,26 +165,26 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		t := &Tx{s: s, db: db, q: queriesOf(db), requestID: req.requestID, last: last, batch: batchVersions, proj: proj}
 		err := req.fn(t)
 		if err == nil {
-			err = t.FlushProjections(ctx) // what it deferred is part of it (nothing, if it flushed)
+			err = t.FlushProjections(ctx) // what it deferred is part of it
 		}
 		if err != nil {
 			results[i] = classify(err)
 			if single {
-				break // rolled back below: nothing of it is kept
+				break // rolled back below, so nothing of it is kept
 			}
 			proj.Rollback() // it may remember rows the rollback undoes
 			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
 				if req.ctx.Err() != nil {
 					// Its own context interrupted a write statement, and
-					// SQLite then rolls back the whole transaction: the
+					// SQLite then rolls back the whole transaction. The
 					// batch's other requests are not at fault.
 					s.rerunWithout(ctx, batch, results, i)
 					return
 				}
-				// The transaction is unusable: SQLite rolls it back by
-				// itself on some storage errors (SQLITE_FULL, SQLITE_IOERR,
-				// SQLITE_NOMEM), savepoints and all. Nothing of the batch
-				// is kept: fail it whole, as unavailable.
+				// The transaction is unusable. SQLite rolls it back by
+				// itself, savepoints and all, on some storage errors such
+				// as SQLITE_FULL, SQLITE_IOERR and SQLITE_NOMEM. Nothing of
+				// the batch is kept, so fail it whole as unavailable.
 				s.failBatch(ctx, results, fmt.Errorf("%w: the write transaction was rolled back: %w", ErrUnavailable, rerr))
 				finish()
 				return
@@ -227,10 +219,9 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 	finish()
 }
 
-// rerunWithout ends a transaction that SQLite rolled back by itself because
-// request failed was interrupted: failed and the requests that had failed
-// already get their errors, and the others (whose writes were lost with
-// the transaction) run again in a new batch.
+// rerunWithout ends a transaction that SQLite rolled back because request
+// failed was interrupted. The requests that failed get their errors, and
+// the others, whose writes were lost, run again in a new batch.
 func (s *Store) rerunWithout(ctx context.Context, batch []*writeRequest, results []error, failed int) {
 	s.endBatch(ctx, false)
 	s.tip.forget()
@@ -251,7 +242,7 @@ func (s *Store) rerunWithout(ctx context.Context, batch []*writeRequest, results
 // that had succeeded so far.
 func (s *Store) failBatch(ctx context.Context, results []error, err error) {
 	s.endBatch(ctx, false)
-	s.tip.forget() // the commit may have half happened: learn the log's end again
+	s.tip.forget() // the commit may have half happened; learn the log's end again
 	if err == nil {
 		err = errors.New("write batch failed")
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Event type names. They are frozen: a name, once released, never changes
-// meaning, and a payload change bumps the type's schema number.
+// Event type names are frozen. A released name never changes meaning, and
+// a payload change bumps the type's schema number.
 const (
 	TypeTaskCreated     = "task.created"
 	TypeAgentRegistered = "agent.registered"
@@ -97,19 +97,17 @@ func entryOf(ev Event) (CatalogEntry, error) {
 	return e, nil
 }
 
-// Decoded returns ev with its payload checked (CheckPayload) and kept, so
-// that Decode returns it rather than decoding it again: a log reader
-// checks ahead of the writer, which then only checks what needs the
-// projections, and applies. Why a payload breaks a rule is kept for the
-// import to report.
+// Decoded returns ev with its payload checked by CheckPayload and kept, so
+// that a log reader checks ahead of the writer and Decode need not decode
+// it again. Why a payload breaks a rule is kept for the import to report.
 func Decoded(ev Event) Event {
 	ev.payload, ev.refused = CheckPayload(ev)
 	return ev
 }
 
-// Decode returns the typed payload of ev: a pointer to one of the payload
-// structs of this file. It may be shared with other copies of ev (see
-// Decoded): callers must not modify it.
+// Decode returns the typed payload of ev, a pointer to one of the payload
+// structs of this file. Callers must not modify it, since Decoded may share
+// it with other copies of ev.
 func Decode(ev Event) (any, error) {
 	if ev.payload != nil {
 		return ev.payload, nil
@@ -137,14 +135,14 @@ type Budget struct {
 	HistoryItemPreviewChars        int64   `json:"history_item_preview_chars"`
 }
 
-// TaskCreated records a new root task. Stream: <task_id>/root.
+// TaskCreated records a new root task in the stream <task_id>/root.
 type TaskCreated struct {
 	TaskID     string `json:"task_id"`
 	SessionKey string `json:"session_key"`
 }
 
-// AgentRegistered records an agent joining a task (the root agent of a new
-// task, or a child). Stream: the agent's own.
+// AgentRegistered records an agent joining a task, as the root agent of a
+// new task or as a child, in the agent's own stream.
 type AgentRegistered struct {
 	TaskID      string `json:"task_id"`
 	Agent       string `json:"agent"`
@@ -156,7 +154,7 @@ type AgentRegistered struct {
 }
 
 // AgentReattached records a known session attaching again with a different
-// runtime session id, session file or budget. Stream: the agent's own.
+// runtime session id, session file or budget, in the agent's own stream.
 type AgentReattached struct {
 	TaskID      string `json:"task_id"`
 	Agent       string `json:"agent"`
@@ -165,8 +163,8 @@ type AgentReattached struct {
 	Budget      Budget `json:"budget"`
 }
 
-// NoteWritten records a whole-file write of a note. Stream: the note owner's.
-// Path is relative to the owner's notes root; By is the calling agent.
+// NoteWritten records a whole-file write of a note in the note owner's
+// stream. Path is relative to the owner's notes root, and By is the caller.
 type NoteWritten struct {
 	TaskID     string `json:"task_id"`
 	Agent      string `json:"agent"`
@@ -182,7 +180,7 @@ type NoteWritten struct {
 type NoteAppended NoteWritten
 
 // HistoryEntryRecorded records one raw Pi session entry, verbatim and
-// immutable, in an agent's history journal. Stream: the agent's.
+// immutable, in an agent's history journal and stream.
 type HistoryEntryRecorded struct {
 	TaskID  string          `json:"task_id"`
 	Agent   string          `json:"agent"`
@@ -190,9 +188,9 @@ type HistoryEntryRecorded struct {
 	Entry   json.RawMessage `json:"entry"`
 }
 
-// HistoryBranchChanged records a new current branch of an agent, as a
-// delta from the previous one: keep its first Keep entry ids, then Append.
-// Revision is the new branch revision. Stream: the agent's.
+// HistoryBranchChanged records a new current branch of an agent in its
+// stream. The branch keeps the previous one's first Keep entry ids, then
+// Append, and Revision is the new branch revision.
 type HistoryBranchChanged struct {
 	TaskID   string   `json:"task_id"`
 	Agent    string   `json:"agent"`
@@ -209,8 +207,8 @@ type AgentRef struct {
 	Agent  string `json:"agent"`
 }
 
-// UsageReported records a token usage report and the threshold it made due
-// ("", "reminder", "fallback" or "hard_rollover").
+// UsageReported records a token usage report and the threshold it made
+// due, if any, among reminder, fallback and hard_rollover.
 type UsageReported struct {
 	AgentRef
 	TokensUsed    *int64 `json:"tokens_used"`
@@ -219,8 +217,8 @@ type UsageReported struct {
 	Unlatched     bool   `json:"unlatched,omitempty"`
 }
 
-// ControlDelivered records a control message queued for the model (not
-// yet in the branch). Kind: reminder, fallback or manual_checkpoint.
+// ControlDelivered records a control message queued for the model but not
+// yet in the branch. Kind is reminder, fallback or manual_checkpoint.
 type ControlDelivered struct {
 	AgentRef
 	Kind      string `json:"kind"`
@@ -229,7 +227,7 @@ type ControlDelivered struct {
 }
 
 // FenceArmed records a fallback or manual checkpoint request entering the
-// branch: the checkpoint fence is active.
+// branch, which makes the checkpoint fence active.
 type FenceArmed struct {
 	AgentRef
 	Kind      string `json:"kind"`
@@ -244,8 +242,8 @@ type ClaimTaken struct {
 	ToolName string `json:"tool_name"`
 }
 
-// ClaimReleased records an admitted write that failed: the fence admits a
-// corrected write again.
+// ClaimReleased records an admitted write that failed, so the fence admits
+// a corrected write again.
 type ClaimReleased struct {
 	AgentRef
 	CallID string `json:"call_id"`
@@ -260,7 +258,7 @@ type CallBlocked struct {
 	Reason   string `json:"reason"`
 }
 
-// CheckpointSaved records the admitted own-notes write succeeding: the
+// CheckpointSaved records the admitted own-notes write succeeding, so the
 // checkpoint is saved and a rollover is requested.
 type CheckpointSaved struct {
 	AgentRef
@@ -269,7 +267,8 @@ type CheckpointSaved struct {
 	WindowID string `json:"window_id"`
 }
 
-// NewContextRequested records a new_context call: a rollover is pending.
+// NewContextRequested records a new_context call, which leaves a rollover
+// pending.
 type NewContextRequested struct {
 	AgentRef
 	CallID   string `json:"call_id,omitempty"`
@@ -299,34 +298,34 @@ type RolloverCommitted struct {
 	CompactionEntryID string `json:"compaction_entry_id,omitempty"`
 }
 
-// RolloverFailed records a failed compaction. Aborted: cancelled by the
-// extension itself, the rollover intent is kept.
+// RolloverFailed records a failed compaction. Aborted means the extension
+// cancelled it itself, and the rollover intent is kept.
 type RolloverFailed struct {
 	AgentRef
 	Aborted bool   `json:"aborted"`
 	Error   string `json:"error,omitempty"`
 }
 
-// Reasons a fallback fence is lifted (FenceLifted.Reason).
+// Reasons a fallback fence is lifted, for FenceLifted.Reason.
 const (
-	// LiftRolloverRefused: the checkpoint was saved, and Pi refused the
-	// rollover it asked for (e.g. "Nothing to compact (session too small)").
+	// LiftRolloverRefused means the checkpoint was saved and Pi refused the
+	// rollover it asked for, such as when the session is too small.
 	LiftRolloverRefused = "rollover_refused"
-	// LiftBranchChanged: the branch now in context lacks the fallback
+	// LiftBranchChanged means the branch now in context lacks the fallback
 	// message and is below the fallback threshold.
 	LiftBranchChanged = "branch_changed"
 )
 
-// FenceLifted records a fallback fence ended without a rollover, for
-// Reason (LiftRolloverRefused or LiftBranchChanged): tools reopen.
+// FenceLifted records a fallback fence ended without a rollover for Reason,
+// which reopens the tools.
 type FenceLifted struct {
 	AgentRef
 	Reason   string `json:"reason"`
 	WindowID string `json:"window_id"`
 }
 
-// ManualRequested records a manual /compact: a checkpoint is awaited, or a
-// saved reusable one is reused (Phase "saved").
+// ManualRequested records a manual /compact. A checkpoint is awaited, or a
+// saved reusable one is reused with Phase "saved".
 type ManualRequested struct {
 	AgentRef
 	RequestID string `json:"request_id"`
@@ -334,39 +333,33 @@ type ManualRequested struct {
 	Phase     string `json:"phase"`
 }
 
-// ManualPhaseChanged records a manual checkpoint moving to Phase (saved or
-// compacting).
+// ManualPhaseChanged records a manual checkpoint moving to Phase, saved or
+// compacting.
 type ManualPhaseChanged struct {
 	AgentRef
 	RequestID string `json:"request_id"`
 	Phase     string `json:"phase"`
 }
 
-// ManualCancelled records a manual checkpoint cancelled (Esc, or the turn
-// ended without a save): the window is kept.
+// ManualCancelled records a manual checkpoint cancelled by Esc or by a turn
+// that ended without a save. The window is kept.
 type ManualCancelled struct {
 	AgentRef
 	RequestID string `json:"request_id"`
 }
 
-// ToolCalled is the read audit: one tool call, its arguments, the log
-// position its reads saw and a digest of what it returned (a result or an
-// error). Recorded after the call, in batches, so that no read waits for
-// an fsync. Projections ignore it; replay --check-reads re-executes it.
-//
-// Bulk and oversized arguments are kept as their size and digest, not
-// whole (schema 2; a schema 1 record holds every argument whole): a
-// write's text is in its note event already, and a refused call must not
-// store its body. ElidedArguments stands for the top-level arguments
-// left out of Arguments, by name; ArgumentsDigest, when set, stands for
-// all of them (Arguments is then null).
+// ToolCalled is the read audit of one tool call, with its arguments, the
+// log position its reads saw and a digest of its result or error. It is
+// recorded after the call, in batches, so that no read waits for an fsync.
+// Projections ignore it, and replay --check-reads re-executes it. Bulk and
+// oversized arguments are kept as a Digest; see docs/events.md.
 type ToolCalled struct {
 	AgentRef
 	CallID          string            `json:"call_id,omitempty"`
 	Tool            string            `json:"tool"`
 	Arguments       json.RawMessage   `json:"arguments"`
-	ElidedArguments map[string]Digest `json:"elided_arguments,omitempty"`
-	ArgumentsDigest *Digest           `json:"arguments_digest,omitempty"`
+	ElidedArguments map[string]Digest `json:"elided_arguments,omitempty"` // top-level arguments left out of Arguments
+	ArgumentsDigest *Digest           `json:"arguments_digest,omitempty"` // if set, all of them, and Arguments is null
 	ReadPosition    int64             `json:"read_position"`
 	Outcome         string            `json:"outcome"`
 	ResultDigest    string            `json:"result_digest"`
@@ -378,9 +371,8 @@ func (c *ToolCalled) ArgumentsWhole() bool {
 	return c.ArgumentsDigest == nil && len(c.ElidedArguments) == 0
 }
 
-// Digest stands for a value an event does not hold: its size in bytes
-// and its SHA-256, in hex. Of a string, its UTF-8 text; of anything else,
-// its JSON text.
+// Digest stands for a value an event does not hold by its size in bytes and
+// its hex SHA-256. A string is digested as UTF-8 text, anything else as JSON.
 type Digest struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`

@@ -1,7 +1,8 @@
-// Package events is memoryd's event catalog: the envelope of an event,
-// the frozen catalog of event types and their payloads, how a payload
-// decodes and the rules it must follow, and an exported log's lines. It
-// is pure: the log that stores events in SQLite is package eventlog.
+// Package events is memoryd's event catalog.
+//
+// It holds the envelope of an event, the frozen catalog of event types and
+// their payloads, how a payload decodes and the rules it must follow, and
+// an exported log's lines. It is pure, and package eventlog stores events.
 package events
 
 import (
@@ -18,16 +19,16 @@ import (
 
 // Errors of the catalog. Callers compare with errors.Is.
 var (
-	// ErrUnknownEvent: an event type or schema this build does not know.
+	// ErrUnknownEvent means an event type or schema this build does not know.
 	ErrUnknownEvent = errors.New("unknown event type or schema")
-	// ErrInvalidEvent: an imported event breaks a rule of the envelope, of
-	// its payload (CheckPayload) or of the projections as they stand
-	// before it (the log's import check).
+	// ErrInvalidEvent means an imported event breaks a rule of the
+	// envelope, of its payload, or of the projections as they stand before
+	// it.
 	ErrInvalidEvent = errors.New("invalid event")
 )
 
-// TimeFormat is the format of recorded_at and of every time memoryd shows:
-// RFC 3339, UTC, milliseconds.
+// TimeFormat is the format of recorded_at and of every time memoryd shows,
+// RFC 3339 in UTC with milliseconds.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // Event is one entry of the log, in the envelope of the API contract.
@@ -42,19 +43,18 @@ type Event struct {
 	Data          json.RawMessage `json:"data"`
 	RequestID     string          `json:"request_id,omitempty"`
 
-	// payload is Data decoded, when a log reader (Decoded) or an import's
-	// validation has decoded it already: Decode returns it rather than
-	// decoding again.
+	// payload is Data decoded, when a log reader or an import's validation
+	// has decoded it already. Decode returns it rather than decoding again.
 	payload any
-	// refused is why a log reader's CheckPayload refused Data (Decoded),
-	// for the import to report without checking it again.
+	// refused is why a log reader's CheckPayload refused Data, for the
+	// import to report without checking it again.
 	refused error
 }
 
-// TaskID returns the task part of the event's stream (<task_id><agent>).
+// TaskID returns the task part of the event's stream.
 func (e Event) TaskID() string { return StreamTask(e.Stream) }
 
-// Stream returns the stream name of an agent: <task_id><agent>.
+// Stream returns the stream name of an agent, <task_id><agent>.
 func Stream(taskID, agent string) string { return taskID + agent }
 
 // StreamTask returns the task id of a stream name.
@@ -65,16 +65,16 @@ func StreamTask(stream string) string {
 	return stream
 }
 
-// Pending is an event to append: its type and its payload (a struct of the
-// catalog, marshalled to JSON). NewPending makes one; the log refuses one
-// whose payload is not of its type.
+// Pending is an event to append, with its type and a payload struct of the
+// catalog. NewPending makes one, and the log refuses one whose payload is
+// not of its type.
 type Pending struct {
 	Type string
 	Data any
 }
 
-// MarshalData encodes an event payload: compact JSON without HTML escaping,
-// the form the log stores and exports byte for byte.
+// MarshalData encodes an event payload as compact JSON without HTML
+// escaping, the form the log stores and exports byte for byte.
 func MarshalData(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -98,12 +98,12 @@ func WriteJSONLines(w io.Writer, evs []Event) error {
 	return nil
 }
 
-// DecodeEnvelope decodes one line of an exported log: an event in the
-// envelope of the contract, checked as strictly as a request body (see
-// package strictjson; its data may nest one level deeper, being inside
-// the envelope). Its payload is checked by the import.
+// DecodeEnvelope decodes one line of an exported log, an event in the
+// envelope of the contract, as strictly as package strictjson checks a
+// request body. Its payload is checked by the import.
 func DecodeEnvelope(line []byte) (Event, error) {
 	var ev Event
+	// Data may nest one level deeper, being inside the envelope.
 	if err := strictjson.Check(line, reflect.TypeOf(ev), strictjson.MaxDepth+1); err != nil {
 		return Event{}, fmt.Errorf("%w: %s", ErrInvalidEvent, describe(err, "the event"))
 	}
@@ -114,9 +114,8 @@ func DecodeEnvelope(line []byte) (Event, error) {
 	return ev, nil
 }
 
-// Check returns ev with its payload checked (CheckPayload) and kept, or
-// the first rule the payload breaks. When a log reader has checked it
-// already (Decoded), that check's outcome stands: it is not checked again.
+// Check returns ev with its payload checked by CheckPayload and kept, or
+// the first rule the payload breaks. A check that Decoded made stands.
 func Check(ev Event) (Event, error) {
 	if ev.refused != nil {
 		return ev, ev.refused
@@ -131,9 +130,9 @@ func Check(ev Event) (Event, error) {
 	return ev, nil
 }
 
-// WithPayload returns ev with its payload decoded (Decode) and kept, rules
-// unchecked: an event that breaks a rule and is applied all the same, as
-// the store that holds it applied it.
+// WithPayload returns ev with its payload decoded and kept, rules
+// unchecked. It is for an event that breaks a rule and is applied all the
+// same, as the store that holds it applied it.
 func WithPayload(ev Event) (Event, error) {
 	if ev.payload != nil {
 		return ev, nil

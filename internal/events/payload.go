@@ -1,82 +1,82 @@
 package events
 
-// Payload is the payload of an event of the catalog: its type says which.
+// Payload is the payload of an event of the catalog, whose type says which.
 type Payload interface {
 	EventType() string
 }
 
-// NewPending is the event to append with payload p, of p's type: the two
-// cannot disagree.
+// NewPending is the event to append with payload p, of p's type, so the
+// two cannot disagree.
 func NewPending(p Payload) Pending { return Pending{Type: p.EventType(), Data: p} }
 
-// EventType is TypeTaskCreated.
+// EventType returns TypeTaskCreated.
 func (TaskCreated) EventType() string { return TypeTaskCreated }
 
-// EventType is TypeAgentRegistered.
+// EventType returns TypeAgentRegistered.
 func (AgentRegistered) EventType() string { return TypeAgentRegistered }
 
-// EventType is TypeAgentReattached.
+// EventType returns TypeAgentReattached.
 func (AgentReattached) EventType() string { return TypeAgentReattached }
 
-// EventType is TypeNoteWritten.
+// EventType returns TypeNoteWritten.
 func (NoteWritten) EventType() string { return TypeNoteWritten }
 
-// EventType is TypeNoteAppended.
+// EventType returns TypeNoteAppended.
 func (NoteAppended) EventType() string { return TypeNoteAppended }
 
-// EventType is TypeHistoryEntryRecorded.
+// EventType returns TypeHistoryEntryRecorded.
 func (HistoryEntryRecorded) EventType() string { return TypeHistoryEntryRecorded }
 
-// EventType is TypeHistoryBranchChanged.
+// EventType returns TypeHistoryBranchChanged.
 func (HistoryBranchChanged) EventType() string { return TypeHistoryBranchChanged }
 
-// EventType is TypeUsageReported.
+// EventType returns TypeUsageReported.
 func (UsageReported) EventType() string { return TypeUsageReported }
 
-// EventType is TypeControlDelivered.
+// EventType returns TypeControlDelivered.
 func (ControlDelivered) EventType() string { return TypeControlDelivered }
 
-// EventType is TypeFenceArmed.
+// EventType returns TypeFenceArmed.
 func (FenceArmed) EventType() string { return TypeFenceArmed }
 
-// EventType is TypeClaimTaken.
+// EventType returns TypeClaimTaken.
 func (ClaimTaken) EventType() string { return TypeClaimTaken }
 
-// EventType is TypeClaimReleased.
+// EventType returns TypeClaimReleased.
 func (ClaimReleased) EventType() string { return TypeClaimReleased }
 
-// EventType is TypeCallBlocked.
+// EventType returns TypeCallBlocked.
 func (CallBlocked) EventType() string { return TypeCallBlocked }
 
-// EventType is TypeCheckpointSaved.
+// EventType returns TypeCheckpointSaved.
 func (CheckpointSaved) EventType() string { return TypeCheckpointSaved }
 
-// EventType is TypeNewContextRequested.
+// EventType returns TypeNewContextRequested.
 func (NewContextRequested) EventType() string { return TypeNewContextRequested }
 
-// EventType is TypeUserInputReceived.
+// EventType returns TypeUserInputReceived.
 func (UserInputReceived) EventType() string { return TypeUserInputReceived }
 
-// EventType is TypeRolloverPrepared.
+// EventType returns TypeRolloverPrepared.
 func (RolloverPrepared) EventType() string { return TypeRolloverPrepared }
 
-// EventType is TypeRolloverCommitted.
+// EventType returns TypeRolloverCommitted.
 func (RolloverCommitted) EventType() string { return TypeRolloverCommitted }
 
-// EventType is TypeRolloverFailed.
+// EventType returns TypeRolloverFailed.
 func (RolloverFailed) EventType() string { return TypeRolloverFailed }
 
-// EventType is TypeManualRequested.
+// EventType returns TypeManualRequested.
 func (ManualRequested) EventType() string { return TypeManualRequested }
 
-// EventType is TypeManualPhaseChanged.
+// EventType returns TypeManualPhaseChanged.
 func (ManualPhaseChanged) EventType() string { return TypeManualPhaseChanged }
 
-// EventType is TypeManualCancelled.
+// EventType returns TypeManualCancelled.
 func (ManualCancelled) EventType() string { return TypeManualCancelled }
 
-// EventType is TypeFenceLifted.
+// EventType returns TypeFenceLifted.
 func (FenceLifted) EventType() string { return TypeFenceLifted }
 
-// EventType is TypeToolCalled.
+// EventType returns TypeToolCalled.
 func (ToolCalled) EventType() string { return TypeToolCalled }

@@ -12,7 +12,7 @@ import (
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
-// MaxNoteBytes is the ceiling of notes_max_file_bytes: no note file may
+// MaxNoteBytes is the ceiling of notes_max_file_bytes. No note file may
 // ever hold more UTF-8 bytes, whatever an agent's budget says.
 const MaxNoteBytes = 1_000_000
 
@@ -20,14 +20,9 @@ const MaxNoteBytes = 1_000_000
 const maxEntryIDBytes = 256
 
 // CheckPayload decodes the payload of ev as strictly as the API decodes a
-// request body (package strictjson: valid UTF-8, no key twice, no field
-// its type and schema do not have, nesting, numbers) and checks the rules
-// the commands that record it follow: the stream is the one the payload
-// belongs to, addresses and note paths are valid, a note's text fits
-// MaxNoteBytes. It is pure: whether the agents and tasks it names exist
-// is for the projections to say (the log's projector checks it). The log's
-// Import and Continue check every event with it; what the commands record
-// always passes.
+// request body, and checks the rules the commands that record it follow.
+// It is pure, so whether the agents and tasks it names exist is left to the
+// projections. What the commands record always passes.
 func CheckPayload(ev Event) (any, error) {
 	e, err := entryOf(ev)
 	if err != nil {
@@ -42,9 +37,9 @@ func CheckPayload(ev Event) (any, error) {
 	}
 	p, ok := v.(ruled)
 	if !ok {
-		return nil, fmt.Errorf("events: %s has no payload rules", ev.Type) // a catalog entry without rules: a bug
+		return nil, fmt.Errorf("events: %s has no payload rules", ev.Type) // a catalog entry without rules is a bug
 	}
-	task, agent := p.owner()
+	task, agent := p.owner() // the stream is the one the payload belongs to
 	if want := Stream(task, agent); ev.Stream != want {
 		return nil, Broken(ev, "its data is about %s of task %s, not the agent of its stream %s", agent, task, ev.Stream)
 	}
@@ -55,12 +50,11 @@ func CheckPayload(ev Event) (any, error) {
 }
 
 // RuleError is an imported event breaking a rule of its envelope, of its
-// payload (CheckPayload) or of the projections (the log's projector checks
-// those). It is an ErrInvalidEvent.
+// payload or of the projections. It is an ErrInvalidEvent.
 type RuleError struct {
 	Position int64
 	Type     string
-	Rule     string // what is wrong, e.g. `path: note path is empty`
+	Rule     string // what is wrong, such as `path: note path is empty`
 }
 
 func (e *RuleError) Error() string {
@@ -94,14 +88,14 @@ func typeMismatch(err error) string {
 	return "it is not valid JSON"
 }
 
-// ruled is a payload of the catalog: the agent whose stream it belongs in,
-// and the rules of its fields beyond their JSON types.
+// ruled is a payload of the catalog, which knows the agent whose stream it
+// belongs in and the rules of its fields beyond their JSON types.
 type ruled interface {
 	owner() (taskID, agent string)
 	rules() error
 }
 
-// rule errors name the field they are about.
+// ruleError returns a rule error that names the field it is about.
 func ruleError(field, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
 }
@@ -113,7 +107,7 @@ func addressRule(field, addr string) error {
 	return nil
 }
 
-// taskRule: a task id names the task part of a stream (<task_id><agent>).
+// taskRule checks that id can name the task part of a stream.
 func taskRule(id string) error {
 	if id == "" || strings.Contains(id, "/") {
 		return ruleError("task_id", "%q is not a task id", id)
@@ -128,9 +122,8 @@ func refRules(taskID, agent string) error {
 	return addressRule("agent", agent)
 }
 
-// noteRules: a note is addressed as the tools address it (a path below
-// its owner's notes root, by package address's rules), by a valid agent,
-// and its text fits MaxNoteBytes.
+// noteRules checks that a note is addressed as the tools address it, by a
+// valid agent, and that its text fits MaxNoteBytes.
 func noteRules(taskID, agent, path, text, by string) error {
 	if err := refRules(taskID, agent); err != nil {
 		return err

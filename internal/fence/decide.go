@@ -15,14 +15,14 @@ const (
 
 // Outcome is what a decision tells the caller besides its events.
 type Outcome struct {
-	Due       string // usage: the threshold first crossed now
-	Stale     bool   // a control message of another window: ignored
-	Ignored   bool   // nothing to do (e.g. the failure of a rejected compaction)
-	Allow     bool   // admit
-	Terminate bool   // admit: end the tool batch
-	Reason    string // admit: why the call is blocked
-	Bootstrap string // prepare: the bootstrap of the next window
-	WindowID  string // prepare: the next window; new_context: the current one
+	Due       string // for a usage report, the threshold first crossed now
+	Stale     bool   // a control message of another window, ignored
+	Ignored   bool   // nothing to do, as for a rejected compaction's failure
+	Allow     bool   // Admit lets the call run
+	Terminate bool   // Admit ends the tool batch
+	Reason    string // why Admit blocks the call
+	Bootstrap string // the bootstrap of the next window Prepare builds
+	WindowID  string // the next window for Prepare, the current one for NewContext
 }
 
 // Decision is the events a command records and its outcome.
@@ -34,15 +34,14 @@ type Decision struct {
 func record(ev ...events.Pending) Decision { return Decision{Events: ev} }
 
 // ReminderThreshold is the remaining-token level at which the reminder is
-// due: min(max(min(p·W, ceiling), floor), ⌊W/2⌋) (docs/behaviour.md §G).
+// due, by the formula of docs/behaviour.md §G.
 func ReminderThreshold(w int64, b events.Budget) int64 {
 	t := min(int64(math.Floor(b.ReminderRemainingPercent*float64(w))), b.ReminderRemainingCeilingTokens)
 	return min(max(t, b.ReminderRemainingFloorTokens), w/2)
 }
 
 // FallbackThreshold is the remaining-token level at which the fallback is
-// due: half the reminder threshold, so it comes before Pi's own threshold
-// compaction would (memoryd's choice, see docs/contract-notes.md).
+// due, half the reminder threshold. See docs/contract-notes.md.
 func FallbackThreshold(w int64, b events.Budget) int64 { return ReminderThreshold(w, b) / 2 }
 
 // Usage decides a usage report.
@@ -114,14 +113,14 @@ func Arm(ref events.AgentRef, s State, kind, windowID, requestID string) (Decisi
 	}
 	if kind == KindManualCheckpoint && s.FenceActive {
 		// The fallback's fence already asks for the one checkpoint the
-		// manual request asks for: it stays, with its claim, and outlives
+		// manual request asks for. It stays, with its claim, and outlives
 		// the manual checkpoint if that is cancelled.
 		return Decision{}, nil
 	}
 	return record(events.NewPending(events.FenceArmed{AgentRef: ref, Kind: kind, WindowID: windowID, RequestID: requestID})), nil
 }
 
-// Admit decides whether the host may run a tool call (the claim).
+// Admit decides whether the host may run a tool call, taking the claim.
 func Admit(ref events.AgentRef, s State, callID, tool string, ownWrite bool) Decision {
 	v, reason := s.Gate(callID, ownWrite)
 	switch {
@@ -139,7 +138,7 @@ func Admit(ref events.AgentRef, s State, callID, tool string, ownWrite bool) Dec
 	return d
 }
 
-// ToolResult decides a tool result reported by the host: a claimed call
+// ToolResult decides a tool result reported by the host. A claimed call
 // that failed releases the claim.
 func ToolResult(ref events.AgentRef, s State, callID string, isError bool) Decision {
 	if !isError || s.Claim == "" || s.Claim != callID {
@@ -153,7 +152,8 @@ func Checkpoint(ref events.AgentRef, s State, callID, path string) Decision {
 	return record(events.NewPending(events.CheckpointSaved{AgentRef: ref, CallID: callID, Path: path, WindowID: s.WindowID}))
 }
 
-// NewContext decides a new_context call: idempotent, refused while fenced.
+// NewContext decides a new_context call, which is idempotent and refused
+// while fenced.
 func NewContext(ref events.AgentRef, s State, callID string) (Decision, error) {
 	if v, reason := s.Gate(callID, false); v == Blocked {
 		return Decision{Outcome: Outcome{Reason: reason}}, illegal(s, "%s", reason)
@@ -173,8 +173,8 @@ func UserInput(ref events.AgentRef, s State) Decision {
 	return record(events.NewPending(events.UserInputReceived{AgentRef: ref}))
 }
 
-// Prepare decides building the next window for a reason; bootstrap is the
-// text built for it (by the one bootstrap builder).
+// Prepare decides building the next window for a reason. bootstrap is the
+// text the one bootstrap builder built for it.
 func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, error) {
 	if s.PendingWindowID != "" {
 		if s.PendingReason == reason {
@@ -200,8 +200,8 @@ func Prepare(ref events.AgentRef, s State, reason, bootstrap string) (Decision, 
 			return Decision{}, illegal(s, "the checkpoint fence is active and no checkpoint is saved")
 		}
 		if s.FallbackDelivered && !s.FenceActive {
-			// Row 6: the compaction is skipped while the fallback is
-			// queued; the rollover waits for its checkpoint.
+			// Per row 6, the compaction is skipped while the fallback is
+			// queued, and the rollover waits for its checkpoint.
 			return Decision{}, illegal(s, "the fallback is queued and not yet in the branch")
 		}
 		switch reason {
@@ -240,30 +240,24 @@ func Commit(ref events.AgentRef, s State, windowID, compactionEntryID string) (D
 
 // Fail decides a failed compaction. Without a prepared rollover it is the
 // failure of an attempt memoryd refused or never saw, and is ignored.
-//
-// A refusal (not aborted) of the rollover a saved fallback checkpoint asked
-// for also lifts the fallback's fence: Pi will not roll this branch over
-// (e.g. "Nothing to compact"), so keeping every tool blocked would stop the
-// agent for good; the host tells the model the window was not reset.
 func Fail(ref events.AgentRef, s State, aborted bool, msg string) Decision {
 	if s.PendingWindowID == "" {
 		return Decision{Outcome: Outcome{Ignored: true}}
 	}
 	d := record(events.NewPending(events.RolloverFailed{AgentRef: ref, Aborted: aborted, Error: msg}))
+	// Pi refusing the rollover a saved fallback checkpoint asked for will
+	// not roll this branch over, so lift the fence rather than keep every
+	// tool blocked for good. The host tells the model the window was not reset.
 	if !aborted && s.FenceActive && s.FenceKind == KindFallback && s.CheckpointSaved {
 		d.Events = append(d.Events, events.NewPending(events.FenceLifted{AgentRef: ref, Reason: events.LiftRolloverRefused, WindowID: s.WindowID}))
 	}
 	return d
 }
 
-// BranchChanged decides the fence when the host moved to another branch
-// (Pi's /tree): the agent is never blocked for a reason absent from its
-// context. A fallback fence waiting for its checkpoint whose message is not
-// on the new branch (fenceInBranch false) follows that branch's usage: below
-// the fallback threshold it is lifted (and the fallback may become due again
-// on this branch); at or above it, or with the usage unknown, the fence stays
-// and the outcome's Due is DueFallback: the host delivers the fallback
-// message again, into the branch now in context. Anything else is unchanged.
+// BranchChanged decides the fence when the host moved to another branch with
+// Pi's /tree, so that the agent is never blocked for a reason absent from its
+// context. Only a fallback fence waiting for its checkpoint, whose message is
+// not on the new branch, changes.
 func BranchChanged(ref events.AgentRef, s State, b events.Budget, used, window *int64, fenceInBranch bool) Decision {
 	if !s.FenceActive || s.FenceKind != KindFallback || s.CheckpointSaved || s.PendingWindowID != "" || fenceInBranch {
 		return Decision{}
@@ -275,9 +269,13 @@ func BranchChanged(ref events.AgentRef, s State, b events.Budget, used, window *
 	if w == nil {
 		w = b.ContextWindow
 	}
+	// Below the fallback threshold the fence is lifted, and the fallback
+	// may become due again on this branch.
 	if used != nil && w != nil && *w-*used > FallbackThreshold(*w, b) {
 		return record(events.NewPending(events.FenceLifted{AgentRef: ref, Reason: events.LiftBranchChanged, WindowID: s.WindowID}))
 	}
+	// Otherwise, or with the usage unknown, the fence stays and the host
+	// delivers the fallback message again into the branch now in context.
 	return Decision{Outcome: Outcome{Due: DueFallback}}
 }
 
@@ -302,8 +300,8 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 		}
 		phase := PhaseAwaiting
 		if m != nil || s.CheckpointSaved {
-			// Reuse the checkpoint saved before a failed compaction (row
-			// 24), or the one the fallback's fence saved.
+			// Reuse the checkpoint saved before a failed compaction, per
+			// row 24, or the one the fallback's fence saved.
 			phase = PhaseSaved
 		}
 		return record(events.NewPending(events.ManualRequested{AgentRef: ref, RequestID: requestID, WindowID: s.WindowID, Phase: phase})), nil
@@ -332,8 +330,9 @@ func ManualAction(ref events.AgentRef, s State, action, requestID string) (Decis
 		}
 	case ActionCancel:
 		if s.PendingWindowID != "" {
-			// The prepared window is built on the saved checkpoint: the
-			// compaction is stopped by reporting its failure (rows 17, 24).
+			// The prepared window is built on the saved checkpoint, so the
+			// compaction is stopped by reporting its failure, per rows 17
+			// and 24.
 			return Decision{}, illegal(s, "a rollover to %s is prepared; report its failure to stop it", s.PendingWindowID)
 		}
 		return record(events.NewPending(events.ManualCancelled{AgentRef: ref, RequestID: m.RequestID})), nil

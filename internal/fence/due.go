@@ -1,22 +1,16 @@
 package fence
 
 // DueRollover is the rollover the host should prepare at its next settled
-// boundary, or "" for none: ReasonManual for a saved manual checkpoint (or
-// one whose compaction is already under way), ReasonHardRollover or
-// ReasonFallback for a fence whose checkpoint is saved (hard when the hard
-// rollover is latched and requested), ReasonNewContext for a pending
-// new_context request. Nothing is due while a rollover is prepared or while
-// a fence waits for its checkpoint. The host never decides this itself:
-// GET /v1/state and every lifecycle response carry it as rollover_due. It is
-// derived from the state when a response is written, never stored, so the
-// projections and their digests do not change with it.
+// boundary, or "" for none. Responses carry it as rollover_due, derived and
+// never stored, so the projections do not change with it. See
+// docs/contract-notes.md.
 func (s State) DueRollover() string {
 	switch {
-	case s.PendingWindowID != "":
+	case s.PendingWindowID != "": // a rollover is prepared already
 		return ""
-	case s.manualSaved():
+	case s.manualSaved(): // saved, or its compaction under way
 		return ReasonManual
-	case s.FenceActive && !s.CheckpointSaved:
+	case s.FenceActive && !s.CheckpointSaved: // the fence waits for its checkpoint
 		return ""
 	case s.CheckpointSaved && s.RolloverRequested && s.HardLatched:
 		return ReasonHardRollover
@@ -28,17 +22,13 @@ func (s State) DueRollover() string {
 	return ""
 }
 
-// DueOnThreshold is the control message the host sends instead of Pi's own
-// threshold compaction, which would summarize the window (the host always
-// cancels that compaction unless DueRollover names a rollover): KindReminder
-// while no reminder was sent in this window, then KindFallback; "" (cancel
-// only) while a fallback is queued or its fence is on, while a manual
-// checkpoint or a rollover is in progress, and while a new_context request
-// is pending (DueRollover). Derived like DueRollover, never stored.
+// DueOnThreshold is the control message the host sends when it cancels
+// Pi's own threshold compaction, or "" to only cancel it. Like DueRollover,
+// it is derived and never stored.
 func (s State) DueOnThreshold() string {
 	switch {
 	case s.PendingWindowID != "", s.ManualInProgress() != "", s.FenceActive, s.FallbackDelivered, s.PendingNewContext:
-		return ""
+		return "" // cancel only
 	case s.FallbackDue || s.ReminderDelivered || s.RolloverRequested:
 		return KindFallback
 	}
@@ -46,11 +36,10 @@ func (s State) DueOnThreshold() string {
 }
 
 // ManualInProgress is the request id of the manual /compact checkpoint in
-// progress in the current window (awaiting, saved or compacting), or "":
-// the one manual-checkpoint message the host keeps in the model's context.
-// A reusable checkpoint is not in progress.
+// progress in the current window, or "". The host keeps that one
+// manual-checkpoint message in the model's context.
 func (s State) ManualInProgress() string {
-	if s.Manual == nil || s.Manual.Phase == PhaseReusable || s.Manual.WindowID != s.WindowID {
+	if s.Manual == nil || s.Manual.Phase == PhaseReusable || s.Manual.WindowID != s.WindowID { // a reusable checkpoint is not in progress
 		return ""
 	}
 	return s.Manual.RequestID

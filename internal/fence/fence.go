@@ -1,11 +1,11 @@
 // Package fence is the checkpoint fence and window rollover state machine
-// of one agent (docs/behaviour.md §D), as pure functions: each command
-// (Usage, Deliver, Arm, Admit, ToolResult, Checkpoint, NewContext,
-// UserInput, Prepare, Commit, Fail, ManualAction, BranchChanged) turns the
-// current State into a Decision, the events to record (or an error naming
-// the state), and Apply folds an event into the State. None reads a clock, storage or
+// of one agent, as pure functions.
+//
+// Each command, such as Usage, Admit or Prepare, turns the current State
+// into a Decision with the events to record, or an error naming the state.
+// Apply folds an event into the State. None reads a clock, storage or
 // randomness, so a replayed log always rebuilds the same state and shows
-// why each call was admitted or blocked.
+// why each call was admitted or blocked. See docs/behaviour.md §D.
 package fence
 
 import (
@@ -16,10 +16,10 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// ErrIllegal: the command is not allowed in the agent's current state.
+// ErrIllegal means the command is not allowed in the agent's current state.
 var ErrIllegal = errors.New("illegal in the current state")
 
-// Phases (docs/behaviour.md §D.2).
+// Phases of the state, as docs/behaviour.md §D.2 names them.
 const (
 	Ready            = "READY"
 	Reminded         = "REMINDED"
@@ -65,7 +65,7 @@ type Manual struct {
 	Phase     string
 }
 
-// State is one agent's lifecycle state (docs/behaviour.md §D.1).
+// State is one agent's lifecycle state, as in docs/behaviour.md §D.1.
 type State struct {
 	WindowID         string
 	WindowNumber     int
@@ -103,7 +103,7 @@ type State struct {
 // Initial is the state of a newly registered agent.
 func Initial() State { return State{WindowID: "w1", WindowNumber: 1} }
 
-// Phase names the state (docs/behaviour.md §D.2).
+// Phase names the state.
 func (s State) Phase() string {
 	switch {
 	case s.PendingWindowID != "" && s.Manual != nil && s.Manual.Phase == PhaseCompacting:
@@ -136,7 +136,7 @@ func (s State) Phase() string {
 func (s State) NextWindowID() string { return "w" + strconv.Itoa(s.WindowNumber+1) }
 
 // manualSaved reports a manual checkpoint saved and waiting for its
-// compaction: every tool is blocked.
+// compaction, which blocks every tool.
 func (s State) manualSaved() bool {
 	return s.Manual != nil && (s.Manual.Phase == PhaseSaved || s.Manual.Phase == PhaseCompacting)
 }
@@ -145,12 +145,12 @@ func (s State) manualSaved() bool {
 type Verdict int
 
 const (
-	// Open: no fence; the call runs normally.
+	// Open means no fence, so the call runs normally.
 	Open Verdict = iota
-	// Admitted: the one own-notes write the fence lets through; its
+	// Admitted is the one own-notes write the fence lets through, whose
 	// success saves the checkpoint.
 	Admitted
-	// Blocked: the fence refuses the call.
+	// Blocked means the fence refuses the call.
 	Blocked
 )
 
@@ -174,11 +174,10 @@ func illegal(s State, format string, args ...any) error {
 }
 
 // Apply folds one lifecycle event payload into the state. Payloads of
-// other event types leave it unchanged. It never changes its argument:
-// State is a value, and the one field Apply writes through a pointer
-// (Manual.Phase) is copied first, so the returned state shares nothing
-// that Apply changed with the state it was given.
+// other event types leave it unchanged, and it never changes its argument.
 func Apply(s State, payload any) State {
+	// Manual.Phase is the one field Apply writes through a pointer, so copy
+	// it first, and the result shares nothing Apply changed with s.
 	if s.Manual != nil {
 		m := *s.Manual
 		s.Manual = &m
@@ -191,8 +190,9 @@ func Apply(s State, payload any) State {
 		}
 		switch p.Due {
 		case DueHardRollover:
-			// The hard rollover sends the fallback (docs/behaviour.md §D.3 row 2):
-			// neither it nor the reminder is due again in this window.
+			// The hard rollover sends the fallback, per docs/behaviour.md
+			// §D.3 row 2, so neither it nor the reminder is due again in
+			// this window.
 			s.HardLatched, s.RolloverRequested = true, true
 			s.FallbackDue, s.ReminderDue = true, true
 		case DueFallback:
@@ -214,8 +214,8 @@ func Apply(s State, payload any) State {
 		if !s.FenceActive {
 			s.Claim, s.CheckpointSaved = "", false
 		}
-		// A fence already active (a manual checkpoint's, which the
-		// fallback joins) keeps its claim: the admitted write is running.
+		// A fence already active, a manual checkpoint's that the fallback
+		// joins, keeps its claim, since the admitted write is running.
 		s.FenceActive, s.FenceKind, s.FenceRequestID = true, p.Kind, p.RequestID
 	case *events.ClaimTaken:
 		s.Claim = p.CallID
@@ -269,7 +269,7 @@ func Apply(s State, payload any) State {
 		s = fenceOff(s)
 		s.FallbackDelivered = false
 		if p.Reason == events.LiftBranchChanged {
-			// The branch now in context is below the fallback threshold:
+			// The branch now in context is below the fallback threshold, so
 			// crossing it again on this branch makes the fallback due again.
 			s.FallbackDue = false
 		}

@@ -1,7 +1,8 @@
-// Package forensics reproduces what memoryd answered, offline: it replays
-// an exported log into a scratch or named database, verifies live
-// projections against a rebuild, runs one tool at any past position, re-
-// executes the read audit to detect recovery regressions, and imports Pi
+// Package forensics reproduces offline what memoryd answered.
+//
+// It replays an exported log into a scratch or named database, verifies
+// live projections against a rebuild, runs one tool at any past position,
+// re-executes the read audit to detect recovery regressions, and imports Pi
 // session files.
 package forensics
 
@@ -23,20 +24,20 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Next yields the events of a log in order; ok is false at the end.
+// Next yields the events of a log in order. ok is false at the end.
 type Next func() (ev events.Event, ok bool, err error)
 
-// LogReader reads an exported log (JSON lines, the event envelope) and
+// LogReader reads an exported log of JSON lines in the event envelope and
 // names the line of any error.
 type LogReader struct {
 	sc      *bufio.Scanner
-	scanned int    // lines scanned (by the read-ahead goroutine, when there is one)
-	line    int    // the line of the last event (or error) Next returned
+	scanned int    // lines scanned, by the read-ahead goroutine when there is one
+	line    int    // the line of the last event or error Next returned
 	ahead   *ahead // set by ReadAhead
 }
 
-// logItem is an event read ahead (or the error that ended the log, or its
-// end) and its line.
+// logItem is an event read ahead, or the error or end that ended the log,
+// and its line.
 type logItem struct {
 	ev   events.Event
 	line int
@@ -60,8 +61,8 @@ func NewLogReader(r io.Reader) *LogReader {
 	return &LogReader{sc: sc}
 }
 
-// Line is the number of the line of the last event (or error) Next
-// returned; at the end of the log, the number of lines in it.
+// Line is the number of the line of the last event or error Next returned.
+// At the end of the log, it is the number of lines in it.
 func (lr *LogReader) Line() int { return lr.line }
 
 // LineError is an error about one line of a log.
@@ -122,13 +123,10 @@ func (lr *LogReader) read() logItem {
 	return end
 }
 
-// ReadAhead makes the reader read and decode the log in a goroutine of its
-// own, a few batches ahead of Next, so that reading the log overlaps with
-// what the caller does with its events. The goroutine starts at the first
-// Next, so a caller that refuses before reading anything reads nothing.
-// stop ends it without waiting (a read blocked on a pipe would hold it):
-// after stop, Next reports the end of the log, and the goroutine returns
-// at its next batch or when what it reads from is closed.
+// ReadAhead makes the reader read and decode the log a few batches ahead of
+// Next in a goroutine of its own, which starts at the first Next. stop ends
+// it without waiting, since a read blocked on a pipe would hold it, and
+// Next then reports the end of the log.
 func (lr *LogReader) ReadAhead() (stop func()) {
 	a := &ahead{ch: make(chan []logItem, 4), quit: make(chan struct{})}
 	lr.ahead = a
@@ -186,7 +184,7 @@ func (a *ahead) next(lr *LogReader) (logItem, bool) {
 	return it, true
 }
 
-// Until stops next after position until (0: no bound).
+// Until stops next after position until, unless until is 0.
 func Until(next Next, until int64) Next {
 	if until <= 0 {
 		return next
@@ -226,19 +224,19 @@ func Counted(next Next, progress func(int64)) Next {
 	}
 }
 
-// StoreEvents yields every event of svc's log (up to until, 0 for all).
+// StoreEvents yields every event of svc's log up to until, or all for 0.
 func StoreEvents(ctx context.Context, svc *memory.Service, until int64) Next {
 	return StoreEventsAfter(ctx, svc, 0, until)
 }
 
-// StoreEventsAfter yields the events of svc's log after position after
-// (up to until, 0 for all).
+// StoreEventsAfter yields the events of svc's log after position after,
+// up to until, or all for 0.
 func StoreEventsAfter(ctx context.Context, svc *memory.Service, after, until int64) Next {
 	return filteredEvents(ctx, svc, eventlog.Filter{After: after, Until: until})
 }
 
-// filteredEvents yields the events of svc's log that f selects (its
-// Limit is the page size: 2000), from f.After.
+// filteredEvents yields the events of svc's log that f selects, from
+// f.After, in pages of f.Limit.
 func filteredEvents(ctx context.Context, svc *memory.Service, f eventlog.Filter) Next {
 	store := svc.Store()
 	f.Limit = 2000
@@ -267,9 +265,9 @@ func filteredEvents(ctx context.Context, svc *memory.Service, f eventlog.Filter)
 	}
 }
 
-// Open opens (creating and migrating) a database for a replay, through
-// memory.Open as the server opens its own, without the read audit. A
-// replay can always be run again, so it skips fsync (synchronous=OFF).
+// Open opens a database for a replay as the server opens its own, creating
+// and migrating it, without the read audit. A replay can always be run
+// again, so it skips fsync.
 func Open(ctx context.Context, path string) (*memory.Service, error) {
 	return OpenLogging(ctx, path, nil)
 }
@@ -280,8 +278,8 @@ func OpenLogging(ctx context.Context, path string, logf func(format string, args
 	return memory.Open(ctx, path, memory.OpenOptions{Synchronous: "off", Logf: logf})
 }
 
-// Scratch opens a fresh database in a new private folder (in the scratch
-// folder, SetScratchFolder); cleanup closes and removes it.
+// Scratch opens a fresh database in a new private folder under the scratch
+// folder. cleanup closes and removes it.
 func Scratch(ctx context.Context) (svc *memory.Service, cleanup func(), err error) {
 	db, err := NewScratchDB(ctx)
 	if err != nil {
@@ -297,7 +295,7 @@ type ScratchDB struct {
 	dir     string
 }
 
-// NewScratchDB is Scratch giving the database's folder too (Bytes).
+// NewScratchDB is Scratch giving the database's folder too.
 func NewScratchDB(ctx context.Context) (*ScratchDB, error) {
 	dir, err := newScratchDir()
 	if err != nil {
@@ -311,8 +309,8 @@ func NewScratchDB(ctx context.Context) (*ScratchDB, error) {
 	return &ScratchDB{Service: svc, dir: dir}, nil
 }
 
-// Bytes is the size of the files in the database's folder (the database,
-// its WAL and shared-memory index).
+// Bytes is the size of the files in the database's folder, its WAL and
+// shared-memory index included.
 func (db *ScratchDB) Bytes() int64 {
 	entries, err := os.ReadDir(db.dir)
 	if err != nil {
@@ -333,9 +331,9 @@ func (db *ScratchDB) Remove() {
 	os.RemoveAll(db.dir)
 }
 
-// Target opens the database a replay writes: path (OpenLogging, logf its
-// report) or, when path is "", a scratch one (Scratch). done closes it and
-// removes a scratch one.
+// Target opens the database a replay writes at path, or a scratch one when
+// path is "". logf gets OpenLogging's report, and done closes the database
+// and removes a scratch one.
 func Target(ctx context.Context, path string, logf func(format string, args ...any)) (svc *memory.Service, done func(), err error) {
 	if path == "" {
 		return Scratch(ctx)
@@ -353,9 +351,9 @@ func Import(ctx context.Context, svc *memory.Service, next Next) (int64, error) 
 	return svc.Store().Import(ctx, next)
 }
 
-// Export writes the events of svc's store (of one task's streams, taskID,
-// or of all; up to until, 0 for all) to w as JSON lines. progress (if not
-// nil) is called with the count of events written every 1024 events.
+// Export writes to w as JSON lines the events of svc's store up to until,
+// or all for 0. A non-empty taskID keeps only that task's streams, and a
+// non-nil progress is called with the count of events written.
 func Export(ctx context.Context, svc *memory.Service, taskID string, until int64, w io.Writer, progress func(int64)) error {
 	var n int64
 	return svc.Store().Each(ctx, eventlog.Filter{TaskID: taskID, Until: until, Limit: 1000}, func(ev events.Event) error {
@@ -414,9 +412,8 @@ type ReadMismatch struct {
 	GotDigest    string `json:"got_digest"`
 }
 
-// UnverifiableRead is an audited read that cannot be re-executed: its
-// record keeps some of its arguments as their size and digest only (they
-// were longer than the audit keeps whole).
+// UnverifiableRead is an audited read that cannot be re-executed, because
+// its record keeps some of its arguments as their size and digest only.
 type UnverifiableRead struct {
 	Position     int64  `json:"position"`
 	ReadPosition int64  `json:"read_position"`
@@ -428,8 +425,8 @@ type UnverifiableRead struct {
 }
 
 // ReadCheck is the result of re-executing the read audit. A read is
-// checked, or unverifiable; writes are skipped: Skipped counts them and
-// SkippedCalls says, tool by tool, how many and why.
+// checked or unverifiable, and writes are skipped, counted by tool in
+// SkippedCalls.
 type ReadCheck struct {
 	Checked      int                `json:"checked"`
 	Skipped      int                `json:"skipped"`
@@ -460,8 +457,8 @@ const (
 	skipUnknown = "not one of the tools: there is nothing to run again"
 )
 
-// skipReason says why the read check does not re-execute a call of tool
-// ("" when it does: a read).
+// skipReason says why the read check does not re-execute a call of tool,
+// or "" for a read, which it does.
 func skipReason(tool string) string {
 	switch {
 	case tools.Writes(tool):
@@ -478,8 +475,8 @@ type AuditedCall struct {
 	rec      events.ToolCalled
 }
 
-// CollectAudit returns the read-only audited calls of a log, by the
-// position they read at, and the calls it leaves out (writes), by tool.
+// CollectAudit returns the read-only audited calls of a log by the position
+// they read at, and the write calls it leaves out by tool.
 func CollectAudit(next Next) (map[int64][]AuditedCall, []SkippedCalls, error) {
 	out := map[int64][]AuditedCall{}
 	skipped := map[string]int{}
@@ -517,23 +514,21 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, []SkippedCalls, error) {
 type ReplayOptions struct {
 	// Audit, from CollectAudit over the same log, makes Replay commit at
 	// every audited read position and re-execute the calls that read
-	// there (nil: no read is checked).
+	// there. If nil, no read is checked.
 	Audit map[int64][]AuditedCall
-	// Segment is the most events Replay commits in one transaction (0:
-	// DefaultReplaySegment).
+	// Segment is the most events Replay commits in one transaction, or
+	// DefaultReplaySegment for 0.
 	Segment int64
 }
 
-// DefaultReplaySegment is the most events Replay commits in one
-// transaction by default. A segment writes each note it changes once
-// (projections defer note writes to its end), so longer segments write
-// less, at the cost of a larger WAL (docs/performance.md has the trade).
+// DefaultReplaySegment is the most events Replay commits in one transaction
+// by default. Longer segments write less but grow a larger WAL; see
+// docs/performance.md.
 const DefaultReplaySegment = 200_000
 
-// Replay imports the events of next into dst (which must be empty; opened
-// by Open, Scratch or Target, so without the read audit). With opts.Audit,
-// it commits at every audited read position and re-executes on dst the
-// calls that read there.
+// Replay imports the events of next into an empty dst opened without the
+// read audit. With opts.Audit, it commits at every audited read position
+// and re-executes on dst the calls that read there.
 func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOptions) (ReadCheck, error) {
 	svc, store := dst, dst.Store()
 	check := ReadCheck{SkippedCalls: []SkippedCalls{}, Mismatches: []ReadMismatch{}, Unverifiable: []UnverifiableRead{}}
@@ -541,11 +536,10 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOpti
 	if maxSegment <= 0 {
 		maxSegment = DefaultReplaySegment
 	}
-	// The log is committed in segments (at most maxSegment events, and up
-	// to each audited read position), so the WAL is checkpointed as the
-	// replay goes instead of growing to the size of the database.
-	// Continue does not refuse a database that holds events: refuse it
-	// here, as Import does.
+	// The log is committed in segments of at most maxSegment events that
+	// end at each audited read position, so the WAL is checkpointed as the
+	// replay goes. Continue does not refuse a database that holds events,
+	// so refuse it here, as Import does.
 	if last, err := store.LastPosition(ctx); err != nil {
 		return check, err
 	} else if last != 0 {
@@ -582,7 +576,7 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOpti
 		i++
 	}
 	var pending *events.Event
-	// segment yields the events up to stop (all of them when stop < 0).
+	// segment yields the events up to stop, or all of them when stop < 0.
 	segment := func(stop int64) Next {
 		n := int64(0)
 		return func() (events.Event, bool, error) {
@@ -627,26 +621,24 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOpti
 	}
 }
 
-// Violation is an event of a live log that breaks a rule an import of
-// the log would refuse it for (a database written by an older memoryd, or
-// edited by hand).
+// Violation is an event of a live log that breaks a rule an import of the
+// log would refuse it for, as in a database an older memoryd wrote.
 type Violation struct {
 	Position int64  `json:"position"`
 	Type     string `json:"type"`
 	Rule     string `json:"rule"`
 }
 
-// Verify rebuilds the projections of live from its log into scratch (an
-// empty database) and returns every table that differs and every event
-// that breaks a rule of an import (the rebuild applies it all the same, as
-// live did).
+// Verify rebuilds the projections of live from its log into the empty
+// scratch, and returns every table that differs and every event that
+// breaks a rule of an import. The rebuild applies those as live did.
 func Verify(ctx context.Context, live, scratch *memory.Service, samples int) ([]projections.TableDiff, []Violation, error) {
 	return VerifyProgress(ctx, live, scratch, samples, nil, nil)
 }
 
 // VerifyProgress is Verify reporting the number of events rebuilt to
-// progress (every 1024 events), then calling comparing (when not nil)
-// before it compares the tables. Either may be nil.
+// progress, then calling comparing before it compares the tables. Either
+// may be nil.
 func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples int, progress func(int64), comparing func()) ([]projections.TableDiff, []Violation, error) {
 	violations := []Violation{}
 	report := func(re *events.RuleError) {
@@ -662,10 +654,10 @@ func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples 
 	return diffs, violations, err
 }
 
-// CopyLog imports the log of src (up to until, 0 for all) into dst, which
-// must hold no events, all or nothing, and returns the number of events
-// copied. Each event is applied as src applied it: one that an import
-// would refuse is given to report instead (nil: not reported).
+// CopyLog imports the log of src up to until, or all for 0, into an empty
+// dst, all or nothing, and returns the number of events copied. Each event
+// is applied as src applied it, and one an import would refuse goes to a
+// non-nil report.
 func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}
@@ -673,12 +665,12 @@ func CopyLog(ctx context.Context, dst, src *memory.Service, until int64, report 
 	return dst.Store().ImportReporting(ctx, StoreEvents(ctx, src, until), report)
 }
 
-// WatchEvery is how many events a watched copy (CopyHistory) reads
-// between two calls of its watch.
+// WatchEvery is how many events a watched copy reads between two calls of
+// its watch.
 const WatchEvery = 4096
 
-// watched calls watch with the number of events next has yielded, every
-// WatchEvery events; its error ends next.
+// watched calls watch with the number of events next has yielded every
+// WatchEvery events. Its error ends next.
 func watched(next Next, watch func(int64) error) Next {
 	if watch == nil {
 		return next
@@ -698,24 +690,18 @@ func watched(next Next, watch func(int64) error) Next {
 	}
 }
 
-// CopyHistory imports into dst, which must hold no events, the events of
-// task taskID in src's log up to until but its notes and audit records:
-// what the history tools read (the task's history, its windows and its
-// agents), at a fraction of a whole copy's cost when other tasks or
-// notes fill the log. dst is then a part of a log (eventlog's
-// ImportPart), for reading only. watch, when not nil, is called with the
-// number of events read so far every WatchEvery events: an error it
-// returns stops the copy, which then keeps nothing (the inspector bounds
-// its copies' disk so).
+// CopyHistory imports into an empty dst what the history tools read of task
+// taskID in src's log up to until, which leaves out its notes and audit
+// records. dst is then a part of a log, for reading only. An error from a
+// non-nil watch stops the copy, which then keeps nothing.
 func CopyHistory(ctx context.Context, dst, src *memory.Service, taskID string, until int64, watch func(copied int64) error) (int64, error) {
 	return dst.Store().ImportPart(ctx, watched(historyEvents(ctx, src, taskID, 0, until), watch), func(*events.RuleError) {})
 }
 
-// ForwardHistory brings dst, a CopyHistory of task taskID up to some
-// position Q, forward to until (at least Q): the result is what
-// CopyHistory up to until gives.
+// ForwardHistory brings dst, a CopyHistory of task taskID, forward to
+// until, giving what CopyHistory up to until gives.
 func ForwardHistory(ctx context.Context, dst, src *memory.Service, taskID string, until int64, watch func(copied int64) error) (int64, error) {
-	from, err := dst.Store().LastPosition(ctx) // Q or before: the events in between are not copied
+	from, err := dst.Store().LastPosition(ctx) // the copy's end or before, since the events in between are not copied
 	if err != nil {
 		return 0, err
 	}
@@ -726,12 +712,10 @@ func historyEvents(ctx context.Context, svc *memory.Service, taskID string, afte
 	return filteredEvents(ctx, svc, eventlog.Filter{After: after, Until: until, TaskID: taskID, Only: eventlog.WithoutNotes})
 }
 
-// ForwardLog brings dst, a copy of src's log up to some position Q (as
-// CopyLog made it, or ForwardLog), forward to until (0: src's end) by
-// importing only src's events in (Q, until], each applied and reported as
-// CopyLog would: the result is what CopyLog up to until gives. All or
-// nothing; until before Q is refused (ErrInvalidEvent). It returns the
-// number of events copied.
+// ForwardLog brings dst, a CopyLog of src, forward to until, or to src's
+// end for 0, giving what CopyLog up to until gives. It imports only the
+// events after dst's end, all or nothing, and returns how many it copied.
+// An until before dst's end is refused as ErrInvalidEvent.
 func ForwardLog(ctx context.Context, dst, src *memory.Service, until int64, report func(*events.RuleError)) (int64, error) {
 	if report == nil {
 		report = func(*events.RuleError) {}

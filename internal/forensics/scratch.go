@@ -11,24 +11,21 @@ import (
 	"sync"
 )
 
-// scratchFolder is where Scratch makes its copies (SetScratchFolder); ""
-// is the system's temporary folder (tests, and a memoryd without a data
-// folder).
+// scratchFolder is where Scratch makes its copies. An empty dir means the
+// system's temporary folder, for tests and a memoryd without a data folder.
 var scratchFolder struct {
 	sync.Mutex
 	dir string
 }
 
-// processFolderPrefix names a process's own folder in the scratch folder:
-// pid-<its pid>. A start removes those of processes that no longer run
-// (RemoveStaleScratch): a copy outlives a SIGKILL only until then.
+// processFolderPrefix names a process's own folder in the scratch folder,
+// pid-<its pid>. RemoveStaleScratch at a start removes those of processes
+// that no longer run, so a copy outlives a SIGKILL only until then.
 const processFolderPrefix = "pid-"
 
-// SetScratchFolder makes Scratch create its copies (the notes' text, as of
-// a past position) under dir, in a folder of this process (pid-<pid>),
-// each folder 0700, instead of in the system's temporary folder, where
-// they outlived a SIGKILL. memoryd sets it to the scratch folder of its
-// data folder.
+// SetScratchFolder makes Scratch create its copies under dir, in a private
+// folder of this process, instead of in the system's temporary folder.
+// memoryd sets it to the scratch folder of its data folder.
 func SetScratchFolder(dir string) {
 	scratchFolder.Lock()
 	scratchFolder.dir = dir
@@ -47,8 +44,8 @@ func newScratchDir() (string, error) {
 	if err := os.MkdirAll(own, 0o700); err != nil {
 		return "", fmt.Errorf("create the scratch folder: %w", err)
 	}
-	// MkdirAll keeps the mode of a folder that exists: make sure no one
-	// else can list or enter them (the data folder is memoryd's own).
+	// MkdirAll keeps the mode of a folder that exists, so make sure no one
+	// else can list or enter them. The data folder is memoryd's own.
 	for _, d := range []string{dir, own} {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return "", fmt.Errorf("scratch folder: %w", err)
@@ -58,14 +55,12 @@ func newScratchDir() (string, error) {
 }
 
 // RemoveStaleScratch removes from the scratch folder dir the folders of
-// processes that no longer run (a memoryd killed with its copies open),
-// and this process's own (left by an earlier process with the same pid).
-// Folders of running processes (another memoryd sharing the data folder)
-// and anything not named pid-<pid> are left. A missing dir is nothing to
-// do.
+// processes that no longer run, and this process's own, which an earlier
+// process with the same pid left. Folders of running processes and anything
+// not named pid-<pid> are left.
 func RemoveStaleScratch(dir string) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) { // nothing to do
 		return nil
 	}
 	if err != nil {

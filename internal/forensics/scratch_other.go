@@ -2,6 +2,6 @@
 
 package forensics
 
-// processRuns cannot tell here: every process is taken to run, so no
-// scratch folder of another process is removed.
+// processRuns reports true, since it cannot tell here. No scratch folder
+// of another process is removed.
 func processRuns(pid int) bool { return true }

@@ -13,34 +13,33 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// ImportedSession is the result of ImportSession: the attach's fields,
-// but for its window_id, named attached_window_id here beside the window
-// the import ends in (two bare window ids did not say which was which).
+// ImportedSession is the result of ImportSession, with the attach's fields.
+// Its window_id is named attached_window_id here, beside the window the
+// import ends in, so the two are told apart.
 type ImportedSession struct {
 	TaskID           string   `json:"task_id"`
 	Agent            string   `json:"agent"`
 	Resumed          bool     `json:"resumed"`
 	RegisteredAgents []string `json:"registered_agents"`
 	// AttachedWindowID is the agent's window when the import attached,
-	// before the file's entries (w1 for a new task).
+	// before the file's entries. It is w1 for a new task.
 	AttachedWindowID string `json:"attached_window_id"`
 	Entries          int    `json:"entries"`  // the file's entries
 	Stored           int    `json:"stored"`   // those new to memoryd
 	Branch           int    `json:"branch"`   // the branch's length, last entry to root
 	Revision         int64  `json:"revision"` // the branch revision after the import
 	// WindowID is the agent's window after the import, as a history sync
-	// answers it: the compactions among the file's entries move it on.
+	// answers it, moved on by the compactions among the file's entries.
 	WindowID string `json:"current_window_id"`
 }
 
-// ErrNotASession: a file given as a Pi session file does not start with a
-// session header.
+// ErrNotASession means a file given as a Pi session file does not start
+// with a session header.
 var ErrNotASession = errors.New("not a Pi session file")
 
-// ReadSession reads a Pi session file (history.ReadSession), refusing one
-// whose first line that is not blank is not a session header
-// {"type":"session",...} before it reads further: an exported event log,
-// say, is refused at its first line.
+// ReadSession reads a Pi session file with history.ReadSession. It refuses
+// at once a file whose first line that is not blank is not a session
+// header, such as an exported event log.
 func ReadSession(r io.Reader) (history.Session, error) {
 	br := bufio.NewReader(r)
 	var read []byte // the lines up to the header, read again by history.ReadSession
@@ -66,12 +65,10 @@ func ReadSession(r io.Reader) (history.Session, error) {
 	return history.ReadSession(io.MultiReader(bytes.NewReader(read), br))
 }
 
-// ImportSession attaches a Pi session file as a task (its absolute path
-// is the session key) and syncs its entries and its branch, the path from
-// the last entry to the root, all in one transaction: when an entry is
-// refused nothing is stored, and the error names its line in the file.
-// Importing the same file again resumes the task and stores only what is
-// new.
+// ImportSession attaches a Pi session file as a task keyed by its absolute
+// path, and syncs its entries and branch in one transaction. When an entry
+// is refused nothing is stored, and the error names its line. Importing
+// the same file again stores only what is new.
 func ImportSession(ctx context.Context, svc *memory.Service, path string, sess history.Session, progress func(int64)) (ImportedSession, error) {
 	var synced func(int)
 	if progress != nil {

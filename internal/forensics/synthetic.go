@@ -14,11 +14,10 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// WriteSyntheticLog writes an exported log of n events (n ≥ 5) to w: one
-// task, four agents, and note.appended events spread over 2,000 notes per
-// agent (so no note grows large), with valid ULIDs and gapless positions.
-// The same n always gives the same bytes. It is the input of the replay
-// benchmarks (BenchmarkReplay1M and cmd/bench).
+// WriteSyntheticLog writes to w an exported log of n events, at least 5,
+// for the replay benchmarks. It holds one task, four agents and
+// note.appended events spread over many notes, and the same n always gives
+// the same bytes.
 func WriteSyntheticLog(w io.Writer, n int) error {
 	agents := []string{"/root", "/root/builder", "/root/reviewer", "/root/tester"}
 	if n < 1+len(agents) {
@@ -51,7 +50,7 @@ func WriteSyntheticLog(w io.Writer, n int) error {
 		line = append(line, `","data":`...)
 		line = append(line, data...)
 		line = append(line, "}\n"...)
-		bw.Write(line) // a write error sticks: Flush reports it
+		bw.Write(line) // a write error sticks, and Flush reports it
 	}
 	created, err := events.MarshalData(events.TaskCreated{TaskID: task, SessionKey: "/bench/root.jsonl"})
 	if err != nil {

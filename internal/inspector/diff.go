@@ -5,33 +5,30 @@ import (
 	"strings"
 )
 
-// diffLine is one line of a line diff: kept ('='), added ('+') or
-// removed ('-'), or a run of Gap unchanged lines not shown ('…').
+// diffLine is one line of a line diff. Op is '=' for a kept line, '+' for
+// an added one, '-' for a removed one, and '…' for Gap lines not shown.
 type diffLine struct {
 	Op   string
 	Text string
 	Gap  int
 }
 
-// Bounds of a diff as the notes page shows it: the work is linear in the
-// notes' size but for the LCS table, and the page's size is bounded.
+// maxDiffCells, diffContext and maxDiffLines bound a diff as the notes
+// page shows it. The work is linear in the notes' size but for the table.
 const (
-	// maxDiffCells bounds the LCS table (lines of one side times lines of
-	// the other, after the common head and tail are set aside); past it
-	// the middle is shown as removed, then added.
+	// maxDiffCells bounds the LCS table, the lines of one side times those
+	// of the other once the common head and tail are set aside.
 	maxDiffCells = 4_000_000
-	// diffContext is how many unchanged lines are shown beside a change;
-	// a longer unchanged run is one gap line.
+	// diffContext is how many unchanged lines are shown beside a change.
+	// A longer unchanged run is one gap line.
 	diffContext = 3
-	// maxDiffLines is how many lines of the diff are shown; the rest are
+	// maxDiffLines is how many lines of the diff are shown. The rest are
 	// counted.
 	maxDiffLines = 2000
 )
 
-// lineDiff is the line diff from a to b by longest common subsequence, as
-// shown: unchanged runs cut to their context, at most maxDiffLines lines,
-// and the number of diff lines not shown past that. It stops with the
-// context's error when the request is cancelled.
+// lineDiff returns the line diff from a to b as shown, and the number of
+// diff lines not shown. It stops with ctx's error when ctx ends.
 func lineDiff(ctx context.Context, a, b string) ([]diffLine, int, error) {
 	x, y := splitLines(a), splitLines(b)
 	head := 0
@@ -45,7 +42,7 @@ func lineDiff(ctx context.Context, a, b string) ([]diffLine, int, error) {
 	var e diffEmitter
 	e.keep(x[:head]...)
 	xm, ym := x[head:len(x)-tail], y[head:len(y)-tail]
-	if len(xm)*len(ym) > maxDiffCells {
+	if len(xm)*len(ym) > maxDiffCells { // too big a table, so the middle is removed, then added
 		for _, l := range xm {
 			e.change("-", l)
 		}
@@ -111,26 +108,27 @@ type diffEmitter struct {
 	changed bool     // a change came before run
 }
 
+// keep adds unchanged lines to the current run.
 func (e *diffEmitter) keep(lines ...string) { e.run = append(e.run, lines...) }
 
+// change shows the run so far and then one changed line.
 func (e *diffEmitter) change(op, text string) {
 	e.flush(false)
 	e.add(diffLine{Op: op, Text: text})
 	e.changed = true
 }
 
-// flush shows the unchanged run: its last lines before the first change,
-// its first after the last one (end), both ends between two changes, and a
-// gap line for the rest.
+// flush shows the unchanged run around the changes, with a gap line for
+// what is beyond their context.
 func (e *diffEmitter) flush(end bool) {
 	n := len(e.run)
 	first, last := n, 0
 	switch {
-	case !e.changed && !end:
+	case !e.changed && !end: // before the first change, its last lines
 		first, last = 0, min(n, diffContext)
-	case end:
+	case end: // after the last change, its first lines
 		first = min(n, diffContext)
-	case n > 2*diffContext+1:
+	case n > 2*diffContext+1: // between two changes, both ends
 		first, last = diffContext, diffContext
 	}
 	for _, l := range e.run[:first] {
@@ -145,6 +143,7 @@ func (e *diffEmitter) flush(end bool) {
 	e.run = e.run[:0]
 }
 
+// add appends l, or counts it once maxDiffLines are shown.
 func (e *diffEmitter) add(l diffLine) {
 	switch {
 	case len(e.lines) < maxDiffLines:
@@ -156,7 +155,7 @@ func (e *diffEmitter) add(l diffLine) {
 	}
 }
 
-// splitLines splits s into lines without their newlines; a final newline
+// splitLines splits s into lines without their newlines. A final newline
 // ends the last line rather than starting an empty one.
 func splitLines(s string) []string {
 	if s == "" {

@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// ContentSecurityPolicy is sent with every /ui response: nothing but the
-// inspector's own stylesheet and images given inline (data: URLs), forms
-// that post only to the inspector, no framing, no <base>, no script.
+// ContentSecurityPolicy is sent with every /ui response. It allows the
+// inspector's own stylesheet, inline images and forms, and no script.
 const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // setHeaders sets the headers every /ui response carries.
@@ -20,19 +19,18 @@ func setHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 }
 
-// guard runs before any /ui page: it sets the security headers, refuses a
-// Host that is not allowed (DNS rebinding), refuses every Origin except
-// the request's own on the login POST (the one POST; browsers send an
-// Origin with every POST, and a page of another site must not post
-// there), and allows only GET besides that POST.
+// guard runs before any /ui page. It sets the security headers and refuses
+// a bad Host, a foreign Origin and any method but GET and the login POST.
 func (in *Inspector) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w.Header())
-		if in.cfg.HostAllowed != nil && !in.cfg.HostAllowed(r.Host) {
+		if in.cfg.HostAllowed != nil && !in.cfg.HostAllowed(r.Host) { // DNS rebinding
 			in.renderError(w, r, http.StatusForbidden, "the Host header must name a loopback address")
 			return
 		}
 		isLogin := r.Method == http.MethodPost && r.URL.Path == Prefix+"/login"
+		// Browsers send an Origin with every POST. Only the login POST may
+		// have one, the request's own, so a page of another site cannot post.
 		if origin, ok := r.Header["Origin"]; ok {
 			if !isLogin || len(origin) != 1 || !sameOrigin(origin[0], r) {
 				in.renderError(w, r, http.StatusForbidden, "requests from another origin are refused")
@@ -47,8 +45,8 @@ func (in *Inspector) guard(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin reports whether origin is the origin of the request itself:
-// its scheme (https under TLS, else http) and exactly its Host.
+// sameOrigin reports whether origin is the origin of the request itself,
+// with its scheme and exactly its Host.
 func sameOrigin(origin string, r *http.Request) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {

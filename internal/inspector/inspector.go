@@ -1,18 +1,15 @@
-// Package inspector is memoryd's read-only web inspector: server-rendered
-// pages (html/template, templates and CSS embedded, no JavaScript) that
-// show a memory's tasks and agents, an agent's timeline (windows,
-// rollovers, fence transitions, audited calls, a plot of tokens used),
-// its notes with their revisions and diffs, its history with search, and
-// the event log, each as of any log position.
+// Package inspector is memoryd's read-only web inspector.
 //
-// internal/api mounts it at /ui. It owns the /ui session (a login with the
-// token sets a random session id in an HttpOnly, SameSite=Strict cookie;
-// one-time login codes for the inspect verb), the Origin and Host rules of
-// /ui, and the security headers of every /ui response. It never writes:
-// it reads through memory's read paths (InspectTool, Tasks, Events,
-// StreamEvents). As of a past position it reads the log up to there, and
-// for the history page a copy of the task's history up to there
-// (internal/forensics, states.go).
+// Its pages are rendered on the server without JavaScript. They show a
+// memory's tasks and agents, an agent's timeline, its notes with their
+// revisions and diffs, its history with search, and the event log, each
+// as of any log position.
+//
+// internal/api mounts it at /ui. It owns the /ui session, the Origin and
+// Host rules of /ui, and the security headers of every /ui response. It
+// never writes and reads only through memory's read paths. As of a past
+// position it reads the log up to there, and for the history page a copy
+// of the task's history up to there.
 package inspector
 
 import (
@@ -31,31 +28,29 @@ const Prefix = "/ui"
 
 // Config holds the inspector's dependencies.
 type Config struct {
-	// Service is the memory shown (the live one, or one an inspect verb
-	// imported a log into).
+	// Service is the memory shown, the live one or one an inspect verb
+	// imported a log into.
 	Service *memory.Service
 	Logger  *slog.Logger
-	// Token is what the login form must be given; "" refuses every
-	// login (one-time codes still work).
+	// Token is what the login form must be given. An empty Token refuses
+	// every login, but one-time codes still work.
 	Token string
-	// HostAllowed, when set, refuses requests whose Host it rejects (the
-	// API's DNS-rebinding check).
+	// HostAllowed, when set, refuses requests whose Host it rejects.
 	HostAllowed func(host string) bool
 	// ErrorStatus gives the status and safe message of an error, as the
-	// API maps them (internal/api owns the mapping).
+	// API maps them.
 	ErrorStatus func(error) (status int, message string)
 	// Scratches is how many copies of a task's history as of a past
-	// position (the history page's ?at=P) are kept open; 0: 4.
+	// position are kept open. Zero means defaultKept.
 	Scratches int
-	// Builders is how many such copies are built at once (0: 2), and
-	// Waiting how many more positions may wait for a builder (0: 2); a
-	// page at a further new position answers 503, to retry.
+	// Builders is how many such copies are built at once, and Waiting how
+	// many more positions may wait for a builder. Zero means the default.
 	Builders, Waiting int
-	// ScratchBytes bounds the disk the copies take, kept and being built
-	// (0: 2 GiB).
+	// ScratchBytes bounds the disk the copies take, kept and being built.
+	// Zero means defaultScratchBytes.
 	ScratchBytes int64
-	// Activity, when set, brackets each request in a valid session (the
-	// API's Config.Activity: --idle-exit counts only those).
+	// Activity, when set, brackets each request in a valid session. It is
+	// the API's Config.Activity.
 	Activity func() (done func())
 }
 
@@ -99,15 +94,14 @@ func New(cfg Config) *Inspector {
 // Routes returns the inspector's route tree, for tests that walk it.
 func (in *Inspector) Routes() chi.Routes { return in.routes }
 
-// ServeHTTP serves a request under /ui: the guard (headers, Host, Origin,
-// method) runs first, then the session check, then the page.
+// ServeHTTP serves a request under /ui. The guard runs first, then the
+// session check, then the page.
 func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.guard(in.routes).ServeHTTP(w, r)
 }
 
-// LoginLink returns the path of a new one-time login link: it logs one
-// browser in once, within its lifetime, and is then invalid. It holds no
-// token.
+// LoginLink returns the path of a new one-time login link. It logs one
+// browser in once and holds no token.
 func (in *Inspector) LoginLink() string {
 	return Prefix + "/login/once?code=" + in.sessions.newCode()
 }
@@ -115,6 +109,7 @@ func (in *Inspector) LoginLink() string {
 // Close closes the past states the inspector keeps open.
 func (in *Inspector) Close() error { return in.states.close() }
 
+// routeTree returns the inspector's routes.
 func (in *Inspector) routeTree() chi.Router {
 	r := chi.NewRouter()
 	r.Get(Prefix+"/style.css", serveCSS)
@@ -144,7 +139,7 @@ func (in *Inspector) routeTree() chi.Router {
 // would give it.
 func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return // the browser gave up: nobody reads the page
+		return // the browser gave up and nobody reads the page
 	}
 	if errors.Is(err, errBusy) {
 		w.Header().Set("Retry-After", "5")

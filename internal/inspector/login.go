@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// CookieName is the /ui session cookie. Its value is a random session id
-// (32 bytes, hex), never the token; the server keeps the ids it issued.
+// CookieName is the /ui session cookie. Its value is a random session id,
+// never the token, and the server keeps the ids it issued.
 const CookieName = "memoryd_ui"
 
 const (
@@ -19,8 +19,8 @@ const (
 	maxLoginBody    = 4 << 10
 )
 
-// sessions are the live session ids and the unused one-time login codes,
-// each with its expiry. They live in memory: a restart logs everyone out.
+// sessions holds the live session ids and the unused one-time login codes,
+// each with its expiry. They live in memory, so a restart logs everyone out.
 type sessions struct {
 	mu    sync.Mutex
 	ids   map[string]time.Time
@@ -28,10 +28,12 @@ type sessions struct {
 	now   func() time.Time
 }
 
+// newSessions returns an empty sessions.
 func newSessions() *sessions {
 	return &sessions{ids: map[string]time.Time{}, codes: map[string]time.Time{}, now: time.Now}
 }
 
+// randomID returns a new random session id or code.
 func randomID() string {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -40,6 +42,7 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// start starts a session and returns its id.
 func (s *sessions) start() string {
 	id := randomID()
 	s.mu.Lock()
@@ -48,6 +51,7 @@ func (s *sessions) start() string {
 	return id
 }
 
+// valid reports whether id is a live session, forgetting it once expired.
 func (s *sessions) valid(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,12 +63,14 @@ func (s *sessions) valid(id string) bool {
 	return ok
 }
 
+// end ends the session id.
 func (s *sessions) end(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.ids, id)
 }
 
+// newCode returns a new one-time login code.
 func (s *sessions) newCode() string {
 	code := randomID()
 	s.mu.Lock()
@@ -106,8 +112,7 @@ func (in *Inspector) requireSession(next http.Handler) http.Handler {
 	})
 }
 
-// setCookie sets (id != "") or clears the session cookie: HttpOnly,
-// SameSite=Strict, Path=/ui, Secure when the request came over TLS.
+// setCookie sets the session cookie to id, or clears it when id is empty.
 func setCookie(w http.ResponseWriter, r *http.Request, id string) {
 	c := &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
@@ -119,28 +124,27 @@ func setCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, c)
 }
 
-// loginReferrerPolicy is the login page's Referrer-Policy. Every other
-// /ui response says no-referrer, but under no-referrer a browser sends
-// "Origin: null" with a form's POST, which the Origin rule must refuse;
-// same-origin sends the page's own origin to itself and nothing
-// elsewhere.
+// loginReferrerPolicy is the login page's Referrer-Policy. Under the
+// no-referrer of other pages, a browser would send a null Origin with the
+// form's POST, which the Origin rule refuses.
 const loginReferrerPolicy = "same-origin"
 
+// loginPage shows the login form.
 func (in *Inspector) loginPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", loginReferrerPolicy)
 	in.render(w, r, http.StatusOK, "login", loginData{LinkOnly: in.cfg.Token == ""})
 }
 
+// loginData is what the login page shows.
 type loginData struct {
 	Failed bool
-	// LinkOnly: no token logs in (memoryd inspect): only the one-time
-	// link did, so the page says how to get another instead of a form.
+	// LinkOnly is set when no token logs in and only the one-time link
+	// did, so the page says how to get another instead of a form.
 	LinkOnly bool
 }
 
-// login checks the token of the login form in constant time; right, it
-// starts a session and sends the browser to the start page (303); wrong,
-// it answers 401 with the form again and sets no cookie.
+// login checks the token of the login form in constant time. A right one
+// starts a session, and a wrong one gets the form again and no cookie.
 func (in *Inspector) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 	if err := r.ParseForm(); err != nil {
@@ -157,8 +161,8 @@ func (in *Inspector) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
-// loginOnce exchanges a one-time code (the inspect verb's link) for a
-// session; the code is then spent.
+// loginOnce exchanges a one-time code from the inspect verb's link for a
+// session, and the code is then spent.
 func (in *Inspector) loginOnce(w http.ResponseWriter, r *http.Request) {
 	if !in.sessions.useCode(r.URL.Query().Get("code")) {
 		w.Header().Set("Referrer-Policy", loginReferrerPolicy)
@@ -169,8 +173,8 @@ func (in *Inspector) loginOnce(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
-// logout ends the session and clears the cookie. It is a GET: the
-// inspector has one POST, the login; a forged logout costs a login.
+// logout ends the session and clears the cookie. It is a GET, as the
+// login is the one POST, and a forged logout costs only a login.
 func (in *Inspector) logout(w http.ResponseWriter, r *http.Request) {
 	if id, ok := in.sessionOf(r); ok {
 		in.sessions.end(id)

@@ -11,9 +11,8 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
-// noteFile is one note of a task: its owner, path and size as the notes
-// projection holds them, and (for the file asked for) every revision, from
-// its events.
+// noteFile is one note of a task as the notes projection holds it. Revs
+// holds every revision of the file asked for, from its events.
 type noteFile struct {
 	Owner, Path string // Path relative to the owner's notes root
 	Bytes       int
@@ -21,16 +20,16 @@ type noteFile struct {
 	Updated     int64 // position of the last write
 	Revs        []noteRev
 	created     int64 // position of the first write
-	// later: written after the position the page is as of, so Bytes,
-	// Revisions and Updated are today's, not then (notesAt folds them)
+	// later marks a note written after the page's position. Its Bytes,
+	// Revisions and Updated are today's until notesAt folds them.
 	later bool
 }
 
 // Full is the note's virtual path, as the tools name it.
 func (f *noteFile) Full() string { return address.Full(f.Owner, f.Path) }
 
-// noteRev is one revision: the note.written or note.appended event that
-// made it, who wrote it, and the text that event carried.
+// noteRev is one revision of a note, made by a note.written or
+// note.appended event.
 type noteRev struct {
 	N        int
 	Position int64
@@ -39,20 +38,14 @@ type noteRev struct {
 	CallID   string
 	At       string
 	Text     string
-	Written  bool // a whole-file write (else an append)
+	Written  bool // a whole-file write, not an append
 }
 
 // notePage is how many of a note's events readNotes reads at once.
 const notePage = 2000
 
-// readNotes lists the notes of a task from the notes projection (each
-// file's owner, path, size, revision count and last write, by full path)
-// and reads the revisions of the file full ("" for none) from its own
-// events: its note.written and note.appended events in position order,
-// between the note's first and last writes. As of a past position at
-// (0: now) it lists the notes created by then, those written since
-// marked later (notesAt gives their values then), and the file's
-// revisions up to at.
+// readNotes lists the notes of a task as of position at, or now for 0,
+// and reads the revisions of the file full up to at from its own events.
 func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at int64) ([]*noteFile, *noteFile, error) {
 	notes, err := svc.TaskNotes(ctx, taskID)
 	if err != nil {
@@ -63,7 +56,7 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 	var from, to int64
 	for _, n := range notes {
 		if at > 0 && n.CreatedPosition > at {
-			continue
+			continue // not created yet
 		}
 		f := &noteFile{Owner: n.Agent, Path: n.Path, Bytes: int(n.Bytes), Revisions: int(n.Revision), Updated: n.UpdatedPosition,
 			created: n.CreatedPosition, later: at > 0 && n.UpdatedPosition > at}
@@ -79,6 +72,8 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 	if file == nil {
 		return list, nil, nil
 	}
+	// The file's revisions are its own write and append events, between
+	// its first and last writes.
 	after := from - 1
 	for {
 		page, err := svc.NoteEvents(ctx, taskID, file.Owner, file.Path, after, to, notePage)
@@ -98,7 +93,7 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 		}
 		after = page[len(page)-1].Position
 	}
-	// The list and the events are two reads: on a live log a write may
+	// The list and the events are two reads, and on a live log a write may
 	// land between them. The file shows what its events say.
 	file.Revisions = len(file.Revs)
 	if file.later && len(file.Revs) > 0 {
@@ -107,12 +102,8 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 	return list, file, nil
 }
 
-// notesAt gives the files of files marked later their size, revision
-// count and last write as of position at, folded from their owners' note
-// events up to at as the notes projection applies them (a write
-// replaces, an append adds): one read of each owner's note events from
-// its earliest such file's first write, so a page folds only the owners
-// of the files it shows.
+// notesAt gives the files marked later their size, revision count and
+// last write as of position at, folded from their owners' note events.
 func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, files []*noteFile) error {
 	byOwner := map[string]map[string]*noteFile{}
 	from := map[string]int64{}
@@ -127,6 +118,8 @@ func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, 
 		from[f.Owner] = min(from[f.Owner], f.created)
 		f.Bytes, f.Revisions, f.Updated = 0, 0, 0
 	}
+	// One read of each owner's note events from its earliest such file's
+	// first write, so a page folds only the owners of the files it shows.
 	for owner, paths := range byOwner {
 		after := from[owner] - 1
 		for {
@@ -143,7 +136,7 @@ func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, 
 				if f == nil {
 					continue
 				}
-				if ev.Type == events.TypeNoteWritten {
+				if ev.Type == events.TypeNoteWritten { // a write replaces, an append adds
 					f.Bytes = 0
 				}
 				f.Bytes += len(p.Text)
@@ -162,7 +155,7 @@ func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, 
 	return nil
 }
 
-// contentAt is the note's text after revision n (1-based).
+// contentAt returns the note's text after revision n, counted from 1.
 func (f *noteFile) contentAt(n int) string {
 	start := 0
 	for i := n - 1; i >= 0; i-- {
@@ -178,8 +171,8 @@ func (f *noteFile) contentAt(n int) string {
 	return b.String()
 }
 
-// revisionsBefore lists at most n revisions made before position before
-// (0: all), newest first, and the cursor of the older ones (0: none).
+// revisionsBefore lists at most n revisions made before position before,
+// newest first, and the cursor of the older ones. Zero means none.
 func (f *noteFile) revisionsBefore(before int64, n int) ([]noteRev, int64) {
 	page, older := lastBefore(f.Revs, func(r noteRev) int64 { return r.Position }, before, n)
 	page = slices.Clone(page)
@@ -187,8 +180,8 @@ func (f *noteFile) revisionsBefore(before int64, n int) ([]noteRev, int64) {
 	return page, older
 }
 
-// noteChange is the payload of a note.written or note.appended event (an
-// append's fields are a write's).
+// noteChange returns the payload of a note.written or note.appended
+// event. An append's fields are a write's.
 func noteChange(ev events.Event) (events.NoteWritten, error) {
 	payload, err := events.Decode(ev)
 	if err != nil {

@@ -9,36 +9,38 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
+// eventsPerPage, eventsScanned and eventsRead size a page of the log.
 const (
 	eventsPerPage = 100
 	// eventsScanned bounds how many events one page reads while
-	// filtering by type: past it, the page ends early and links on.
+	// filtering by type. Past it, the page ends early and links on.
 	eventsScanned = 20000
 	eventsRead    = 500
 )
 
+// eventsData is what the events page shows.
 type eventsData struct {
 	Task, Stream, Type string
 	After, Until       int64
 	Events             []shownEvent
-	Next               int64 // the after of the next page, 0: none
+	Next               int64 // the after of the next page, or 0
 }
 
+// shownEvent is an event with its payload pretty-printed.
 type shownEvent struct {
 	events.Event
 	Payload string
 }
 
-// eventsPage is the log, paged by position (after), filtered by task,
-// stream, type and a position range (after, until), each event with its
-// payload pretty-printed.
+// eventsPage shows the log by position, filtered by task, stream, type
+// and a position range.
 func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
 	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	// The log up to at is the live log's: no copy of it.
+	// The log up to at is read from the live log, not a copy.
 	svc := in.cfg.Service
 	q := r.URL.Query()
 	d := eventsData{Task: q.Get("task"), Stream: q.Get("stream"), Type: q.Get("type")}
@@ -87,6 +89,7 @@ func (in *Inspector) eventsPage(w http.ResponseWriter, r *http.Request) {
 	in.renderAt(w, r, "events", "Events", at, d)
 }
 
+// positionParam reads a log position, 0 when s is empty.
 func positionParam(s, name string) (int64, error) {
 	if s == "" {
 		return 0, nil
@@ -98,6 +101,7 @@ func positionParam(s, name string) (int64, error) {
 	return n, nil
 }
 
+// pretty returns raw JSON indented, or as it is when it is not JSON.
 func pretty(raw []byte) string {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {

@@ -8,22 +8,22 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
+// notesData is what the notes page shows.
 type notesData struct {
 	TaskID, Agent string
 	Own, Others   []*noteFile // the agent's files, and those of the task's other agents it may read
-	File          *noteFile   // the file shown, nil: none
+	File          *noteFile   // the file shown, or nil
 	Rev           int         // the revision shown
 	Content       string
-	Rev1, Rev2    int        // the diff shown (0: none)
+	Rev1, Rev2    int        // the diff shown, or 0
 	Diff          []diffLine // from Rev1 to Rev2, as shown
 	DiffOmitted   int        // lines of the diff past the shown ones
 	Page          []noteRev  // the revisions listed, newest first
-	Older         int64      // cursor of the next (older) page of revisions, 0: none
-	// Files is how many files the agent may read; Own and Others list at
-	// most filesPage of them from the offset ?files=N, and MoreFiles is
-	// the offset of the next ones (0: none).
+	Older         int64      // cursor of the page of older revisions, or 0
+	// Files is how many files the agent may read. Own and Others list at
+	// most filesPage of them, and MoreFiles is the offset of the next ones.
 	Files, MoreFiles int
-	Later            bool // a later page of the list (?files=N, N > 0)
+	Later            bool // a later page of the list
 }
 
 // filesPage is how many files the notes page lists at once.
@@ -32,18 +32,15 @@ const filesPage = 200
 // revisionsPage is how many revisions the notes page lists at once.
 const revisionsPage = 50
 
-// notesPage lists the notes the agent may read (its own first), and for
-// ?file=PATH shows the note at a revision (?rev=N, default the last),
-// its revisions with who wrote each, and a line diff between two
-// revisions (?from=A&to=B).
+// notesPage lists the notes the agent may read, and shows one note at a
+// revision with its revisions and a diff between two of them.
 func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	// The notes as of at are folded from the live log (readNotes,
-	// notesAt): no copy.
+	// The notes as of at are folded from the live log, not a copy.
 	svc := in.cfg.Service
 	q := r.URL.Query()
 	d := notesData{TaskID: chi.URLParam(r, "task"), Agent: q.Get("agent")}
@@ -126,7 +123,7 @@ func (in *Inspector) notesPage(w http.ResponseWriter, r *http.Request) {
 	in.renderAt(w, r, "notes", d.Agent+" · notes", at, d)
 }
 
-// revParam reads a revision number, 1 to n; "" is n.
+// revParam reads a revision number from 1 to n. An empty s is n.
 func revParam(s, name string, n int) (int, error) {
 	if s == "" {
 		return n, nil

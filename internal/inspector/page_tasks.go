@@ -11,13 +11,14 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
+// tasksData is what the start page shows.
 type tasksData struct {
 	Tasks []memory.TaskView
 	More  bool
 }
 
-// tasksPage is the start page: the tasks with the most recent activity,
-// each with its agent tree, phases, windows and last activity.
+// tasksPage shows the start page, the tasks with the most recent activity
+// with their agents.
 func (in *Inspector) tasksPage(w http.ResponseWriter, r *http.Request) {
 	at, err := atOf(r)
 	if err != nil {
@@ -32,7 +33,7 @@ func (in *Inspector) tasksPage(w http.ResponseWriter, r *http.Request) {
 	in.renderAt(w, r, "tasks", "Tasks", at, tasksData{Tasks: list.Tasks, More: list.NextBefore != nil})
 }
 
-// rootAgent is a task's /root agent (nil if the listing lacks it).
+// rootAgent returns a task's /root agent, or nil if the listing lacks it.
 func rootAgent(t memory.TaskView) *memory.TaskAgentView {
 	for i := range t.Agents {
 		if t.Agents[i].Agent == "/root" {
@@ -42,9 +43,8 @@ func rootAgent(t memory.TaskView) *memory.TaskAgentView {
 	return nil
 }
 
-// sessionPlace is what a user recognises of a session file's path: its
-// folder and file name (Pi names the folder after the working folder,
-// as in --home-dev-project--).
+// sessionPlace returns the folder and file name of a session file's path.
+// Pi names the folder after the working folder, which a user recognises.
 func sessionPlace(file string) string {
 	if file == "" {
 		return ""
@@ -56,7 +56,7 @@ func sessionPlace(file string) string {
 	return dir + string(filepath.Separator) + filepath.Base(file)
 }
 
-// short is text on one line, cut to n characters with an ellipsis.
+// short returns text on one line, cut to n characters with an ellipsis.
 func short(text string, n int) string {
 	text = strings.Join(strings.Fields(text), " ")
 	if r := []rune(text); len(r) > n {
@@ -65,14 +65,8 @@ func short(text string, n int) string {
 	return text
 }
 
-// tasksAt is the first page of memory.Tasks as of position at (0: now).
-// As of a past position it needs no copy: the tasks and agents that
-// existed then are the live ones registered by then, and what changes
-// later (an agent's session, window and phase, its last event) is
-// folded from its stream up to at as the timeline folds it
-// (readTimeline: registrations, re-attaches and the fence's events), the
-// time of its last event read from the log. TestTasksAtIsACopysTasks
-// holds it to what Tasks answers on a copy of the log up to at.
+// tasksAt returns the first page of memory.Tasks as of position at, or
+// now for 0. TestTasksAtIsACopysTasks holds it to Tasks on a copy.
 func tasksAt(ctx context.Context, svc *memory.Service, at int64) (memory.TaskList, error) {
 	last, err := svc.LastPosition(ctx)
 	if err != nil {
@@ -81,6 +75,9 @@ func tasksAt(ctx context.Context, svc *memory.Service, at int64) (memory.TaskLis
 	if at <= 0 || at >= last {
 		return svc.Tasks(ctx, 0, memory.TasksMaxLimit)
 	}
+	// A past position needs no copy. The tasks and agents then are the
+	// live ones registered by then, and what changed later is folded from
+	// each agent's stream up to at, as the timeline folds it.
 	var tasks []memory.TaskView
 	for before := int64(0); ; {
 		page, err := svc.Tasks(ctx, before, memory.TasksMaxLimit)
@@ -113,14 +110,14 @@ func tasksAt(ctx context.Context, svc *memory.Service, at int64) (memory.TaskLis
 	return out, nil
 }
 
-// taskAt turns t, a task as it is now, into the task as of position at,
-// which its creation precedes.
+// taskAt turns t, a task as it is now, into the task as of position at.
+// The task must have been created by then.
 func taskAt(ctx context.Context, svc *memory.Service, t *memory.TaskView, at int64) error {
 	agents := t.Agents[:0:0]
 	t.LastActivityPosition, t.LastActivityAt = 0, ""
 	for _, a := range t.Agents {
 		if a.RegisteredPosition > at {
-			// Not there yet, but its stream may be: /root's holds the
+			// Not there yet, but its stream may be, as /root's holds the
 			// task's creation.
 			_, last, _, err := svc.StreamBounds(ctx, t.TaskID, a.Agent, at)
 			if err != nil {
@@ -141,8 +138,8 @@ func taskAt(ctx context.Context, svc *memory.Service, t *memory.TaskView, at int
 		a.SessionKey, a.SessionID, a.SessionFile = tl.SessionKey, tl.SessionID, tl.SessionFile
 		a.WindowID, a.Phase = tl.State.WindowID, tl.State.Phase()
 		if a.FirstRequest != nil {
-			// The first request as of at: the entry is on the branch
-			// once the branch change after its recording is.
+			// The first request's entry is on the branch as of at once the
+			// branch change after its recording is.
 			placed, err := svc.BranchChangeFrom(ctx, t.TaskID, a.Agent, a.FirstRequest.Position)
 			if err != nil {
 				return err
@@ -164,7 +161,7 @@ func taskAt(ctx context.Context, svc *memory.Service, t *memory.TaskView, at int
 	return nil
 }
 
-// recordedAt is the time the task's event at position p was recorded.
+// recordedAt returns the time the task's event at position p was recorded.
 func recordedAt(ctx context.Context, svc *memory.Service, taskID string, p int64) (string, error) {
 	page, err := svc.Events(ctx, p-1, taskID, 1)
 	if err != nil {
@@ -177,14 +174,14 @@ func recordedAt(ctx context.Context, svc *memory.Service, taskID string, p int64
 }
 
 // agentAt refuses, as not found, an agent not registered to its task by
-// position at (0: now): an unknown task, an agent never registered to
-// it, or not yet. Its registration is among the first two events the
-// fence folds in its stream (/root's first is the task's creation).
+// position at, or now for 0.
 func agentAt(ctx context.Context, svc *memory.Service, taskID, agent string, at int64) error {
 	if at <= 0 {
 		_, err := svc.State(ctx, memory.CallContext{TaskID: taskID, Agent: agent})
 		return err
 	}
+	// The registration is among the first two events the fence folds in
+	// the agent's stream, as /root's first is the task's creation.
 	first, err := svc.FencedStreamEvents(ctx, taskID, agent, 0, at, 2)
 	if err != nil {
 		return err

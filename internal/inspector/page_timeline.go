@@ -9,13 +9,14 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
+// timelineData is what the timeline page shows.
 type timelineData struct {
 	*timeline
 	Thresholds thresholds
 	Plot       template.HTML
 	Phase      string
-	// Earlier is the cursor of the steps and calls before those listed
-	// (0: none): the page lists the last listCap of each before ?before=P.
+	// Earlier is the cursor of the steps and calls before those listed,
+	// or 0. The page lists the last listCap of each.
 	Earlier int64
 	Cap     int
 }
@@ -23,12 +24,11 @@ type timelineData struct {
 // listCap is how many steps, and how many calls, the timeline lists at once.
 const listCap = 500
 
-// lastBefore returns the last n items of s (in position order) at
-// positions before before (0: all), and the position of the first one
-// listed when earlier ones are left out (else 0).
+// lastBefore returns the last n items of s at positions before before, and
+// the position of the first one listed when earlier ones are left out.
 func lastBefore[T any](s []T, pos func(T) int64, before int64, n int) ([]T, int64) {
 	end := len(s)
-	if before > 0 {
+	if before > 0 { // 0 means all
 		end = sort.Search(len(s), func(i int) bool { return pos(s[i]) >= before })
 	}
 	start := max(end-n, 0)
@@ -38,17 +38,15 @@ func lastBefore[T any](s []T, pos func(T) int64, before int64, n int) ([]T, int6
 	return s[start:end], pos(s[start])
 }
 
-// timelinePage is an agent's timeline: its windows as bands along the
-// log, its rollovers with their bootstrap text, the fence's steps, the
-// audited calls and the tokens plot. The steps and calls are the last
-// listCap of each (before ?before=P), with an "earlier" link.
+// timelinePage shows an agent's timeline with its windows, rollovers,
+// fence steps, audited calls and tokens plot.
 func (in *Inspector) timelinePage(w http.ResponseWriter, r *http.Request) {
 	at, err := atOf(r)
 	if err != nil {
 		in.fail(w, r, err)
 		return
 	}
-	svc := in.cfg.Service // the log up to at: no copy (readTimeline)
+	svc := in.cfg.Service // the log up to at, not a copy
 	task, agent := chi.URLParam(r, "task"), "/"+chi.URLParam(r, "*")
 	tl, err := readTimeline(r.Context(), svc, task, agent, at)
 	if err != nil {

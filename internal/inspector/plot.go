@@ -6,19 +6,17 @@ import (
 	"strings"
 )
 
-// The tokens plot's drawing area, in SVG user units.
+// These constants give the tokens plot's drawing area, in SVG user units.
 const (
 	plotW, plotH       = 900.0, 280.0
 	plotLeft, plotTop  = 60.0, 24.0
 	plotRight, plotBot = 120.0, 30.0
 )
 
-// plotSVG draws tokens used against log position for the timeline: the
-// windows as bands, each usage report as a point on a line, the reminder,
-// fallback and hard-rollover thresholds as horizontal lines, and each
-// rollover as a vertical mark. Points and marks link to their events.
-// It uses presentation attributes and classes only (the CSP allows no
-// inline style).
+// plotSVG draws tokens used against log position for the timeline, with
+// windows, thresholds and rollovers. Points and marks link to their events.
+// It uses only presentation attributes and classes, as the CSP allows no
+// inline style.
 func plotSVG(tl *timeline, th thresholds, at int64) template.HTML {
 	x0, x1 := float64(tl.First), float64(tl.Last)
 	if x1 <= x0 {
@@ -75,7 +73,7 @@ func plotSVG(tl *timeline, th thresholds, at int64) template.HTML {
 			template.HTMLEscapeString(r.PreviousWindowID), template.HTMLEscapeString(r.WindowID), template.HTMLEscapeString(r.Reason), p)
 	}
 	if len(tl.Usage) > 0 {
-		// One line per window: usage starts again in a new window, and a
+		// One line per window, as usage starts again in a new window and a
 		// line across the rollover would show a fall that never happened.
 		var pts []string
 		win := ""
@@ -102,8 +100,8 @@ func plotSVG(tl *timeline, th thresholds, at int64) template.HTML {
 	return template.HTML(b.String())
 }
 
-// windowAt is the id of the window band that holds position p: the last
-// one starting at or before it.
+// windowAt returns the id of the window band that holds position p, the
+// last one starting at or before it.
 func windowAt(bands []windowBand, p int64) string {
 	id := ""
 	for _, b := range bands {

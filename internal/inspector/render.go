@@ -18,17 +18,18 @@ var templateFiles embed.FS
 //go:embed static/style.css
 var styleCSS []byte
 
-// pages are the parsed templates: each page file with the layout.
+// pages holds the parsed templates, each page file with the layout.
 type pages struct {
 	byName map[string]*template.Template
 }
 
+// funcs are the functions the templates call.
 var funcs = template.FuncMap{
 	"link":      link,
 	"eventHref": eventHref,
 	"add":       func(a, b int64) int64 { return a + b },
 	"int64":     func(n int) int64 { return int64(n) },
-	// depth is an agent's depth in its task's tree: /root 0, /root/a 1.
+	// depth is an agent's depth in its task's tree, 0 for /root.
 	"depth":        func(agent string) int { return min(strings.Count(agent, "/")-1, 6) },
 	"rootAgent":    rootAgent,
 	"sessionPlace": sessionPlace,
@@ -38,6 +39,7 @@ var funcs = template.FuncMap{
 	},
 }
 
+// mustParsePages parses the embedded templates.
 func mustParsePages() *pages {
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
@@ -57,20 +59,21 @@ func mustParsePages() *pages {
 // page is what the layout shows around a page's own content.
 type page struct {
 	Title string
-	// At is the position the page shows the memory as of (0: the end).
+	// At is the position the page shows the memory as of, or 0 for the end.
 	At int64
-	// Nav shows the navigation and the position control (a session).
+	// Nav shows the navigation and the position control, in a session.
 	Nav bool
 	// Path and Hidden make the position control reload this page, with
 	// its other parameters, at another position.
 	Path   string
 	Hidden []param
-	// Now is this page at the end of the log: Path with its other
-	// parameters, without at.
+	// Now is this page at the end of the log, Path with its other
+	// parameters but at.
 	Now  string
 	Body any
 }
 
+// param is one query parameter.
 type param struct{ Name, Value string }
 
 // render writes the page name with data as its body.
@@ -78,8 +81,8 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, status int, 
 	in.renderPage(w, r, status, name, page{Title: name, Body: body})
 }
 
-// renderAt renders a page of the inspector proper: with the navigation
-// and the position control.
+// renderAt renders a page of the inspector proper, with the navigation and
+// the position control.
 func (in *Inspector) renderAt(w http.ResponseWriter, r *http.Request, name, title string, at int64, body any) {
 	p := page{Title: title, At: at, Nav: true, Path: r.URL.Path, Now: r.URL.Path, Body: body}
 	q := r.URL.Query()
@@ -97,7 +100,7 @@ func (in *Inspector) renderAt(w http.ResponseWriter, r *http.Request, name, titl
 	in.renderPage(w, r, http.StatusOK, name, p)
 }
 
-// withoutAt is the query q without its at parameter, encoded.
+// withoutAt returns the query q without its at parameter, encoded.
 func withoutAt(q url.Values) string {
 	rest := url.Values{}
 	for k, vs := range q {
@@ -108,6 +111,7 @@ func withoutAt(q url.Values) string {
 	return rest.Encode()
 }
 
+// renderPage writes the page name with the layout, or an internal error.
 func (in *Inspector) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t, ok := in.pages.byName[name]
 	if !ok {
@@ -127,27 +131,30 @@ func (in *Inspector) renderPage(w http.ResponseWriter, r *http.Request, status i
 	}
 }
 
+// errorData is what the error page shows.
 type errorData struct {
 	Status  int
 	Message string
 }
 
+// renderError writes the error page with status and message.
 func (in *Inspector) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
 	in.renderPage(w, r, status, "error", page{Title: strconv.Itoa(status), Body: errorData{status, message}})
 }
 
+// serveCSS serves the inspector's stylesheet.
 func serveCSS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	w.Write(styleCSS)
 }
 
-// link returns path with the query parameters kv (name, value, …; empty
-// values left out) and ?at=P when at is set: links keep the position.
+// link returns path with the query parameters kv, given as names and
+// values, and with at when it is set, so links keep the position.
 func link(at int64, path string, kv ...any) template.URL {
 	q := url.Values{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		v := fmt.Sprint(kv[i+1])
-		if v != "" && v != "0" {
+		if v != "" && v != "0" { // empty values are left out
 			q.Set(fmt.Sprint(kv[i]), v)
 		}
 	}
@@ -165,7 +172,7 @@ func eventHref(at, pos int64) template.URL {
 	return template.URL(string(link(at, Prefix+"/events", "after", pos-1)) + "#p" + strconv.FormatInt(pos, 10))
 }
 
-// atOf reads ?at=P (0 when absent); a bad value is an error.
+// atOf reads the at parameter, 0 when absent. A bad value is an error.
 func atOf(r *http.Request) (int64, error) {
 	s := r.URL.Query().Get("at")
 	if s == "" {

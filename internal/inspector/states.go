@@ -11,30 +11,9 @@ import (
 )
 
 // states gives a task's history as of a log position, for the history
-// page, whose tools read projections that only a replay rebuilds: the
-// live service for the end of the log, and for an earlier position P a
-// scratch copy of the task's events up to P but its notes and audit
-// records (forensics.CopyHistory: what the history tools read, applied by
-// the code of every import), so that the page at P shows what the tools
-// answered at P. The other pages need no copy: they read the log up to P
-// (the timeline, the events) or fold its note and fence events up to P
-// (notes, tasks). The last few copies are kept (least recently used
-// first out) so that paging at one P replays once; an evicted copy is
-// closed when the last page using it is done.
-//
-// A new P is built from the task's kept copy at the largest Q < P that no
-// page is using, when there is one: that copy is taken out of the cache
-// and brought forward by the events in (Q, P] (forensics.ForwardHistory),
-// which gives what a fresh copy at P gives at the cost of P-Q events
-// instead of P. A copy in use is never moved: its pages read it at its Q.
-//
-// What copies cost is bounded (limits): a few are built at once, a few
-// more positions wait for a builder and any further one is refused as
-// busy (errBusy: the page says to retry); a build no page waits for any
-// more is canceled (the base it was bringing forward is kept at Q: the
-// import is one transaction); and the copies' files, kept and being
-// built, stay within a size: a build that would pass it evicts unused
-// copies first, then fails (errScratchFull).
+// page, whose tools read projections that only a replay rebuilds. It
+// keeps the last few scratch copies and builds a new one from the nearest
+// earlier copy no page uses. docs/architecture.md describes the design.
 type states struct {
 	live  *memory.Service
 	lim   limits
@@ -47,10 +26,10 @@ type states struct {
 	forwards int      // of which brought forward from a kept copy, for tests
 	canceled int      // builds canceled for want of a page, for tests
 
-	// beforeCopy, when set (tests), is called by a builder holding its
-	// slot before it copies, with the build's context.
+	// beforeCopy, set by tests, is called by a builder holding its slot
+	// before it copies, with the build's context.
 	beforeCopy func(ctx context.Context, at int64)
-	// sizeOf is what a copy's files take (tests give their own sizes).
+	// sizeOf returns what a copy's files take. Tests give their own sizes.
 	sizeOf func(*forensics.ScratchDB) int64
 }
 
@@ -62,7 +41,7 @@ type limits struct {
 	disk     int64 // bytes the copies' files may take, kept and being built
 }
 
-// Default limits (Config's zero values).
+// These are the default limits, for Config's zero values.
 const (
 	defaultKept         = 4
 	defaultBuilders     = 2
@@ -70,15 +49,14 @@ const (
 	defaultScratchBytes = 2 << 30
 )
 
-// state is one scratch copy; ready is closed once its build ends (db or
-// err set, done true). base, until it is built, is the kept copy it is
-// brought forward from (nil: a fresh copy).
+// state is one scratch copy. ready is closed once its build ends. Until
+// it is built, base is the kept copy it is brought forward from, if any.
 type state struct {
 	task    string
 	at      int64
 	ready   chan struct{}
 	db      *forensics.ScratchDB
-	bytes   int64 // db's files: when built, or as last watched while building
+	bytes   int64 // db's files when built, or as last watched while building
 	err     error
 	done    bool
 	refs    int // pages holding it or waiting for it
@@ -88,11 +66,11 @@ type state struct {
 	ctx     context.Context
 }
 
+// errClosed refuses a page once the inspector is closed.
 var errClosed = errors.New("the inspector is closed")
 
 // errBusy refuses a new past position while the builders and the
-// positions waiting for them are all taken. ErrUnavailable: a 503, with
-// Retry-After (Inspector.fail).
+// positions waiting for them are all taken. The page says to retry.
 var errBusy = &memory.Error{Kind: memory.ErrUnavailable,
 	Message: "the inspector is already building as many past states as it builds at once, and others wait: this position was not started; reload the page in a few seconds"}
 
@@ -103,18 +81,16 @@ func errScratchFull(limit int64) error {
 		Message: fmt.Sprintf("the state at this position needs more scratch space than the inspector's bound (%d MiB for all its copies): look at a position nearer a kept one, or raise the bound", limit>>20)}
 }
 
+// newStates returns states over the live service within lim.
 func newStates(live *memory.Service, lim limits) *states {
 	return &states{live: live, lim: lim, slots: make(chan struct{}, lim.builders),
 		sizeOf: (*forensics.ScratchDB).Bytes}
 }
 
-// at returns the memory holding task's history as of position at (0 or
-// at least the log's end: the live one) and a release to call when the
-// page is done with it. A page that goes away while its copy is built
-// stops waiting; the build is canceled when no page waits for it any
-// more.
+// at returns the memory holding task's history as of position at and a
+// release to call when the page is done with it.
 func (ss *states) at(ctx context.Context, task string, at int64) (*memory.Service, func(), error) {
-	if at <= 0 {
+	if at <= 0 { // the live one, as for the log's end
 		return ss.live, func() {}, nil
 	}
 	last, err := ss.live.LastPosition(ctx)
@@ -134,6 +110,7 @@ func (ss *states) at(ctx context.Context, task string, at int64) (*memory.Servic
 	select {
 	case <-st.ready:
 	case <-ctx.Done():
+		// The page went away. The build is canceled once no page waits.
 		ss.release(st)
 		return nil, nil, ctx.Err()
 	}
@@ -145,7 +122,7 @@ func (ss *states) at(ctx context.Context, task string, at int64) (*memory.Servic
 }
 
 // acquire finds or adds the state of task at position at, holding a
-// reference; build says the caller must start its build.
+// reference. build says the caller must start its build.
 func (ss *states) acquire(task string, at int64) (st *state, build bool, err error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -169,7 +146,7 @@ func (ss *states) acquire(task string, at int64) (st *state, build bool, err err
 	st = &state{task: task, at: at, ready: make(chan struct{}), refs: 1, base: ss.baseLocked(task, at)}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	if st.base != nil {
-		ss.removeLocked(st.base) // it becomes st: nothing else can find it
+		ss.removeLocked(st.base) // it becomes st, so nothing else may find it
 		st.bytes = st.base.bytes
 	}
 	ss.order = append(ss.order, st)
@@ -188,11 +165,9 @@ func (ss *states) baseLocked(task string, at int64) *state {
 	return base
 }
 
-// build copies the task's history up to st.at into a new scratch database, or brings
-// st.base's copy forward to st.at, once it has a builder's slot. It runs
-// on its own context, canceled when no page waits for it any more
-// (release): a page that gave up does not spoil the copy for another that
-// still waits.
+// build copies the task's history up to st.at into a new scratch database,
+// or brings st.base's copy forward, once it has a builder's slot. It runs
+// on its own context, so a page that gave up spoils no other page's copy.
 func (ss *states) build(st *state) {
 	var db *forensics.ScratchDB
 	var err error
@@ -234,7 +209,7 @@ func (ss *states) build(st *state) {
 		}
 		remove = append(remove, ss.keepLocked()...)
 	case base != nil && !imported && !ss.closed:
-		// The forward is one transaction: the copy is still at its Q.
+		// The forward is one transaction, so the copy is still at its Q.
 		base.bytes = ss.sizeOf(base.db)
 		ss.order = append([]*state{base}, ss.order...)
 		ss.removeLocked(st)
@@ -244,7 +219,7 @@ func (ss *states) build(st *state) {
 		} else if db != nil {
 			remove = append(remove, db)
 		}
-		ss.removeLocked(st) // not kept: the next page tries again
+		ss.removeLocked(st) // not kept, so the next page tries again
 	}
 	if err != nil {
 		st.err = err
@@ -262,11 +237,9 @@ func (ss *states) build(st *state) {
 	close(st.ready)
 }
 
-// watch is a build's check, every few thousand events it copies and once
-// built: with
-// its copy's files, may the copies take more disk? Unused kept copies are
-// evicted, least recently used first, to make room; past that the build
-// fails.
+// watch returns a build's check of the disk the copies take, run every
+// few thousand events and once built. It evicts unused copies to make
+// room, and fails the build past that.
 func (ss *states) watch(st *state, db *forensics.ScratchDB) func(int64) error {
 	return func(int64) error {
 		bytes := ss.sizeOf(db)
@@ -292,8 +265,8 @@ func (ss *states) watch(st *state, db *forensics.ScratchDB) func(int64) error {
 	}
 }
 
-// totalLocked is what the copies take: those kept and those being built
-// (with the bases they bring forward).
+// totalLocked returns what the copies take, kept and being built, with the
+// bases they bring forward.
 func (ss *states) totalLocked() int64 {
 	var n int64
 	for _, s := range ss.order {
@@ -302,7 +275,7 @@ func (ss *states) totalLocked() int64 {
 	return n
 }
 
-// unusedLocked is the least recently used built copy that no page uses.
+// unusedLocked returns the least recently used built copy no page uses.
 func (ss *states) unusedLocked() *state {
 	for _, s := range ss.order {
 		if s.done && s.db != nil && s.refs == 0 {
@@ -337,9 +310,8 @@ func (ss *states) keepLocked() []*forensics.ScratchDB {
 	}
 }
 
-// release ends a page's use of st, or its wait for it: the last page to
-// stop waiting for a build cancels it; the last to release an evicted
-// copy removes it.
+// release ends a page's use of st, or its wait for it. The last page to
+// stop waiting for a build cancels it.
 func (ss *states) release(st *state) {
 	ss.mu.Lock()
 	st.refs--
@@ -350,7 +322,7 @@ func (ss *states) release(st *state) {
 		st.cancel()
 		st.evicted = true
 		ss.removeLocked(st)
-	case st.evicted && st.db != nil:
+	case st.evicted && st.db != nil: // the last page of an evicted copy removes it
 		remove = st.db
 	}
 	ss.mu.Unlock()
@@ -359,9 +331,8 @@ func (ss *states) release(st *state) {
 	}
 }
 
-// evictLocked drops st from the cache and returns its copy when it is
-// built and unused (the caller removes it unlocked); otherwise its last
-// release removes it.
+// evictLocked drops st from the cache. It returns st's copy for the caller
+// to remove when built and unused, and otherwise st's last release does.
 func (ss *states) evictLocked(st *state) *forensics.ScratchDB {
 	ss.removeLocked(st)
 	st.evicted = true
@@ -381,8 +352,8 @@ func (ss *states) removeLocked(st *state) {
 	}
 }
 
-// close removes every kept copy that no page uses and cancels the builds;
-// copies in use are removed when their pages end.
+// close removes every kept copy that no page uses and cancels the builds.
+// Copies in use are removed when their pages end.
 func (ss *states) close() error {
 	ss.mu.Lock()
 	ss.closed = true

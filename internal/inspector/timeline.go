@@ -35,8 +35,7 @@ type windowBand struct {
 	Current  bool
 }
 
-// rolloverMark is one rollover: prepared (reason, bootstrap), then
-// committed or failed.
+// rolloverMark is one rollover, prepared and then committed or failed.
 type rolloverMark struct {
 	Position         int64
 	Reason           string
@@ -72,16 +71,12 @@ type usagePoint struct {
 	Used     int64
 }
 
+// streamPage is how many events readTimeline reads at once.
 const streamPage = 1000
 
-// readTimeline folds the agent's stream up to position until (0: its
-// end). It reads the stream's bounds and count, then only the events the
-// fence folds (FencedStreamEvents: not the notes, history and audit ones,
-// which change neither the fence nor the windows), up to the last
-// position counted. The audited calls are read apart (readCalls): the
-// page lists only the last ones. It reads only the log, which holds the
-// same events up to any position as a copy of it would: a timeline as of
-// a past position reads the live log up to it.
+// readTimeline folds the agent's stream up to position until, or its end
+// for 0. It reads only the log, which as of a past position holds what a
+// copy would.
 func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string, until int64) (*timeline, error) {
 	tl := &timeline{TaskID: taskID, Agent: agent, State: fence.Initial()}
 	first, last, n, err := svc.StreamBounds(ctx, taskID, agent, until)
@@ -93,6 +88,9 @@ func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string
 	}
 	tl.First, tl.Last, tl.Events = first, last, int(n)
 	tl.Windows = append(tl.Windows, windowBand{ID: tl.State.WindowID, From: first})
+	// Only the events the fence folds. Notes, history and audit events
+	// change neither the fence nor the windows, and readCalls reads the
+	// audited calls apart.
 	after := int64(0)
 	for {
 		page, err := svc.FencedStreamEvents(ctx, taskID, agent, after, last, streamPage)
@@ -114,6 +112,7 @@ func readTimeline(ctx context.Context, svc *memory.Service, taskID, agent string
 	return tl, nil
 }
 
+// add folds ev into the timeline.
 func (tl *timeline) add(ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
@@ -140,7 +139,7 @@ func (tl *timeline) add(ev events.Event) error {
 			tl.Usage = append(tl.Usage, usagePoint{Position: ev.Position, Used: *p.TokensUsed})
 		}
 		if p.Due == "" {
-			return nil // usage without a threshold crossed: a point on the plot, not a step
+			return nil // usage without a threshold crossed is a point on the plot, not a step
 		}
 		st.Summary = "due: " + p.Due
 	case *events.ControlDelivered:
@@ -182,17 +181,17 @@ func (tl *timeline) add(ev events.Event) error {
 	case *events.FenceLifted:
 		st.Summary = "fence lifted in " + p.WindowID + " (" + strings.ReplaceAll(p.Reason, "_", " ") + ")"
 	default:
-		return nil // notes and history: their own pages; calls: readCalls
+		return nil // notes and history have their own pages, and readCalls reads calls
 	}
 	tl.Steps = append(tl.Steps, st)
 	return nil
 }
 
 // readCalls returns the agent's last n audited calls before position
-// before (0: up to tl.Last), in position order, and the position of the
-// first one listed when earlier ones are left out (else 0).
+// before, in position order, and the position of the first one listed
+// when earlier ones are left out.
 func (tl *timeline) readCalls(ctx context.Context, svc *memory.Service, before int64, n int) ([]auditCall, int64, error) {
-	if before <= 0 || before > tl.Last {
+	if before <= 0 || before > tl.Last { // up to tl.Last
 		before = tl.Last + 1
 	}
 	page, err := svc.StreamCalls(ctx, tl.TaskID, tl.Agent, before, n+1)
@@ -219,6 +218,7 @@ func (tl *timeline) readCalls(ctx context.Context, svc *memory.Service, before i
 	return calls, earlier, nil
 }
 
+// ifSet returns prefix and s, or "" when s is empty.
 func ifSet(prefix, s string) string {
 	if s == "" {
 		return ""
@@ -227,11 +227,12 @@ func ifSet(prefix, s string) string {
 }
 
 // thresholds are the used-token levels the fence acts at, for a window of
-// w tokens: the reminder, the fallback and the hard rollover (0: off).
+// Window tokens. A zero level is off.
 type thresholds struct {
 	Window, Reminder, Fallback, Hard int64
 }
 
+// thresholdsOf returns the thresholds for a window of w tokens under b.
 func thresholdsOf(w int64, b events.Budget) thresholds {
 	if w <= 0 {
 		return thresholds{Hard: b.HardRolloverUsedTokens}

@@ -1,10 +1,7 @@
 // Package jsonenc holds hand-written encoders that produce exactly the
-// bytes encoding/json produces, for the hot paths where its reflection
-// and byte-at-a-time escaping show: AppendString appends a string as a
-// JSON string (HTML escaping off, as an Encoder with SetEscapeHTML(false)
-// writes it), and WriteHTMLEscaped turns such JSON into what json.Marshal
-// writes (HTML escaping on). The tests compare both with encoding/json
-// (FuzzAppendString, FuzzWriteHTMLEscaped).
+// bytes encoding/json produces, for the hot paths where its reflection and
+// byte-at-a-time escaping show. The fuzz tests compare both encoders with
+// encoding/json.
 package jsonenc
 
 import (
@@ -16,11 +13,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// specialBytes flags the bytes of w (eight bytes of a string, the first
-// in the low byte) that need attention: control bytes (< 0x20), '"',
-// '\\' and bytes of multi-byte UTF-8 sequences (>= 0x80). The result is 0
-// when there is none; otherwise its lowest set bit is in the first such
-// byte (bytes above it may be flagged wrongly: borrows run upwards).
+// specialBytes flags the bytes of w that need attention, which are control
+// bytes, '"', '\\' and the bytes of multi-byte UTF-8 sequences. w holds eight
+// bytes of a string, the first in the low byte. The result is 0 when there is
+// none, else its lowest set bit is in the first such byte. Bytes above it
+// may be flagged wrongly, since borrows run upwards.
 func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	control := (w - 0x20*ones) & ^w & highs
@@ -29,11 +26,8 @@ func specialBytes(w uint64) uint64 {
 	return w&highs | control | (q-ones)&^q&highs | (b-ones)&^b&highs
 }
 
-// AppendString appends s to dst as encoding/json encodes a string with
-// HTML escaping off: '"', '\\' and control bytes escaped (\b, \f, \n, \r,
-// \t short, others as \u00XX), invalid UTF-8 as \ufffd, U+2028 and
-// U+2029 as \u2028 and \u2029, everything else as it is. Runs of plain
-// ASCII are skipped eight bytes at a time.
+// AppendString appends s to dst as encoding/json encodes a string with HTML
+// escaping off. Runs of plain ASCII are skipped eight bytes at a time.
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -109,11 +103,9 @@ func indexHTML(b []byte) int {
 	return i
 }
 
-// WriteHTMLEscaped writes JSON b, as encoding/json writes it with HTML
-// escaping off, to w as encoding/json writes it with HTML escaping on:
-// <, > and & (which occur in JSON only inside strings) as \u003c, \u003e
-// and \u0026. (U+2028 and U+2029 are escaped either way.) Write errors
-// are not reported: w is meant to be a hash or a buffer.
+// WriteHTMLEscaped writes JSON b, encoded with HTML escaping off, to w as
+// encoding/json writes it with HTML escaping on. Write errors are not
+// reported, since w is meant to be a hash or a buffer.
 func WriteHTMLEscaped(w io.Writer, b []byte) {
 	for {
 		i := indexHTML(b)

@@ -40,23 +40,21 @@ type AttachResult struct {
 	RegisteredAgents []string `json:"registered_agents"`
 }
 
-// AutoAgentName returns the automatic child name for a session key:
-// agent_<first 12 hex digits of sha256(session_key)>.
+// AutoAgentName returns the automatic child name for a session key, made
+// of the first hex digits of its SHA-256.
 func AutoAgentName(sessionKey string) string {
 	sum := sha256.Sum256([]byte(sessionKey))
 	return "agent_" + hex.EncodeToString(sum[:])[:12]
 }
 
-// Attach registers or resumes a session (API §3). It records task.created
-// and agent.registered for a new session, agent.reattached when a known
-// session comes back with a changed session id, file or budget, and
-// nothing otherwise.
+// Attach registers or resumes a session. A known session that comes back
+// with a changed session id, file or budget is recorded as re-attached.
 func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID string) (AttachResult, error) {
 	if strings.TrimSpace(req.SessionKey) == "" {
 		return AttachResult{}, invalidf("attach requires session_key")
 	}
 	for _, f := range []struct{ name, v string }{{"session_key", req.SessionKey}, {"session_id", req.SessionID}, {"session_file", req.SessionFile}} {
-		if strings.ContainsRune(f.v, 0) { // PostgreSQL's text cannot hold it: refused on both engines alike
+		if strings.ContainsRune(f.v, 0) { // refused on both engines, as PostgreSQL's text cannot hold it
 			return AttachResult{}, invalidf("%s contains U+0000", f.name)
 		}
 	}
@@ -106,6 +104,8 @@ func (s *Service) attachIn(ctx context.Context, tx *eventlog.Tx, req AttachReque
 	return res, err
 }
 
+// register records a new task and its root agent, or a child agent of an
+// existing task.
 func (s *Service) register(ctx context.Context, tx *eventlog.Tx, r *projections.Reader, req AttachRequest, budget events.Budget) (AttachResult, error) {
 	reg := events.AgentRegistered{SessionKey: req.SessionKey, SessionID: req.SessionID, SessionFile: req.SessionFile, Budget: budget}
 	var pending []events.Pending
@@ -161,6 +161,7 @@ func (s *Service) register(ctx context.Context, tx *eventlog.Tx, r *projections.
 	return AttachResult{TaskID: reg.TaskID, Agent: reg.Agent}, nil
 }
 
+// sameBudget reports whether two budgets are equal.
 func sameBudget(a, b events.Budget) bool {
 	if (a.ContextWindow == nil) != (b.ContextWindow == nil) {
 		return false

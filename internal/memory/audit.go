@@ -19,11 +19,10 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Audit batching: a batch commits when it holds auditBatch records or
-// when auditDelay has passed since its first record. At most auditQueue
-// records, holding at most auditQueueBytes of arguments and response
-// bodies (kept whole until the audit's goroutine digests them), wait; a
-// record larger than that waits alone.
+// These constants bound the audit's batches. A batch commits when it holds
+// auditBatch records or auditDelay after its first. At most auditQueue
+// records and auditQueueBytes of arguments and bodies wait, and a record
+// larger than that waits alone.
 const (
 	auditBatch      = 512
 	auditDelay      = 20 * time.Millisecond
@@ -32,13 +31,12 @@ const (
 )
 
 // auditor appends audit records in batches from one goroutine, so that a
-// read never waits for an fsync. A full queue makes callers wait (no
-// record is dropped while the database works).
+// read never waits for an fsync. A full queue makes callers wait, so no
+// record is dropped while the database works.
 //
-// The queue is a slice under a mutex rather than a channel: a channel
-// would wake the goroutine for every record, and under a read-heavy load
-// those wake-ups cost more than the records. It is woken once per batch:
-// by the first record's timer, or by the record that fills the batch.
+// The queue is a slice under a mutex rather than a channel, which would
+// wake the goroutine for every record. It is woken once per batch, by the
+// first record's timer or by the record that fills the batch.
 type auditor struct {
 	store *eventlog.Store
 	log   *slog.Logger
@@ -48,12 +46,13 @@ type auditor struct {
 	pendingBytes int        // of pending's arguments and bodies
 	space        *sync.Cond // signalled when pending is taken
 	closed       bool
-	wake         chan struct{} // capacity 1: run has work (or must stop)
+	wake         chan struct{} // of capacity 1, set when run has work or must stop
 
 	done  chan struct{}
-	known map[string]bool // streams of agents found registered (used by run only)
+	known map[string]bool // streams of agents found registered, used by run only
 }
 
+// newAuditor starts an auditor appending to store.
 func newAuditor(store *eventlog.Store, log *slog.Logger) *auditor {
 	a := &auditor{store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{}), known: map[string]bool{}}
 	a.space = sync.NewCond(&a.mu)
@@ -69,13 +68,13 @@ func (a *auditor) signal() {
 	}
 }
 
-// ResultDigest fingerprints what a tool call returned: its result, or its
+// ResultDigest fingerprints what a tool call returned, its result or its
 // error kind, message and details.
 //
-// The digest is SHA-256 of json.Marshal's encoding (HTML-escaped, no final
-// newline). A result is hashed from its response body (res.JSON, encoded
-// once for both: res keeps it), escaped on the way into the hash: the two
-// encodings differ only in <, > and & inside strings.
+// The digest is SHA-256 of json.Marshal's encoding, HTML-escaped and
+// without a final newline. A result is hashed from its response body,
+// escaped on the way into the hash, as the two encodings differ only in
+// <, > and & inside strings.
 func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	if err != nil {
 		return errorDigest(err)
@@ -87,7 +86,7 @@ func ResultDigest(res *ToolResult, err error) (outcome, digest string) {
 	return "ok", bodyDigest(body)
 }
 
-// errorDigest is ResultDigest of a failed call.
+// errorDigest returns ResultDigest of a failed call.
 func errorDigest(err error) (outcome, digest string) {
 	outcome = ErrorKind(err)
 	var me *Error
@@ -100,25 +99,24 @@ func errorDigest(err error) (outcome, digest string) {
 	return outcome, hex.EncodeToString(sum[:])
 }
 
-// bodyDigest is ResultDigest of a result whose response body is body
-// (nil: a result that could not be encoded).
+// bodyDigest returns ResultDigest of a result whose response body is body,
+// nil for a result that could not be encoded.
 func bodyDigest(body []byte) string {
 	h := sha256.New()
 	jsonenc.WriteHTMLEscaped(h, bytes.TrimSuffix(body, []byte("\n")))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// auditEntry is a call waiting to be recorded: its record, less what the
-// audit's goroutine derives off the request path (the arguments kept and
-// the result digest), and what it derives them from.
+// auditEntry is a call waiting to be recorded. Its record lacks what the
+// audit's goroutine derives off the request path from args and body.
 type auditEntry struct {
 	rec  events.ToolCalled
-	args json.RawMessage // the call's arguments (a copy)
-	body []byte          // the successful result's response body; nil: rec.ResultDigest is set
+	args json.RawMessage // a copy of the call's arguments
+	body []byte          // the successful result's response body, or nil when rec.ResultDigest is set
 }
 
-// finish sets what the audit's goroutine derives: the arguments kept
-// and, for a successful call, the result digest.
+// finish sets what the audit's goroutine derives, the arguments kept and,
+// for a successful call, the result digest.
 func (e *auditEntry) finish() {
 	e.rec.Arguments, e.rec.ElidedArguments, e.rec.ArgumentsDigest = auditArguments(e.rec.Tool, e.args)
 	if e.body != nil {
@@ -126,11 +124,9 @@ func (e *auditEntry) finish() {
 	}
 }
 
-// record queues the audit record of a call. The result is encoded here
-// (its response body, which the caller sends, is then at hand), but
-// hashed, like the arguments parsed, by the audit's goroutine: the
-// response does not wait for either. The body is not changed once
-// encoded, so the digest is that of the bytes sent.
+// record queues the audit record of a call. The result is encoded here,
+// as the caller sends the same body, but the audit's goroutine hashes it
+// and parses the arguments, so the response waits for neither.
 func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos int64, res *ToolResult, err error) {
 	if cc.TaskID == "" || cc.Agent == "" {
 		return // no agent stream to record it on
@@ -154,7 +150,7 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	}
 	if a.closed {
 		a.mu.Unlock()
-		return // a call that outlived Close (a shutdown timeout) is not recorded
+		return // a call that outlived Close after a shutdown timeout is not recorded
 	}
 	a.pending = append(a.pending, e)
 	a.pendingBytes += size
@@ -168,44 +164,39 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	}
 }
 
-// auditArgumentsBytes is the most JSON text of a call's arguments an
-// audit record keeps whole: the longest valid note path (512 code points
-// of up to 4 bytes) fits, with room for a read's other arguments.
+// auditArgumentsBytes is the most JSON text of a call's arguments an audit
+// record keeps whole. The longest valid note path fits, with room to spare.
 const auditArgumentsBytes = 4096
 
-// bulkTextArguments names, by tool, the argument that carries bulk text:
-// the audit keeps it as its size and digest, whatever its size (the text
-// is in the note event already, and a refused write must store none).
+// bulkTextArguments names, by tool, the argument that carries bulk text.
+// The audit keeps only its size and digest, as the text is in the note
+// event already and a refused write must store none.
 var bulkTextArguments = map[string]string{
 	tools.NotesWriteFile:    "text",
 	tools.NotesAppendToFile: "text",
 }
 
 // auditArguments returns what the audit record of a call of tool keeps of
-// its arguments args: args whole; or, for a write, args without its text
-// (elided, as its size and digest); or, when what would be kept is
-// longer than auditArgumentsBytes, nothing but the size and digest of
-// args as received (whole; kept is then null).
+// its arguments args. docs/contract-notes.md gives the rules.
 func auditArguments(tool string, args json.RawMessage) (kept json.RawMessage, elided map[string]events.Digest, whole *events.Digest) {
 	if len(args) == 0 || string(args) == "null" {
 		return json.RawMessage("{}"), nil, nil
 	}
 	kept = args
-	if name, ok := bulkTextArguments[tool]; ok {
+	if name, ok := bulkTextArguments[tool]; ok { // a write's text is elided
 		if rest, text, ok := withoutString(args, name); ok {
 			kept, elided = rest, map[string]events.Digest{name: digestOf([]byte(text))}
 		}
 	}
-	if len(kept) > auditArgumentsBytes {
+	if len(kept) > auditArgumentsBytes { // keep only the size and digest of the whole args
 		d := digestOf(args)
 		return json.RawMessage("null"), nil, &d
 	}
 	return append(json.RawMessage(nil), kept...), elided, nil
 }
 
-// withoutString returns the JSON object args without its top-level
-// member name, whose value must be a string, and that string; ok is false
-// when args is not such an object. The other members are kept in order.
+// withoutString returns the JSON object args without its top-level string
+// member name, and that string. The other members are kept in order.
 func withoutString(args json.RawMessage, name string) (rest json.RawMessage, value string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -227,7 +218,7 @@ func withoutString(args json.RawMessage, name string) (rest json.RawMessage, val
 			if err := json.Unmarshal(v, &value); err != nil {
 				return nil, "", false
 			}
-			found = true // a repeated name: the last wins, as it does when the call decodes
+			found = true // of a repeated name the last wins, as when the call decodes
 			continue
 		}
 		if len(out) > 1 {
@@ -242,11 +233,13 @@ func withoutString(args json.RawMessage, name string) (rest json.RawMessage, val
 	return append(out, '}'), value, true
 }
 
+// digestOf returns the size and SHA-256 of b.
 func digestOf(b []byte) events.Digest {
 	sum := sha256.Sum256(b)
 	return events.Digest{Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}
 }
 
+// run records the queued calls until the auditor is closed.
 func (a *auditor) run() {
 	defer close(a.done)
 	flush := func(batch []auditEntry) {
@@ -255,8 +248,8 @@ func (a *auditor) run() {
 			found = found[:0]
 			ctx := context.Background()
 			r := projections.TxReader(tx)
-			// Consecutive records of one stream are appended together (one
-			// version lookup), in the order they came.
+			// Consecutive records of one stream are appended together, in
+			// the order they came.
 			var run []events.Pending
 			stream := ""
 			appendRun := func() error {
@@ -269,11 +262,10 @@ func (a *auditor) run() {
 			}
 			for i := range batch {
 				rec := &batch[i].rec
-				// Only calls of registered agents are recorded: nobody can
-				// fill the log with streams of tasks that do not exist.
-				// Agents are never unregistered, so one that was found
-				// stays known, once the registration this transaction saw
-				// is committed (it may come from a request of this batch).
+				// Only calls of registered agents are recorded, so nobody can
+				// fill the log with streams of tasks that do not exist. Agents
+				// are never unregistered, so one found stays known once the
+				// registration this transaction saw is committed.
 				key := events.Stream(rec.TaskID, rec.Agent)
 				if !a.known[key] && !slices.Contains(found, key) {
 					if _, err := r.Agent(ctx, rec.TaskID, rec.Agent); err != nil {
@@ -312,7 +304,7 @@ func (a *auditor) run() {
 		a.space.Broadcast()
 		a.mu.Unlock()
 		for i := range taken {
-			taken[i].finish() // before the transaction: the writer does not wait for it
+			taken[i].finish() // before the transaction, so the writer does not wait for it
 		}
 		for batch := taken; len(batch) > 0; { // at most auditBatch per transaction
 			n := min(len(batch), auditBatch)
@@ -327,6 +319,7 @@ func (a *auditor) run() {
 	}
 }
 
+// close records what waits and stops the auditor.
 func (a *auditor) close() {
 	a.mu.Lock()
 	a.closed = true

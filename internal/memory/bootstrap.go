@@ -12,7 +12,7 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// Bootstrap bounds (docs/behaviour.md §F).
+// These constants bound the bootstrap text, as docs/behaviour.md §F says.
 const (
 	bootstrapNotesFiles    = 25
 	bootstrapNotesChars    = 6000
@@ -31,12 +31,14 @@ type bootstrapInput struct {
 	notesErr                       error
 }
 
+// requestLine is one user request the bootstrap lists.
 type requestLine struct {
 	WindowID string `json:"window_id"`
 	ItemID   string `json:"item_id"`
 	Preview  string `json:"preview"`
 }
 
+// notesLine is one note file the bootstrap lists.
 type notesLine struct {
 	Path      string `json:"path"`
 	Bytes     int64  `json:"bytes"`
@@ -44,7 +46,7 @@ type notesLine struct {
 }
 
 // buildBootstrap gathers the caller's notes and user requests and renders
-// the bootstrap of the window after st's: the one builder for every reason.
+// the bootstrap of the window after st's, whatever the reason.
 func buildBootstrap(ctx context.Context, r *projections.Reader, c caller, st fence.State, reason string) string {
 	in := bootstrapInput{agent: c.agent.Agent, reason: reason, firstWindow: "w1",
 		current: st.NextWindowID(), previous: st.WindowID}
@@ -54,14 +56,15 @@ func buildBootstrap(ctx context.Context, r *projections.Reader, c caller, st fen
 }
 
 // userRequests returns the newest user requests of the caller's branch,
-// by raw role user only (control messages normalised to user are not
-// requests), oldest first, and how many older ones were left out.
+// oldest first, and how many older ones were left out.
 func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]requestLine, int) {
 	// Newest first, keeping the bootstrapUserRequests newest and counting
 	// the older ones.
 	var reqs []projections.Item
 	older := 0
 	err := r.EachItem(ctx, c.taskID, c.agent.Agent, true, func(it projections.Item) (bool, error) {
+		// By raw role only, as control messages normalised to user are not
+		// requests.
 		if it.RawRole == "user" && !it.Hidden {
 			if len(reqs) < bootstrapUserRequests {
 				reqs = append(reqs, it)
@@ -90,8 +93,8 @@ func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]reque
 	return out, older
 }
 
-// renderBootstrap renders the bootstrap text. It is pure: golden files in
-// testdata/bootstrap pin its output.
+// renderBootstrap renders the bootstrap text. It is pure, and golden files
+// in testdata/bootstrap pin its output.
 func renderBootstrap(in bootstrapInput) string {
 	var b strings.Builder
 	b.WriteString(history.ResetMarker + "\n")

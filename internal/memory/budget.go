@@ -4,7 +4,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// BudgetInput is the optional budget configuration of an attach; nil
+// BudgetInput is the optional budget configuration of an attach. Nil
 // fields take their defaults.
 type BudgetInput struct {
 	ContextWindow                  *int64   `json:"context_window"`
@@ -17,7 +17,7 @@ type BudgetInput struct {
 	HistoryItemPreviewChars        *int64   `json:"history_item_preview_chars"`
 }
 
-// Budget defaults (docs/behaviour.md §G).
+// These are the budget defaults of docs/behaviour.md §G.
 const (
 	DefaultReminderRemainingPercent       = 0.25
 	DefaultReminderRemainingFloorTokens   = 21384
@@ -27,16 +27,14 @@ const (
 	DefaultHistoryItemPreviewChars        = 400
 )
 
-// MaxNotesMaxFileBytes is the ceiling of the per-file note cap (1,000,000
-// UTF-8 bytes, docs/behaviour.md §G): a budget may lower the cap, never raise
-// it. An attach asking for more is refused rather than clamped, so that a
-// client relying on a larger cap learns it at once.
+// MaxNotesMaxFileBytes is the ceiling of the per-file note cap. A budget
+// may lower the cap, never raise it.
 const MaxNotesMaxFileBytes = events.MaxNoteBytes
 
-// notesCap is the per-file cap of the notes of an agent with budget b. A
-// budget recorded before the ceiling was enforced may exceed it: the
-// ceiling holds all the same.
+// notesCap returns the per-file cap of the notes of an agent with budget b.
 func notesCap(b events.Budget) int64 {
+	// A budget recorded before the ceiling was enforced may exceed it, and
+	// the ceiling holds all the same.
 	return min(b.NotesMaxFileBytes, MaxNotesMaxFileBytes)
 }
 
@@ -81,6 +79,8 @@ func (b *BudgetInput) resolve() (events.Budget, error) {
 		}
 		out.HardRolloverUsedTokens = *v
 	}
+	// More than the ceiling is refused rather than clamped, so that a
+	// client relying on a larger cap learns it at once.
 	if v := b.NotesMaxFileBytes; v != nil && *v > MaxNotesMaxFileBytes {
 		e := newError(ErrInvalidArgument, "budget.notes_max_file_bytes must be between 1 and %d (the ceiling of the per-file note cap): a budget may lower the cap, not raise it", MaxNotesMaxFileBytes)
 		e.Details = map[string]any{"field": "budget.notes_max_file_bytes", "limit": int64(MaxNotesMaxFileBytes)}

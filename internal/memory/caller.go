@@ -16,18 +16,19 @@ type caller struct {
 	taskID string
 	agent  projections.Agent
 	callID string
-	// state is the agent's lifecycle state when the call began (in the
-	// call's transaction).
+	// state is the agent's lifecycle state when the call began, in the
+	// call's transaction.
 	state fence.State
+	// readAt is the log position of the snapshot the state was read in.
+	readAt int64
 }
 
-// maxCallIDBytes bounds a call_id: it is stored with every event of the
-// call (and its audit record), so a client may not make it large.
+// maxCallIDBytes bounds a call_id. It is stored with every event of the
+// call, so a client may not make it large.
 const maxCallIDBytes = 256
 
-// checkCallID refuses a call_id that is not at most maxCallIDBytes of
-// valid UTF-8 without U+0000 (which PostgreSQL's text cannot hold: an
-// identifier is refused on both engines alike).
+// checkCallID refuses a call_id that is not short valid UTF-8. U+0000 is
+// refused on both engines, as PostgreSQL's text cannot hold it.
 func checkCallID(cc CallContext) error {
 	if len(cc.CallID) > maxCallIDBytes || !utf8.ValidString(cc.CallID) || strings.ContainsRune(cc.CallID, 0) {
 		e := newError(ErrInvalidArgument, "context.call_id must be at most %d bytes of valid UTF-8 without U+0000 (the host's tool-call id)", maxCallIDBytes)
@@ -44,10 +45,9 @@ func identify(ctx context.Context, r *projections.Reader, cc CallContext) (calle
 	})
 }
 
-// identifyWith is identify with load as the query of the caller's row
-// and state (cc's task and agent): AgentWithState, or one of its combined
-// forms that also reads what the call needs. load runs once the call
-// context is valid; its ErrNotFound makes identify say what is unknown.
+// identifyWith is identify with load as the query of the caller's row and
+// state, which may also read what the call needs. load runs once the call
+// context is valid.
 func identifyWith(ctx context.Context, r *projections.Reader, cc CallContext, load func() (projections.AgentState, error)) (caller, error) {
 	if err := checkCallID(cc); err != nil {
 		return caller{}, err
@@ -62,12 +62,13 @@ func identifyWith(ctx context.Context, r *projections.Reader, cc CallContext, lo
 		return caller{}, invalidf("context.agent: %s", addressMessage(err))
 	}
 	as, err := load()
-	if err == nil { // the common case: one query
-		return caller{taskID: cc.TaskID, agent: as.Agent, callID: cc.CallID, state: as.State}, nil
+	if err == nil { // the common case, one query
+		return caller{taskID: cc.TaskID, agent: as.Agent, callID: cc.CallID, state: as.State, readAt: as.ReadAt}, nil
 	}
 	if !errors.Is(err, projections.ErrNotFound) {
 		return caller{}, err
 	}
+	// load found no row, so say what is unknown.
 	ok, err := r.TaskExists(ctx, cc.TaskID)
 	if err != nil {
 		return caller{}, err
@@ -75,16 +76,16 @@ func identifyWith(ctx context.Context, r *projections.Reader, cc CallContext, lo
 	if !ok {
 		return caller{}, notFoundf("unknown task %q; attach first", cc.TaskID)
 	}
-	// The agent is not registered to the task: target says whether it
-	// belongs to another (forbidden) or to none (not found).
+	// The agent is not registered to the task. target says whether it
+	// belongs to another task or to none.
 	if _, err := target(ctx, r, cc.TaskID, cc.Agent); err != nil {
 		return caller{}, err
 	}
 	return caller{}, notFoundf("agent %q is not registered to task %q", cc.Agent, cc.TaskID) // target agrees, in one snapshot
 }
 
-// target returns a registered agent of the task, or forbidden (it belongs
-// to another task) or not_found (nowhere).
+// target returns a registered agent of the task. An agent of another task
+// is forbidden, and one of no task is not found.
 func target(ctx context.Context, r *projections.Reader, taskID, addr string) (projections.Agent, error) {
 	a, err := r.Agent(ctx, taskID, addr)
 	if err == nil {

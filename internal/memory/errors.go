@@ -7,8 +7,8 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
-// The error vocabulary of memoryd's commands. Every error a Service method
-// returns is, or wraps, one of these (or is an unexpected internal error).
+// These are the error kinds of memoryd's commands. Every error a Service
+// method returns wraps one of them, or is an unexpected internal error.
 // internal/api maps them to HTTP statuses in one place.
 var (
 	ErrInvalidArgument = errors.New("invalid argument")
@@ -20,8 +20,8 @@ var (
 	ErrUnavailable     = eventlog.ErrUnavailable
 )
 
-// The codes of the error kinds above, as the API's error envelope and the
-// audit's outcome spell them (ErrorKind); CodeInternal is any other error.
+// These are the codes of the error kinds above, as the API's error
+// envelope and the audit's outcome spell them. CodeInternal is any other.
 const (
 	CodeInvalidArgument = "invalid_argument"
 	CodeNotFound        = "not_found"
@@ -33,19 +33,21 @@ const (
 	CodeInternal        = "internal"
 )
 
-// Error is a command failure with a message safe to show to a client (and
-// to a model), and optional structured details.
+// Error is a command failure with a message safe to show to a client or a
+// model, and optional structured details.
 type Error struct {
 	Kind    error
 	Message string
 	Details map[string]any
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
-// Unwrap returns the error's kind, so errors.Is(err, ErrNotFound) works.
+// Unwrap returns the error's kind, for errors.Is.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// newError returns an Error of kind with a formatted message.
 func newError(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
@@ -57,8 +59,8 @@ func notFoundf(format string, args ...any) error {
 func forbiddenf(format string, args ...any) error { return newError(ErrForbidden, format, args...) }
 func conflictf(format string, args ...any) error  { return newError(ErrConflict, format, args...) }
 
-// ErrorKind returns the code of err's kind (the Code constants): the code the API
-// answers it with and the outcome the audit records.
+// ErrorKind returns the code of err's kind, which the API answers with and
+// the audit records as the outcome.
 func ErrorKind(err error) string {
 	for _, k := range []struct {
 		kind error

@@ -15,11 +15,9 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// StateView is an agent's lifecycle state as GET /v1/state shows it. Phase,
-// RolloverDue, ThresholdDue and ManualInProgress are derived from the state
-// when the view is made; none is part of the stored state (the projection
-// and its digest). They are the host's whole decision table: it decides
-// nothing about the fence itself.
+// StateView is an agent's lifecycle state as GET /v1/state shows it.
+// Phase, RolloverDue, ThresholdDue and ManualInProgress are derived, not
+// stored, and are the host's whole decision table.
 type StateView struct {
 	TaskID string `json:"task_id"`
 	Agent  string `json:"agent"`
@@ -49,13 +47,13 @@ type StateView struct {
 	ContextWindow     *int64      `json:"context_window"`
 
 	// RolloverDue is the rollover the host prepares at its next settled
-	// boundary; omitted when none is due.
+	// boundary, if one is due.
 	RolloverDue string `json:"rollover_due,omitempty"`
 	// ThresholdDue is the control message the host sends when it cancels
-	// Pi's own threshold compaction; omitted: cancel it and send nothing.
+	// Pi's own threshold compaction. Empty means send nothing.
 	ThresholdDue string `json:"threshold_due,omitempty"`
 	// ManualInProgress is the request id of the manual checkpoint in
-	// progress; omitted when none is.
+	// progress, if any.
 	ManualInProgress string `json:"manual_in_progress,omitempty"`
 }
 
@@ -66,7 +64,7 @@ type ManualView struct {
 	Phase     string `json:"phase"`
 }
 
-// view is the API's view of an agent's state.
+// view returns the API's view of an agent's state.
 func view(c caller, s fence.State) StateView {
 	v := StateView{TaskID: c.taskID, Agent: c.agent.Agent, Phase: s.Phase(),
 		WindowID: s.WindowID, WindowNumber: s.WindowNumber, PreviousWindowID: s.PreviousWindowID,
@@ -84,8 +82,8 @@ func view(c caller, s fence.State) StateView {
 	return v
 }
 
-// LifecycleResult is the response of a lifecycle call: the outcome fields
-// that apply to it and the agent's new state.
+// LifecycleResult is the response of a lifecycle call, with the outcome
+// fields that apply to it and the agent's new state.
 type LifecycleResult struct {
 	Stale            *bool      `json:"stale,omitempty"`
 	Ignored          *bool      `json:"ignored,omitempty"`
@@ -149,11 +147,13 @@ func appendOwn(ctx context.Context, tx *eventlog.Tx, c caller, evs []events.Pend
 	return err
 }
 
+// ref returns the caller's agent reference.
 func ref(c caller) events.AgentRef { return events.AgentRef{TaskID: c.taskID, Agent: c.agent.Agent} }
 
+// ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
 
-// State returns an agent's lifecycle state (GET /v1/state).
+// State returns an agent's lifecycle state for GET /v1/state.
 func (s *Service) State(ctx context.Context, cc CallContext) (StateView, error) {
 	var sv StateView
 	err := s.read(ctx, func(r *projections.Reader) error {
@@ -167,23 +167,23 @@ func (s *Service) State(ctx context.Context, cc CallContext) (StateView, error) 
 	return sv, err
 }
 
-// UsageResult is the response of a usage report: the threshold first
-// crossed now (null for none) and the new state.
+// UsageResult is the response of a usage report, with the threshold first
+// crossed now, if any, and the new state.
 type UsageResult struct {
 	Due   *string    `json:"due"`
 	State *StateView `json:"state"`
 }
 
-// ReportUsage records token usage and says which threshold, if any, it
-// made due (POST /v1/lifecycle/usage).
+// ReportUsage records token usage for POST /v1/lifecycle/usage and says
+// which threshold it made due.
 func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string) (UsageResult, error) {
 	return s.usageDecision(ctx, cc, tokensUsed, contextWindow, requestID, func(c caller, st fence.State) fence.Decision {
 		return fence.Usage(ref(c), st, c.agent.Budget, tokensUsed, contextWindow)
 	})
 }
 
-// usageDecision checks a usage report's counts, runs decide on them (Usage
-// or BranchChanged) and answers with the control message it makes due.
+// usageDecision checks a usage report's counts, runs decide on them and
+// answers with the control message it makes due.
 func (s *Service) usageDecision(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string,
 	decide func(c caller, st fence.State) fence.Decision) (UsageResult, error) {
 	if tokensUsed != nil && *tokensUsed < 0 {
@@ -205,16 +205,16 @@ func (s *Service) usageDecision(ctx context.Context, cc CallContext, tokensUsed,
 	return res, nil
 }
 
-// BranchChanged reports that the host moved to another branch of the
-// session (Pi's /tree), with that branch's usage and whether the fence's
-// message is on it; the answer's due is "fallback" when the host must send
-// the fallback message again (POST /v1/lifecycle/branch, fence.BranchChanged).
+// BranchChanged reports for POST /v1/lifecycle/branch that the host moved
+// to another branch of the session. The answer's due is "fallback" when
+// the host must send the fallback message again.
 func (s *Service) BranchChanged(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, fenceInBranch bool, requestID string) (UsageResult, error) {
 	return s.usageDecision(ctx, cc, tokensUsed, contextWindow, requestID, func(c caller, st fence.State) fence.Decision {
 		return fence.BranchChanged(ref(c), st, c.agent.Budget, tokensUsed, contextWindow, fenceInBranch)
 	})
 }
 
+// checkKind refuses a kind that is not one of allowed.
 func checkKind(kind string, allowed ...string) error {
 	if !slices.Contains(allowed, kind) {
 		return invalidf("kind must be one of %s", strings.Join(allowed, ", "))
@@ -222,24 +222,23 @@ func checkKind(kind string, allowed ...string) error {
 	return nil
 }
 
-// Delivered records a control message queued for the model
-// (POST /v1/lifecycle/delivered).
+// Delivered records a control message queued for the model, for
+// POST /v1/lifecycle/delivered.
 func (s *Service) Delivered(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
 	return s.controlMessage(ctx, cc, reqID, fence.Deliver, kind, windowID, requestID,
 		fence.KindReminder, fence.KindFallback, fence.KindManualCheckpoint)
 }
 
-// Arm records a fallback or manual checkpoint request entering the
-// branch: the fence is active (POST /v1/lifecycle/arm).
+// Arm records a fallback or manual checkpoint request entering the branch,
+// which makes the fence active. It serves POST /v1/lifecycle/arm.
 func (s *Service) Arm(ctx context.Context, cc CallContext, kind, windowID, requestID, reqID string) (LifecycleResult, error) {
 	return s.controlMessage(ctx, cc, reqID, fence.Arm, kind, windowID, requestID,
 		fence.KindFallback, fence.KindManualCheckpoint)
 }
 
-// controlMessage is a step of a control message's life (Delivered, Arm):
-// its kind (one of kinds) and window are checked, then decide (fence.Deliver
-// or fence.Arm) gives the events, and the answer says whether the step was
-// stale.
+// controlMessage runs a step of a control message's life. It checks the
+// kind and window, lets decide give the events, and says whether the step
+// was stale.
 func (s *Service) controlMessage(ctx context.Context, cc CallContext, reqID string,
 	decide func(ref events.AgentRef, st fence.State, kind, windowID, requestID string) (fence.Decision, error),
 	kind, windowID, requestID string, kinds ...string) (LifecycleResult, error) {
@@ -259,9 +258,10 @@ func (s *Service) controlMessage(ctx context.Context, cc CallContext, reqID stri
 }
 
 // ownNotesWrite reports whether a tool call is a notes write whose target
-// is not another agent (an invalid path counts as the caller's own: it is
-// admitted and then fails, releasing the claim).
+// is not another agent.
 func ownNotesWrite(c caller, tool string, args json.RawMessage) bool {
+	// An invalid path counts as the caller's own. It is admitted and then
+	// fails, releasing the claim.
 	if tool != tools.NotesWriteFile && tool != tools.NotesAppendToFile {
 		return false
 	}
@@ -276,7 +276,7 @@ func ownNotesWrite(c caller, tool string, args json.RawMessage) bool {
 }
 
 // Admit decides whether the host may run a tool call while the fence may
-// be active (POST /v1/lifecycle/admit).
+// be active. It serves POST /v1/lifecycle/admit.
 func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string, args json.RawMessage, reqID string) (LifecycleResult, error) {
 	if tool == "" {
 		return LifecycleResult{}, invalidf("tool_name is required")
@@ -285,7 +285,7 @@ func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string
 		callID = cc.CallID
 	}
 	if callID == "" {
-		// The claim is held by a call id: without one a second write
+		// The claim is held by a call id, and without one a second write
 		// would be admitted too.
 		return LifecycleResult{}, invalidf("call_id is required")
 	}
@@ -301,8 +301,8 @@ func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string
 	return LifecycleResult{State: &sv, Allow: ptr(out.Allow), Terminate: ptr(out.Terminate), Reason: ptr(out.Reason)}, nil
 }
 
-// ToolResult reports the result of a host tool call; a claimed call that
-// failed releases the claim (POST /v1/lifecycle/tool-result).
+// ToolResult reports the result of a host tool call. A claimed call that
+// failed releases the claim. It serves POST /v1/lifecycle/tool-result.
 func (s *Service) ToolResult(ctx context.Context, cc CallContext, callID string, isError bool, reqID string) (LifecycleResult, error) {
 	if callID == "" {
 		callID = cc.CallID
@@ -319,7 +319,7 @@ func (s *Service) ToolResult(ctx context.Context, cc CallContext, callID string,
 	return LifecycleResult{State: &sv}, err
 }
 
-// UserInput records an ordinary user message (POST /v1/lifecycle/user-input).
+// UserInput records an ordinary user message for POST /v1/lifecycle/user-input.
 func (s *Service) UserInput(ctx context.Context, cc CallContext, reqID string) (LifecycleResult, error) {
 	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.UserInput(ref(c), st), nil
@@ -327,10 +327,11 @@ func (s *Service) UserInput(ctx context.Context, cc CallContext, reqID string) (
 	return LifecycleResult{State: &sv, Ignored: ptr(out.Ignored)}, err
 }
 
+// rolloverReasons are the reasons a rollover may be prepared for.
 var rolloverReasons = []string{fence.ReasonNewContext, fence.ReasonFallback, fence.ReasonHardRollover, fence.ReasonManual, fence.ReasonOverflow}
 
-// PrepareRollover builds the next window's bootstrap
-// (POST /v1/lifecycle/rollover/prepare).
+// PrepareRollover builds the next window's bootstrap for
+// POST /v1/lifecycle/rollover/prepare.
 func (s *Service) PrepareRollover(ctx context.Context, cc CallContext, reason, reqID string) (LifecycleResult, error) {
 	if !slices.Contains(rolloverReasons, reason) {
 		return LifecycleResult{}, invalidf("reason must be one of %s", strings.Join(rolloverReasons, ", "))
@@ -350,8 +351,8 @@ func (s *Service) PrepareRollover(ctx context.Context, cc CallContext, reason, r
 	return LifecycleResult{State: &sv, WindowID: out.WindowID, PreviousWindowID: prev, Bootstrap: ptr(out.Bootstrap)}, nil
 }
 
-// CommitRollover makes the prepared window live
-// (POST /v1/lifecycle/rollover/commit).
+// CommitRollover makes the prepared window live for
+// POST /v1/lifecycle/rollover/commit.
 func (s *Service) CommitRollover(ctx context.Context, cc CallContext, windowID, compactionEntryID, reqID string) (LifecycleResult, error) {
 	if windowID == "" {
 		return LifecycleResult{}, invalidf("window_id is required")
@@ -365,7 +366,7 @@ func (s *Service) CommitRollover(ctx context.Context, cc CallContext, windowID, 
 	return LifecycleResult{State: &sv, WindowID: sv.WindowID, PreviousWindowID: sv.PreviousWindowID}, nil
 }
 
-// FailRollover records a failed compaction (POST /v1/lifecycle/rollover/fail).
+// FailRollover records a failed compaction for POST /v1/lifecycle/rollover/fail.
 func (s *Service) FailRollover(ctx context.Context, cc CallContext, aborted bool, msg, reqID string) (LifecycleResult, error) {
 	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.Fail(ref(c), st, aborted, truncate(msg, 2000)), nil
@@ -373,10 +374,11 @@ func (s *Service) FailRollover(ctx context.Context, cc CallContext, aborted bool
 	return LifecycleResult{State: &sv, Ignored: ptr(out.Ignored)}, err
 }
 
+// manualActions are the steps of a manual checkpoint.
 var manualActions = []string{fence.ActionRequest, fence.ActionSaved, fence.ActionCompacting, fence.ActionCancel}
 
-// Manual moves a manual /compact checkpoint through its phases
-// (POST /v1/lifecycle/manual).
+// Manual moves a manual /compact checkpoint through its phases for
+// POST /v1/lifecycle/manual.
 func (s *Service) Manual(ctx context.Context, cc CallContext, action, requestID, reqID string) (LifecycleResult, error) {
 	if !slices.Contains(manualActions, action) {
 		return LifecycleResult{}, invalidf("action must be one of %s", strings.Join(manualActions, ", "))
@@ -390,6 +392,7 @@ func (s *Service) Manual(ctx context.Context, cc CallContext, action, requestID,
 	return LifecycleResult{State: &sv}, err
 }
 
+// truncate returns s cut to n characters.
 func truncate(s string, n int) string {
 	if chars(s) <= n {
 		return s

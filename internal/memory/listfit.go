@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// omissionLine is the last line of a list that left records out.
+// omissionLine returns the last line of a list that left records out.
 func omissionLine(omitted int, hint string) string {
 	return compactJSON(struct {
 		Omitted int    `json:"omitted"`
@@ -12,10 +12,9 @@ func omissionLine(omitted int, hint string) string {
 	}{omitted, hint})
 }
 
-// fitLines keeps the longest prefix of lines (one record each) that fits in
-// budget code points together with, when anything is left out, the
-// omission line. omittedBefore counts records already dropped (by a limit).
-// It returns how many lines were kept and the text.
+// fitLines keeps the longest prefix of lines that fits in budget code
+// points with the omission line, and returns how many it kept and the text.
+// omittedBefore counts records a limit already dropped.
 func fitLines(lines []string, budget, omittedBefore int, hint string) (int, string) {
 	return fitLinesTail(lines, budget, omittedBefore > 0, func(omitted int) string {
 		return omissionLine(omittedBefore+omitted, hint)
@@ -23,8 +22,8 @@ func fitLines(lines []string, budget, omittedBefore int, hint string) (int, stri
 }
 
 // fitLinesTail keeps the longest prefix of lines that fits in budget code
-// points together with the last line tail(n), n the lines left out; the
-// tail is written when a line is left out, or always with withTail.
+// points with the last line tail gives for the lines left out. The tail is
+// written when a line is left out, or always with withTail.
 func fitLinesTail(lines []string, budget int, withTail bool, tail func(omitted int) string) (int, string) {
 	total := 0
 	for _, l := range lines {
@@ -57,10 +56,9 @@ func limitList[T any](recs []T, limit int) ([]T, int) {
 	return recs[:min(len(recs), limit)], max(0, len(recs)-limit)
 }
 
-// fitList is the tail the list and search tools share: recs, already cut
-// to the tool's limit (omitted counts the records the limit left out), one
-// line of compact JSON each, fitted to budget by fitLines. It returns the
-// text, the records shown and how many were left out in all.
+// fitList fits recs, one line of compact JSON each, to budget for the list
+// and search tools. It returns the text, the records shown and how many
+// were left out in all, counting the omitted the limit left out.
 func fitList[T any](recs []T, budget, omitted int, hint string) (string, []T, int) {
 	return fitRendered(recs, jsonLines(recs), budget, omitted, hint)
 }
@@ -74,9 +72,8 @@ func jsonLines[T any](recs []T) []string {
 	return lines
 }
 
-// fitRendered is fitList for records whose lines the caller rendered
-// (lines[i] is recs[i]): a tool that shapes a record to fit its line, or
-// tries a record in several shapes.
+// fitRendered is fitList for records whose lines the caller rendered, one
+// line for each of recs.
 func fitRendered[T any](recs []T, lines []string, budget, omitted int, hint string) (string, []T, int) {
 	kept, text := fitLines(lines, budget, omitted, hint)
 	return text, recs[:kept], omitted + len(recs) - kept

@@ -139,7 +139,7 @@ func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, i
 	}
 	np, pathErr := parseNotePath(name, cc.Agent, a.Path)
 	var res ToolResult
-	readAt, err := s.readAt(ctx, call.wantPosition, pathErr == nil, func(r *projections.Reader) error {
+	readAt, err := s.readAt(ctx, call.wantPosition, pathErr == nil, func(r *projections.Reader) (int64, error) {
 		var n projections.Note
 		found := false
 		c, err := identifyWith(ctx, r, cc, func() (projections.AgentState, error) {
@@ -151,20 +151,20 @@ func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, i
 			return as, err
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := gateRead(c, name); err != nil {
-			return err
+			return c.readAt, err
 		}
 		if pathErr != nil {
-			return pathErr
+			return c.readAt, pathErr
 		}
 		var note *projections.Note // nil: no note there
 		if found {
 			note = &n
 		}
 		res, err = readNote(ctx, r, c, a, np, note)
-		return err
+		return c.readAt, err
 	})
 	return res, readAt, err
 }

@@ -14,52 +14,47 @@ import (
 
 // OpenOptions configure Open.
 type OpenOptions struct {
-	// Synchronous is SQLite's synchronous setting: "" (the default, full),
-	// "normal", or "off" for a database that can be rebuilt (replays,
-	// tests); see eventlog.Options.
+	// Synchronous is SQLite's synchronous setting as eventlog.Options takes
+	// it. Empty means full, and "off" is for a database that can be rebuilt.
 	Synchronous string
-	// Logf receives a rebuild of the projections that a migration asks for
-	// (nil: not reported).
+	// Logf, if set, receives a rebuild of the projections that a migration
+	// asks for.
 	Logf func(format string, args ...any)
-	// Warnf receives what the store warns about, such as a database that
-	// other users can read (nil: not reported).
+	// Warnf, if set, receives what the store warns about, such as a
+	// database that other users can read.
 	Warnf func(format string, args ...any)
 	// AuditCalls and Logger are those of serviceOptions.
 	AuditCalls bool
 	Logger     *slog.Logger
-	// PreloadChunkFilters loads the history chunk filters of the agents
-	// active most recently in the background, as many as the cache holds,
-	// so that the first search after the open costs what later ones do
-	// (projections.ChunkFilters.Preload; the server sets it). Close stops
-	// the load. Logger receives a line when it ends.
+	// PreloadChunkFilters loads in the background the history chunk
+	// filters of the agents active most recently, so that the first search
+	// costs what later ones do. Close stops the load.
 	PreloadChunkFilters bool
 
 	// The options below exist for tests, so that they open storage the
 	// way the server does; the server leaves them unset.
 
-	// Now is the clock for recorded_at and event ids (default time.Now):
-	// a fixed clock makes a test's events reproducible.
+	// Now is the clock for recorded_at and event ids, time.Now when nil. A
+	// fixed clock makes a test's events reproducible.
 	Now func() time.Time
 	// BusyTimeout bounds how long a statement waits for another process's
-	// lock (default 5s).
+	// lock.
 	BusyTimeout time.Duration
-	// WriterPragmas are extra pragmas for the writer connection, e.g.
-	// "max_page_count(100)" to make a test's database full.
+	// WriterPragmas are extra pragmas for the writer connection, such as
+	// one that makes a test's database full.
 	WriterPragmas []string
 
-	// Test hooks, those of serviceOptions.
+	// afterCachedRead and syncToWriter are the test hooks of serviceOptions.
 	afterCachedRead, syncToWriter func()
-	// preload is the preload's options (a test's batch size and hook).
+	// preload is the preload's options, a test's batch size and hook.
 	preload projections.PreloadOptions
 }
 
-// Open opens (creating it, in a 0700 folder, and migrating it) the
-// database at path (or the PostgreSQL database a postgres:// path names) with the projections as its projector, and returns a
-// Service over it that owns it: Close flushes the audit and closes the
-// database. It is the one way memoryd opens its storage, and the one way
-// to build a Service outside this package.
+// Open opens the database at path, creating and migrating it, and returns
+// a Service that owns it. It is the one way memoryd opens its storage and
+// builds a Service outside this package.
 func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) {
-	if !eventlog.IsPostgres(path) {
+	if !eventlog.IsPostgres(path) { // an SQLite file, in a private folder
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create the database folder: %w", err)
 		}
@@ -80,27 +75,26 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	return s, nil
 }
 
-// IsPostgres reports whether a database name (--db, MEMORYD_DB) is a
-// PostgreSQL URL (postgres:// or postgresql://) rather than an SQLite file.
+// IsPostgres reports whether a database name is a PostgreSQL URL rather
+// than an SQLite file.
 func IsPostgres(db string) bool { return eventlog.IsPostgres(db) }
 
-// DatabaseName is how a database is named in logs and messages: an SQLite
-// file's path, or a PostgreSQL URL without its password or parameters.
+// DatabaseName returns how a database is named in logs and messages. A
+// PostgreSQL URL loses its password and parameters.
 func DatabaseName(db string) string { return eventlog.DatabaseName(db) }
 
 // serviceOptions configure a Service.
 type serviceOptions struct {
-	// AuditCalls records every tool call as an audit.tool_called event,
-	// in batches after the call returns (the read audit).
+	// AuditCalls records every tool call as an audit.tool_called event, in
+	// batches after the call returns.
 	AuditCalls bool
-	// Logger receives audit failures (default: discard).
+	// Logger, if set, receives audit failures.
 	Logger *slog.Logger
 
-	// Test hooks, nil in production (and settable only by the package's
-	// own tests). afterCachedRead runs after a tool call answered from the
-	// note cache, before the check that nothing was committed meanwhile;
-	// syncToWriter runs when a sync has passed the checks made before the
-	// writer and queues for it.
+	// afterCachedRead and syncToWriter are test hooks, nil in production.
+	// afterCachedRead runs after a tool call answered from the note cache,
+	// before the check that nothing was committed meanwhile. syncToWriter
+	// runs when a sync has passed the checks made before the writer.
 	afterCachedRead func()
 	syncToWriter    func()
 }
@@ -120,10 +114,8 @@ func newServiceWith(store *eventlog.Store, opts serviceOptions) *Service {
 	return s
 }
 
-// Close stops the preload of the chunk filters, flushes and stops the
-// read audit, then closes the store when the Service opened it (Open); a
-// store given to newService or newServiceWith stays open. It returns the
-// store's Close error.
+// Close stops the preload and the read audit, then closes the store when
+// Open opened it. A store given to newService stays open.
 func (s *Service) Close() error {
 	s.StopAudit()
 	if s.owned {
@@ -132,9 +124,8 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// StopAudit stops the preload of the chunk filters (waiting for it to
-// end), flushes and stops the read audit and leaves the store open: for a
-// shutdown that must not close the store under a handler still running.
+// StopAudit stops the preload and the read audit and leaves the store
+// open, for a shutdown that must not close it under a running handler.
 func (s *Service) StopAudit() {
 	s.stopPreload()
 	if s.audit != nil {
@@ -142,15 +133,15 @@ func (s *Service) StopAudit() {
 	}
 }
 
-// preload is a running load of the chunk filters (startPreload).
+// preload is a running load of the chunk filters.
 type preload struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the load has ended
 }
 
 // startPreload loads the chunk filters in the background until they are
-// loaded or stopPreload stops it. A failure only means that searches load
-// their agent's filters themselves, as without the preload: it is logged.
+// loaded or stopPreload stops it. A failure is logged, and searches then
+// load their agent's filters themselves.
 func (s *Service) startPreload(opts projections.PreloadOptions, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

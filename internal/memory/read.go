@@ -9,19 +9,18 @@ import (
 
 // read runs fn over one read-only snapshot of the projections.
 func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error) error {
-	_, err := s.readAt(ctx, false, false, fn)
+	_, err := s.readAt(ctx, false, false, func(r *projections.Reader) (int64, error) { return 0, fn(r) })
 	return err
 }
 
-// readAt is read that also returns the log position of the snapshot
-// when wantPosition asks for it (0 otherwise). With noteCache, the note fn reads with its
-// caller (projections.Reader.AgentWithNote) may come from the service's
-// note cache. If something was committed while such a call ran, fn runs
-// again without the cache: any query fn made after taking the note would
-// have read a newer state than the note's. (A call that made none would
-// have been right as it was; it is rerun all the same, to keep one rule,
-// and it is rare: the window is one call.)
-func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn func(r *projections.Reader) error) (int64, error) {
+// readAt is read for a tool call. fn returns the log position its caller
+// was read at, or 0 when it does not know it, and readAt returns the
+// snapshot's position when wantPosition asks for it. With noteCache, the
+// note fn reads with its caller may come from the service's note cache;
+// if something was committed while such a call ran, fn runs again without
+// the cache, since a query fn made after taking the note read a newer
+// state than the note's.
+func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn func(r *projections.Reader) (int64, error)) (int64, error) {
 	var stamp eventlog.CommitStamp
 	if noteCache && s.notes != nil {
 		stamp, noteCache = s.store.CommitStamp() // before the transaction: no entry is tagged newer than its rows
@@ -38,7 +37,7 @@ func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn f
 }
 
 func (s *Service) readOnce(ctx context.Context, wantPosition, noteCache bool, stamp eventlog.CommitStamp,
-	fn func(r *projections.Reader) error) (pos int64, retry bool, err error) {
+	fn func(r *projections.Reader) (int64, error)) (pos int64, retry bool, err error) {
 	tx, err := s.store.BeginRead(ctx)
 	if err != nil {
 		return 0, false, err
@@ -49,7 +48,7 @@ func (s *Service) readOnce(ctx context.Context, wantPosition, noteCache bool, st
 	if noteCache {
 		r.UseNoteCache(s.notes, stamp)
 	}
-	err = fn(r)
+	pos, err = fn(r)
 	if r.FromNoteCache() {
 		if s.afterCachedRead != nil {
 			s.afterCachedRead()
@@ -58,13 +57,13 @@ func (s *Service) readOnce(ctx context.Context, wantPosition, noteCache bool, st
 			return 0, true, nil
 		}
 	}
-	if wantPosition { // the snapshot's position, known by identify or asked for
-		var ok bool
-		if pos, ok = r.ReadPosition(); !ok {
-			var perr error
-			if pos, perr = eventlog.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
-				err = perr
-			}
+	if !wantPosition {
+		return 0, false, err
+	}
+	if pos == 0 { // fn failed before it read its caller
+		var perr error
+		if pos, perr = eventlog.PositionIn(ctx, tx.DB()); perr != nil && err == nil {
+			err = perr
 		}
 	}
 	return pos, false, err

@@ -11,17 +11,16 @@ import (
 // Service runs memoryd's commands and tools over an event store.
 type Service struct {
 	store *eventlog.Store
-	owned bool     // Close closes store (Open opened it)
-	audit *auditor // nil: the read audit is off
-	// filters finds the history chunks a search must read (its
-	// candidates), from memory.
+	owned bool     // Open opened store, so Close closes it
+	audit *auditor // nil when the read audit is off
+	// filters finds in memory the history chunks a search must read.
 	filters *projections.ChunkFilters
 	// notes answers note reads from memory while nothing was committed
-	// since (projections.NoteCache); nil: every read queries SQLite.
+	// since. When nil, every read queries SQLite.
 	notes *projections.NoteCache
-	// preload loads filters in the background (OpenOptions.PreloadChunkFilters).
+	// preload loads filters in the background.
 	preload *preload
-	// Test hooks (see serviceOptions).
+	// afterCachedRead and syncToWriter are serviceOptions' test hooks.
 	afterCachedRead, syncToWriter func()
 }
 
@@ -33,7 +32,7 @@ func newService(store *eventlog.Store) *Service {
 }
 
 // NoteCacheStats returns how many note reads the note cache answered and
-// how many went to SQLite (see projections.NoteCache).
+// how many went to SQLite.
 func (s *Service) NoteCacheStats() (hits, misses uint64) {
 	if s.notes == nil {
 		return 0, 0
@@ -41,22 +40,18 @@ func (s *Service) NoteCacheStats() (hits, misses uint64) {
 	return s.notes.Stats()
 }
 
-// Store returns the service's event store, for the offline work on the
-// log and its projections (internal/forensics: replay, verify, import,
-// export) and for tests that check what is stored; the API and the server
-// command go through the Service's methods. A Service from Open still
-// owns the store: Close closes it.
+// Store returns the service's event store, for internal/forensics and for
+// tests that check what is stored. A Service from Open still owns it.
 func (s *Service) Store() *eventlog.Store { return s.store }
 
-// LastPosition returns the position of the newest event of the log (0
-// when it is empty).
+// LastPosition returns the position of the newest event of the log, or 0
+// when it is empty.
 func (s *Service) LastPosition(ctx context.Context) (int64, error) {
 	return s.store.LastPosition(ctx)
 }
 
-// Events returns one page of the log in position order: at most limit
-// events after position after, of one task's streams (taskID) or of all
-// (""). Errors are ErrUnavailable or internal.
+// Events returns at most limit events after position after, in position
+// order, of one task's streams or of all for an empty taskID.
 func (s *Service) Events(ctx context.Context, after int64, taskID string, limit int) ([]events.Event, error) {
 	return s.store.Read(ctx, eventlog.Filter{After: after, TaskID: taskID, Limit: limit})
 }

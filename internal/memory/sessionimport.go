@@ -19,13 +19,10 @@ type SessionImport struct {
 	WindowID  string
 }
 
-// ImportSession attaches the session of req and syncs entries (a session
-// file's, in file order) and then branch, in one transaction: when
-// anything is refused, nothing is stored. Each entry is checked as a sync
-// checks it, and as strictly as the API decodes a sync's body (package
-// strictjson: the entries do not come through the API). An error about
-// one entry is an *EntryError with its index in entries. progress, if not
-// nil, is called with the number of entries synced so far.
+// ImportSession attaches the session of req and syncs a session file's
+// entries and then branch, all or nothing, in one transaction. An error
+// about one entry is an *EntryError. progress, if set, gets the number of
+// entries synced so far.
 func (s *Service) ImportSession(ctx context.Context, req AttachRequest, entries []json.RawMessage, branch []string, progress func(int)) (SessionImport, error) {
 	if strings.TrimSpace(req.SessionKey) == "" {
 		return SessionImport{}, invalidf("attach requires session_key")
@@ -40,7 +37,8 @@ func (s *Service) ImportSession(ctx context.Context, req AttachRequest, entries 
 	parsed := make([]syncEntry, 0, len(entries))
 	seen := make(map[string]int, len(entries)) // id → index in parsed
 	for i, raw := range entries {
-		// In a sync's body an entry is two levels down: {"entries":[entry]}.
+		// Each entry is checked as strictly as the API decodes a sync's
+		// body, where an entry is two levels down.
 		var se *strictjson.Error
 		if err := strictjson.Check(raw, nil, strictjson.MaxDepth-2); errors.As(err, &se) {
 			return SessionImport{}, &EntryError{Index: i, Err: invalidf("%s", se.Describe("the entry"))}

@@ -16,15 +16,15 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// MaxSyncEntries and MaxBranchLength bound one sync request
-// (docs/behaviour.md §G).
+// MaxSyncEntries and MaxBranchLength bound one sync request, as
+// docs/behaviour.md §G says.
 const (
 	MaxSyncEntries  = 10_000
 	MaxBranchLength = 1_000_000
 )
 
 // SyncRequest is the body of POST /v1/history/sync. The branch comes
-// whole (Branch) or as a delta from a revision (Delta), or not at all.
+// whole in Branch, as a delta from a revision in Delta, or not at all.
 type SyncRequest struct {
 	Context          CallContext       `json:"context"`
 	Entries          []json.RawMessage `json:"entries"`
@@ -33,11 +33,8 @@ type SyncRequest struct {
 	Delta            *SyncDelta        `json:"delta"`
 }
 
-// SyncDelta is the delta form of a sync's branch (API §4, an addition):
-// the branch of revision BaseRevision (the revision a sync returned) with
-// its first Keep ids kept and Append after them, as history.branch_changed
-// records a change. A client sends it instead of the whole branch so that
-// a turn costs what it adds, not the session's length.
+// SyncDelta is the delta form of a sync's branch. It keeps the first Keep
+// ids of the branch at BaseRevision and appends Append after them.
 type SyncDelta struct {
 	BaseRevision *int64   `json:"base_revision"`
 	Keep         *int64   `json:"keep"`
@@ -45,8 +42,8 @@ type SyncDelta struct {
 }
 
 // SyncReasonStaleBase is details.reason of the conflict a delta sync gets
-// when its base revision is not the branch's (or its keep is longer than
-// the branch): the client lost track and sends the whole branch.
+// when its base is not the branch memoryd has. The client then sends the
+// whole branch.
 const SyncReasonStaleBase = "stale_base"
 
 // SyncResult is the response of a sync.
@@ -57,6 +54,7 @@ type SyncResult struct {
 	WindowID  string `json:"window_id"`
 }
 
+// syncEntry is one entry of a sync, parsed.
 type syncEntry struct {
 	id    string
 	raw   json.RawMessage // compact
@@ -64,17 +62,20 @@ type syncEntry struct {
 }
 
 // EntryError is a refusal of one of the entries of a sync or a session
-// import: Index is its place among them.
+// import. Index is its place among them.
 type EntryError struct {
 	Index int
 	Err   error
 }
 
+// Error returns the refusal's message.
 func (e *EntryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the refusal.
 func (e *EntryError) Unwrap() error { return e.Err }
 
 // sameEntry reports whether two entries are equal after JSON
-// canonicalisation (the equality of a re-sent entry).
+// canonicalisation, as a re-sent entry must be.
 func sameEntry(a, b []byte) bool {
 	ca, err := history.Canonical(a)
 	if err != nil {
@@ -87,14 +88,13 @@ func sameEntry(a, b []byte) bool {
 // maxEntryIDBytes bounds an entry id.
 const maxEntryIDBytes = 256
 
-// validEntryID reports whether id can be an entry's id: non-empty, valid
-// UTF-8 without U+0000 (which PostgreSQL's text cannot hold: refused on
-// both engines alike), at most maxEntryIDBytes.
+// validEntryID reports whether id can be an entry's id, short valid UTF-8.
+// U+0000 is refused on both engines, as PostgreSQL's text cannot hold it.
 func validEntryID(id string) bool {
 	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
-// parseEntries validates raw entries: JSON objects with a non-empty id.
+// parseEntries validates raw entries as JSON objects with a non-empty id.
 func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
@@ -117,13 +117,13 @@ func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
 }
 
 // parseEntry applies a sync's rules to one raw entry, or says what it
-// breaks, after the entry's name ("entries[3] has no id").
+// breaks in words that follow the entry's name.
 func parseEntry(raw json.RawMessage) (syncEntry, string) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return syncEntry{}, "must be a JSON object (a Pi session entry)"
 	}
-	head, err := history.ReadHead(raw) // keys matched exactly: "ID" is not the id
+	head, err := history.ReadHead(raw) // keys matched exactly, so "ID" is not the id
 	if err != nil {
 		return syncEntry{}, "must be a JSON object (a Pi session entry)"
 	}
@@ -144,22 +144,22 @@ func parseEntry(raw json.RawMessage) (syncEntry, string) {
 }
 
 // syncPlan is a sync as checked against its request alone, before the
-// writer: what the write transaction needs of it, computed outside.
+// writer. It holds what the write transaction needs, computed outside.
 type syncPlan struct {
 	entries []syncEntry // distinct ids, in request order
 	ids     []string    // the entries' ids
 	sentNow map[string]bool
-	branch  []string // nil: the branch is not changed (or delta says how)
+	branch  []string // nil when the branch is not changed or delta says how
 	delta   *deltaPlan
-	hashes  [][]byte // hashes[i] = projections.BranchPrefixHash(hashes[i-1], branch[i])
+	hashes  [][]byte // hashes[i] is the BranchPrefixHash of hashes[i-1] and branch[i]
 	// stored are the entries the snapshot of checkStored had stored, with
 	// the same content; rendered are the others, rendered ahead.
 	stored   map[string]bool
 	rendered map[string]projections.RenderedEntry
 }
 
-// planSync checks what a sync request alone can tell: its sizes, its
-// entries, and that its branch lists valid ids once each.
+// planSync checks what a sync request alone can tell, such as its sizes,
+// its entries and its branch's ids.
 func planSync(req SyncRequest) (*syncPlan, error) {
 	if len(req.Entries) > MaxSyncEntries {
 		return nil, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
@@ -189,12 +189,12 @@ type deltaPlan struct {
 	base, keep int64
 	append     []string
 
-	resolvedAt int64         // -1: not resolved
-	change     *branchChange // nil: the branch stays as it is
+	resolvedAt int64         // -1 until resolved
+	change     *branchChange // nil when the branch stays as it is
 }
 
-// planDelta checks the delta of a sync request, if any: its fields, and
-// that it appends valid ids once each.
+// planDelta checks the delta of a sync request, if any. Its fields must
+// be set and it must append valid ids once each.
 func planDelta(req SyncRequest) (*deltaPlan, error) {
 	d := req.Delta
 	if d == nil {
@@ -233,19 +233,15 @@ type branchChange struct {
 	length int64
 }
 
-// resolve checks the delta against the agent's branch (revision and
-// length) as r reads it, and returns the change it makes, nil when the
-// branch stays as it is. The change is the one the whole form of the same
-// branch would make: keep is the longest prefix the new branch shares
-// with the current one. It reads no more of the branch than the delta
-// appends.
+// resolve checks the delta against the agent's branch as r reads it, and
+// returns the change it makes, or nil when the branch stays as it is.
 func (d *deltaPlan) resolve(ctx context.Context, r *projections.Reader, task, agent string, revision, length int64) (*branchChange, error) {
 	newLength := d.keep + int64(len(d.append))
 	switch {
 	case d.base == revision && d.keep <= length:
 	case d.base == revision-1:
 		// A retry of this delta after it succeeded answers as a retried
-		// whole sync does: the branch is already the one it asks for.
+		// whole sync does, as the branch is already the one it asks for.
 		same, err := d.madeLastChange(ctx, r, task, agent, length)
 		if err != nil || same {
 			return nil, err
@@ -254,6 +250,9 @@ func (d *deltaPlan) resolve(ctx context.Context, r *projections.Reader, task, ag
 	default:
 		return nil, staleBase(d, revision, length)
 	}
+	// The change is the one the whole branch would make, keeping the
+	// longest shared prefix. It reads no more of the branch than the
+	// delta appends.
 	keep, tail := d.keep, d.append
 	if keep < length && len(tail) > 0 {
 		current, err := r.BranchIDsFrom(ctx, task, agent, keep, len(tail))
@@ -277,14 +276,14 @@ func (d *deltaPlan) resolve(ctx context.Context, r *projections.Reader, task, ag
 	return &branchChange{keep: keep, append: tail, length: newLength}, nil
 }
 
-// madeLastChange reports whether the branch (of length length) is the
-// delta applied to the branch before the last change: the last change
-// kept at least the delta's keep (so the prefix the delta keeps is
-// unchanged) and the branch continues with the delta's ids.
+// madeLastChange reports whether the branch of length length is the delta
+// applied to the branch before the last change.
 func (d *deltaPlan) madeLastChange(ctx context.Context, r *projections.Reader, task, agent string, length int64) (bool, error) {
 	if length != d.keep+int64(len(d.append)) {
 		return false, nil
 	}
+	// The last change must have kept the delta's prefix, and the branch
+	// must continue with the delta's ids.
 	kept, err := r.LastBranchChangeKeep(ctx, task, agent)
 	if err != nil || kept < d.keep {
 		return false, err
@@ -293,8 +292,8 @@ func (d *deltaPlan) madeLastChange(ctx context.Context, r *projections.Reader, t
 	return err == nil && slices.Equal(ids, d.append), err
 }
 
-// staleBase is the conflict of a delta whose base is not the branch (of
-// revision and length) memoryd has.
+// staleBase returns the conflict of a delta whose base is not the branch
+// memoryd has.
 func staleBase(d *deltaPlan, revision, length int64) error {
 	msg := fmt.Sprintf("delta.base_revision is %d but the branch is at revision %d; send the whole branch (branch) instead of a delta", d.base, revision)
 	if d.base == revision {
@@ -304,7 +303,7 @@ func staleBase(d *deltaPlan, revision, length int64) error {
 		Details: map[string]any{"reason": SyncReasonStaleBase, "revision": revision, "length": length}}
 }
 
-// newSyncPlan is planSync of entries already parsed: it checks that the
+// newSyncPlan is planSync of entries already parsed. It checks that the
 // branch, if any, lists valid ids once each.
 func newSyncPlan(entries []syncEntry, branchp *[]string) (*syncPlan, error) {
 	p := &syncPlan{entries: entries, ids: make([]string, len(entries)), sentNow: make(map[string]bool, len(entries))}
@@ -334,12 +333,9 @@ func newSyncPlan(entries []syncEntry, branchp *[]string) (*syncPlan, error) {
 	return p, nil
 }
 
-// checkStored checks the sync against a read snapshot of what is stored:
-// a sync refused here never queues for the writer, so that a long branch
-// checked to its last id holds up no other write. Refusing at the
-// snapshot answers what the sync would have answered had it run then.
-// Entries are never deleted, so what the snapshot had stored the writer
-// has too: it checks again only what may have changed since (writeSync).
+// checkStored checks the sync against a read snapshot of what is stored,
+// so a refused sync never queues for the writer. Entries are never
+// deleted, so the writer checks again only what may have changed since.
 func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc CallContext, expectedRevision *int64) error {
 	c, err := identify(ctx, r, cc)
 	if err != nil {
@@ -399,8 +395,7 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 		return nil
 	}
 	// Only the ids past the prefix the branch shares with the current one
-	// are looked up (the prefix is stored already): a long branch re-sent
-	// with a few new entries costs a few lookups.
+	// are looked up, as the prefix is stored already.
 	keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
 	if err != nil {
 		return err
@@ -423,7 +418,7 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 }
 
 // render renders, ahead of the writer, the entries checkStored did not
-// find stored (those the sync will record).
+// find stored, which the sync will record.
 func (p *syncPlan) render() error {
 	if p.rendered == nil {
 		p.rendered = make(map[string]projections.RenderedEntry, len(p.entries)-len(p.stored))
@@ -444,6 +439,7 @@ func (p *syncPlan) render() error {
 	return nil
 }
 
+// checkRevision refuses a branch whose revision is not the expected one.
 func checkRevision(expected *int64, revision int64) error {
 	if expected != nil && *expected != revision {
 		return conflictf("expected_revision is %d but the branch is at revision %d; sync again from the current branch", *expected, revision)
@@ -451,15 +447,13 @@ func checkRevision(expected *int64, revision int64) error {
 	return nil
 }
 
-// errStoredMeanwhile: an entry the snapshot had not stored was stored
-// before the sync's turn at the writer; the sync checks it again.
+// errStoredMeanwhile says an entry the snapshot had not stored was stored
+// before the sync's turn at the writer. The sync then checks it again.
 var errStoredMeanwhile = errors.New("an entry was stored since the snapshot")
 
 // Sync stores new raw entries of the caller's session and replaces its
-// current branch, all in one transaction (API §4). Everything that can
-// be checked without the writer is checked before it (planSync,
-// checkStored); the write transaction looks up which entries are stored
-// in one query and the branch's shared prefix in O(log n) point queries.
+// current branch, all in one transaction. Everything that can be checked
+// without the writer is checked before it.
 func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
 	p, err := planSync(req)
 	if err != nil {
@@ -478,7 +472,7 @@ func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (
 			s.syncToWriter()
 		}
 		// Each retry follows an entry of the request stored by another sync
-		// meanwhile: there are at most as many as entries.
+		// meanwhile, so there are at most as many as entries.
 		res, err := s.writeSync(ctx, p, req, requestID)
 		if !errors.Is(err, errStoredMeanwhile) {
 			return res, err
@@ -500,8 +494,8 @@ func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, r
 	return res, nil
 }
 
-// syncIn is a whole sync of entries parsed from req.Entries inside tx
-// (a session import's): the checks of checkStored run in tx itself.
+// syncIn runs a session import's sync of entries inside tx. The checks of
+// checkStored run in tx itself.
 func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
 	p, err := newSyncPlan(entries, req.Branch)
 	if err != nil {
@@ -513,8 +507,8 @@ func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syn
 	return syncTx(ctx, tx, p, req)
 }
 
-// syncTx writes a sync checked by checkStored in tx: errStoredMeanwhile
-// if an entry the check saw unstored is stored now.
+// syncTx writes a sync checked by checkStored in tx. It returns
+// errStoredMeanwhile if an entry the check saw unstored is stored now.
 func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) (SyncResult, error) {
 	var res SyncResult
 	r := projections.TxReader(tx)
@@ -552,11 +546,9 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 	res.Revision = revision
 	if p.delta != nil {
 		// checkStored resolved the delta at the snapshot's revision and found
-		// the ids its change appends stored or sent now. The same revision is
-		// the same branch: its change stands. Another revision is a later
-		// one (revisions only grow), against which the delta can only be a
-		// retry (no change) or stale: resolving it again reads no more than
-		// the delta appends.
+		// the ids its change appends stored or sent now. At the same revision
+		// its change stands. A later revision makes the delta a retry or
+		// stale, and resolving it again reads no more than the delta appends.
 		change := p.delta.change
 		if revision != p.delta.resolvedAt {
 			if change, err = p.delta.resolve(ctx, r, task, agent, revision, current); err != nil {
@@ -571,9 +563,9 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 		}
 	}
 	if p.branch != nil {
-		// checkStored found every id of the branch stored or sent now,
-		// and entries stay stored: only the shared prefix may have
-		// changed since (another sync of this agent).
+		// checkStored found every id of the branch stored or sent now, and
+		// entries stay stored. Only the shared prefix may have changed since,
+		// by another sync of this agent.
 		keep, err := r.SharedPrefix(ctx, task, agent, p.hashes, current)
 		if err != nil {
 			return SyncResult{}, err

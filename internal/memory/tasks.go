@@ -7,15 +7,14 @@ import (
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
-// Limits of a task listing (GET /v1/tasks, the tasks verb).
+// TasksDefaultLimit and TasksMaxLimit bound a task listing.
 const (
 	TasksDefaultLimit = 50
 	TasksMaxLimit     = 500
 )
 
-// TaskList is the answer of GET /v1/tasks and of the tasks verb: a page
-// of tasks, newest activity first, and the cursor of the next page (null
-// when this page is the last).
+// TaskList is a page of tasks, newest activity first, as GET /v1/tasks and
+// the tasks verb answer. NextBefore is nil on the last page.
 type TaskList struct {
 	Tasks      []TaskView `json:"tasks"`
 	NextBefore *int64     `json:"next_before"`
@@ -32,9 +31,8 @@ type TaskView struct {
 	Agents               []TaskAgentView `json:"agents"`
 }
 
-// TaskAgentView is an agent of a TaskView: where it is attached from, its
-// current window and fence phase (as GET /v1/state names them), and the
-// latest event of its own stream.
+// TaskAgentView is an agent of a TaskView, with where it is attached from,
+// its current window and phase, and the latest event of its own stream.
 type TaskAgentView struct {
 	Agent                string  `json:"agent"`
 	ParentAgent          *string `json:"parent_agent"` // null for /root
@@ -47,17 +45,17 @@ type TaskAgentView struct {
 	Phase                string  `json:"phase"`
 	LastActivityPosition int64   `json:"last_activity_position"`
 	LastActivityAt       string  `json:"last_activity_at"`
-	// FirstRequest is what a user recognises the agent by: the first
-	// message typed to it on its current branch (null: none yet).
+	// FirstRequest is what a user recognises the agent by, the first
+	// message typed to it on its current branch, if any.
 	FirstRequest *TaskRequestView `json:"first_request"`
 }
 
 // FirstRequestMaxChars bounds the text of a TaskRequestView.
 const FirstRequestMaxChars = 200
 
-// TaskRequestView is an agent's first request: its history item's entry
-// (history_read_item reads it whole), the position that recorded it,
-// and its text cut to FirstRequestMaxChars characters (cut says so).
+// TaskRequestView is an agent's first request, with its history item's
+// entry, the position that recorded it, and its text cut to
+// FirstRequestMaxChars.
 type TaskRequestView struct {
 	EntryID  string `json:"entry_id"`
 	Position int64  `json:"position"`
@@ -65,23 +63,21 @@ type TaskRequestView struct {
 	Cut      bool   `json:"cut"`
 }
 
-// Tasks lists the tasks whose latest event is before the position before
-// (0: no bound), newest activity first by log position, at most limit of
-// them (above TasksMaxLimit: clamped, as GET /v1/events clamps). It reads
-// the projections in one snapshot.
+// Tasks lists at most limit tasks whose latest event is before the
+// position before, newest activity first, from one snapshot.
 func (s *Service) Tasks(ctx context.Context, before int64, limit int) (TaskList, error) {
 	switch {
 	case before < 0:
 		return TaskList{}, invalidf("before must be a position (an integer of 1 or more)")
 	case limit < 1:
 		return TaskList{}, invalidf("limit must be an integer of 1 or more")
-	case before == 0:
+	case before == 0: // no bound
 		before = math.MaxInt64
 	}
-	limit = min(limit, TasksMaxLimit)
+	limit = min(limit, TasksMaxLimit) // clamped, as GET /v1/events clamps
 	var tasks []projections.TaskActivity
 	var more bool
-	requests := map[[3]string]string{} // {task, agent, entry}: text
+	requests := map[[3]string]string{} // text by task, agent and entry
 	err := s.read(ctx, func(r *projections.Reader) error {
 		var err error
 		if tasks, more, err = r.TasksByActivity(ctx, before, limit); err != nil {

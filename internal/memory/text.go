@@ -2,6 +2,7 @@ package memory
 
 import "unicode/utf8"
 
+// chars returns the number of code points in s.
 func chars(s string) int {
 	if isASCII(s) {
 		return len(s)
@@ -27,8 +28,7 @@ func isASCII(s string) bool {
 	return true
 }
 
-// sliceChars returns the code points [off, off+n) of s (n < 0: to the end),
-// with off clamped to the end.
+// sliceChars returns n code points of s from off, clamped to the end.
 func sliceChars(s string, off, n int) string {
 	if isASCII(s) { // a code point per byte
 		off = min(off, len(s))
@@ -42,7 +42,7 @@ func sliceChars(s string, off, n int) string {
 		_, w := utf8.DecodeRuneInString(s[i:])
 		i += w
 	}
-	if n < 0 {
+	if n < 0 { // to the end
 		return s[i:]
 	}
 	j := i

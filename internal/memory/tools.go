@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,20 +42,9 @@ type toolCall struct {
 // callTool runs a tool, and returns the log position it read at when
 // call.wantPosition asks for it (0 otherwise).
 func (s *Service) callTool(ctx context.Context, call toolCall) (ToolResult, int64, error) {
-	name, args := call.name, call.args
+	name := call.name
 	if !tools.Known(name) {
 		return ToolResult{}, 0, notFoundf("unknown tool %q; GET /v1/tools lists the tools", name)
-	}
-	if err := tools.Validate(name, args); err != nil {
-		var ae *tools.ArgumentError
-		if errors.As(err, &ae) {
-			e := newError(ErrInvalidArgument, "%s", ae.Message)
-			if ae.Field != "" {
-				e.Details = map[string]any{"field": ae.Field}
-			}
-			return ToolResult{}, 0, e
-		}
-		return ToolResult{}, 0, err
 	}
 	switch name {
 	case tools.NotesListFilesByPrefix:
@@ -80,7 +68,7 @@ func (s *Service) callTool(ctx context.Context, call toolCall) (ToolResult, int6
 	case tools.GetContextRemaining:
 		return runRead(ctx, s, call, contextRemaining)
 	case tools.NewContext:
-		if err := decodeArgs(name, args, &struct{}{}); err != nil {
+		if err := decodeArgs(name, call.args, &struct{}{}); err != nil {
 			return ToolResult{}, 0, err
 		}
 		return newContextTool(ctx, s, call)
@@ -88,17 +76,19 @@ func (s *Service) callTool(ctx context.Context, call toolCall) (ToolResult, int6
 	return ToolResult{}, 0, newError(ErrUnavailable, "%s is not available in this build of memoryd yet", name)
 }
 
-// decodeArgs decodes validated arguments into v.
+// decodeArgs parses a call's arguments into v, checked against the tool's
+// schema in the same pass.
 func decodeArgs(tool string, args json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
-		return nil
+	err := tools.Decode(tool, args, v)
+	var ae *tools.ArgumentError
+	if !errors.As(err, &ae) {
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return invalidf("%s: arguments do not match the schema", tool)
+	e := newError(ErrInvalidArgument, "%s", ae.Message)
+	if ae.Field != "" {
+		e.Details = map[string]any{"field": ae.Field}
 	}
-	return nil
+	return e
 }
 
 // runRead runs a read-only tool in one read transaction, so every query
@@ -111,18 +101,18 @@ func runRead[A any](ctx context.Context, s *Service, call toolCall,
 		return ToolResult{}, 0, err
 	}
 	var res ToolResult
-	readAt, err := s.readAt(ctx, call.wantPosition, false, func(r *projections.Reader) error {
+	readAt, err := s.readAt(ctx, call.wantPosition, false, func(r *projections.Reader) (int64, error) {
 		c, err := identify(ctx, r, call.cc)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if call.gate {
 			if err := gateRead(c, call.name); err != nil {
-				return err
+				return c.readAt, err
 			}
 		}
 		res, err = fn(ctx, r, c, args)
-		return err
+		return c.readAt, err
 	})
 	return res, readAt, err
 }

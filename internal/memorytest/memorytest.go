@@ -1,7 +1,7 @@
 // Package memorytest opens memoryd's storage for tests the way the server
-// does (memory.Open: the projections as the log's applier, with their
-// flush and import check), so that a test runs the production wiring. It
-// also holds the small fixtures the tests of several packages share: a
+// does, so that a test runs the production wiring.
+//
+// It also holds the small fixtures the tests of several packages share, a
 // deterministic clock and a buffer for the logs of a server under test.
 // Only tests import it.
 package memorytest
@@ -19,25 +19,22 @@ import (
 )
 
 // Open opens a new database through memory.Open with opts and returns its
-// Service, closed when the test ends: an SQLite file in tb.TempDir(), or,
-// when MEMORYD_TEST_ENGINE is "postgres", a new PostgreSQL database
-// (internal/pgtest), so that the tests written against Open run on both
-// engines (.ci/run runs them twice).
+// Service, closed when the test ends. The database is on the engine the
+// tests run on, so that tests written against Open run on both.
 func Open(tb testing.TB, opts memory.OpenOptions) *memory.Service {
 	tb.Helper()
 	return OpenAt(tb, NewDatabase(tb), opts)
 }
 
 // NewDatabase returns where a new, empty database of the engine the tests
-// run on (MEMORYD_TEST_ENGINE) is: a path in tb.TempDir() for SQLite, a
-// postgres:// URL for PostgreSQL.
+// run on is, a path for SQLite or a postgres:// URL for PostgreSQL.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	return pgtest.Or(tb, filepath.Join(tb.TempDir(), "memory.db"))
 }
 
-// OpenAt is Open on the database at path (created if needed). Closing
-// the Service before the test ends is allowed.
+// OpenAt is Open on the database at path, created if needed. Closing the
+// Service before the test ends is allowed.
 func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service {
 	tb.Helper()
 	svc, err := memory.Open(context.Background(), path, opts)
@@ -48,8 +45,8 @@ func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service
 	return svc
 }
 
-// Clock is a deterministic clock for memory.OpenOptions.Now: every
-// reading advances it by 1 ms. It is safe for concurrent use.
+// Clock is a deterministic clock for memory.OpenOptions.Now, which every
+// reading advances by 1 ms. It is safe for concurrent use.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -66,8 +63,8 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Buffer is a bytes.Buffer safe for concurrent writers: the logs of a
-// server, or the output of a process, that a test reads while it runs.
+// Buffer is a bytes.Buffer safe for concurrent writers, for logs or output
+// that a test reads while it runs.
 type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

@@ -1,12 +1,11 @@
-// Package pgtest gives a test a PostgreSQL database of its own: a new,
-// empty database on the server named by MEMORYD_TEST_POSTGRES, dropped
-// when the test ends. scripts/local-postgres starts such a server and
-// prints the value for the variable; .ci/run does so for go test.
+// Package pgtest gives a test a new, empty PostgreSQL database of its own.
 //
-// Without the variable a test that asks for a database is skipped, with a
-// line saying how to run it, or fails under MEMORYD_REQUIRE_POSTGRES=1 (as
-// in .ci/run), so that CI never passes with the PostgreSQL tests skipped.
-// Only tests import it.
+// The database is made on the server MEMORYD_TEST_POSTGRES names and
+// dropped when the test ends. scripts/local-postgres starts such a server
+// and prints the value for the variable. Without the variable a test that
+// asks for a database is skipped, or fails under MEMORYD_REQUIRE_POSTGRES=1
+// as in .ci/run, so that CI never passes with these tests skipped. Only
+// tests import it.
 package pgtest
 
 import (
@@ -28,9 +27,9 @@ import (
 )
 
 const (
-	// EnvServer names the variable holding the connection string of the
-	// server tests create their databases on (a pgx connection string, URL
-	// or key=value, to any database the role may connect to).
+	// EnvServer names the variable holding the pgx connection string of
+	// the server tests create their databases on, to any database the role
+	// may connect to.
 	EnvServer = "MEMORYD_TEST_POSTGRES"
 	// EnvRequire, set to 1, makes a missing EnvServer fail the tests that
 	// need it instead of skipping them.
@@ -38,16 +37,15 @@ const (
 )
 
 // Prefix starts the name of every database NewDatabase creates, so that
-// one left behind (a test killed before its cleanup) is recognized.
+// one a killed test left behind is recognized.
 const Prefix = "memoryd_test_"
 
 // adminTimeout bounds the connection and the CREATE or DROP DATABASE.
 const adminTimeout = time.Minute
 
 // NewDatabase creates a new database on the server of MEMORYD_TEST_POSTGRES
-// and returns its connection string (the server's, naming that database).
-// The database is dropped when tb ends, connections still open to it
-// included (DROP DATABASE … WITH (FORCE)). Without MEMORYD_TEST_POSTGRES it
+// and returns its connection string. The database is dropped when tb ends,
+// even with connections still open to it. Without MEMORYD_TEST_POSTGRES it
 // skips tb, or fails it if MEMORYD_REQUIRE_POSTGRES is 1.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
@@ -77,8 +75,8 @@ func NewDatabase(tb testing.TB) string {
 	return dsn
 }
 
-// admin runs one statement on its own connection to server (CREATE and
-// DROP DATABASE cannot run in a transaction, nor in the database they name).
+// admin runs one statement on its own connection to server, since CREATE
+// and DROP DATABASE cannot run in a transaction nor in the database they name.
 func admin(server, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
@@ -91,9 +89,9 @@ func admin(server, sql string) error {
 	return err
 }
 
-// databaseName is a new database name: Prefix, the test's name in
-// lower-case letters, digits and underscores (shortened), and 12 random
-// hex digits, within PostgreSQL's 63 bytes.
+// databaseName is a new database name of Prefix, the test's name shortened
+// to lower-case letters, digits and underscores, and random hex digits,
+// within PostgreSQL's 63 bytes.
 func databaseName(test string) (string, error) {
 	var b strings.Builder
 	for _, r := range strings.ToLower(test) {
@@ -114,9 +112,8 @@ func databaseName(test string) (string, error) {
 }
 
 // WithDatabase returns the connection string conn with its database
-// replaced by name: conn is a URL (postgres://…, postgresql://…) or
-// key=value pairs, as pgx takes them. name must be a plain identifier
-// (letters, digits, underscores).
+// replaced by name. conn is a URL or key=value pairs, as pgx takes them,
+// and name is a plain identifier of letters, digits and underscores.
 func WithDatabase(conn, name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("no database name")
@@ -151,11 +148,9 @@ func WithDatabase(conn, name string) (string, error) {
 	return out, nil
 }
 
-// Or returns sqlitePath, or, when the tests run on PostgreSQL
-// (MEMORYD_TEST_ENGINE=postgres; .ci/run runs the store, projection, tool,
-// HTTP, inspector and scenario tests once with each engine),
-// a new PostgreSQL database (NewDatabase): where a test that runs on both
-// engines keeps its database.
+// Or returns where a test that runs on both engines keeps its database.
+// That is sqlitePath, or a new PostgreSQL database when
+// MEMORYD_TEST_ENGINE is postgres.
 func Or(tb testing.TB, sqlitePath string) string {
 	tb.Helper()
 	switch e := os.Getenv("MEMORYD_TEST_ENGINE"); e {
@@ -169,9 +164,9 @@ func Or(tb testing.TB, sqlitePath string) string {
 	}
 }
 
-// OpenMigrated opens a new database (NewDatabase) through database/sql,
-// with memoryd's PostgreSQL migrations applied, closed when tb ends: for
-// the tests of the schema and the queries below the store.
+// OpenMigrated opens a new database through database/sql with memoryd's
+// PostgreSQL migrations applied, closed when tb ends. It serves the tests
+// of the schema and the queries below the store.
 func OpenMigrated(tb testing.TB) *sql.DB {
 	tb.Helper()
 	db, err := sql.Open("pgx", NewDatabase(tb))

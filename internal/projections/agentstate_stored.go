@@ -6,10 +6,9 @@ import (
 	"github.com/memoryd/memoryd/internal/fence"
 )
 
-// storedState is how agent_states stores a fence.State, version 1. Stored
-// rows and the projection digests depend on it: a change to this form is
-// a new version with a rebuild, never an edit; fence.State and the API's
-// StateView change without touching it.
+// storedState is how agent_states stores a fence.State, version 1.
+// Stored rows and the projection digests depend on it, so a change to this
+// form is a new version with a rebuild, never an edit.
 type storedState struct {
 	WindowID          string        `json:"window_id"`
 	WindowNumber      int           `json:"window_number"`

@@ -12,10 +12,10 @@ import (
 )
 
 // apply updates the projections for ev in the write transaction whose
-// state is st (txState.Apply).
+// state is st.
 func apply(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) error {
 	if ev.Type == events.TypeToolCalled {
-		return nil // the read audit changes no projection: no need to decode it
+		return nil // the read audit changes no projection, so skip decoding it
 	}
 	payload, err := events.Decode(ev)
 	if err != nil {

@@ -7,21 +7,18 @@ import (
 	"modernc.org/sqlite"
 )
 
-// A sealed chunk carries a Bloom filter of the byte trigrams of its text:
-// bloomBits bits, one hash per trigram. A needle of at least three bytes
-// can only occur in a chunk whose filter has the bit of every trigram of
-// the needle set, so a search skips the other chunks without reading
-// their text. With 64 KiB of text (some thousands of distinct trigrams)
-// a chunk passes for a needle of 12 bytes (10 trigrams) with a
-// probability well under one in a thousand. The filter is a pure
-// function of the text, so a rebuild writes the same bytes.
+// bloomBits is the size of a sealed chunk's Bloom filter of the byte
+// trigrams of its text, with one hash per trigram. A needle of at least
+// three bytes can only occur in a chunk whose filter has the bit of every
+// trigram of the needle, so a search skips the other chunks unread. The
+// filter is a pure function of the text, so a rebuild writes the same bytes.
 const (
 	bloomBitsLog = 14
 	bloomBits    = 1 << bloomBitsLog
 	bloomBytes   = bloomBits / 8
 )
 
-// trigramBit is the filter bit of the trigram a, b, c (Fibonacci hashing).
+// trigramBit is the filter bit of the trigram a, b, c, by Fibonacci hashing.
 func trigramBit(a, b, c byte) uint32 {
 	t := uint32(a) | uint32(b)<<8 | uint32(c)<<16
 	return (t * 0x9E3779B1) >> (32 - bloomBitsLog)
@@ -38,8 +35,8 @@ func trigramBloom(data []byte) []byte {
 }
 
 // bloomProbes returns the filter bits of needle's trigrams as
-// little-endian uint16s (none for a needle under three bytes: every chunk
-// passes).
+// little-endian uint16s. A needle under three bytes has none and passes
+// every chunk.
 func bloomProbes(needle []byte) []byte {
 	out := []byte{}
 	seen := map[uint32]bool{}
@@ -54,10 +51,8 @@ func bloomProbes(needle []byte) []byte {
 }
 
 // bloomHas reports whether every probe bit is set in filter. Anything
-// malformed (a filter of another size, an odd last byte, a bit past the
-// filter) passes: the filter only ever skips, it never decides a match.
-// The PostgreSQL function memoryd_bloom_has (migrations/postgres) is the
-// same function.
+// malformed passes, since the filter only ever skips and never decides a
+// match. PostgreSQL's memoryd_bloom_has in migrations/postgres is the same.
 func bloomHas(filter, probes []byte) bool {
 	if len(filter) != bloomBytes {
 		return true
@@ -71,8 +66,8 @@ func bloomHas(filter, probes []byte) bool {
 	return true
 }
 
-// The SQL function memoryd_bloom_has(filter, probes) is bloomHas, for
-// CandidateChunks. It is registered with the driver for every connection.
+// init registers bloomHas with the driver as the SQL function
+// memoryd_bloom_has, for CandidateChunks on every connection.
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction("memoryd_bloom_has", 2,
 		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {

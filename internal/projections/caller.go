@@ -14,6 +14,8 @@ import (
 type AgentState struct {
 	Agent
 	State fence.State
+	// ReadAt is the log position of the snapshot the row was read in.
+	ReadAt int64
 }
 
 // AgentWithState returns a registered agent of a task and its lifecycle
@@ -23,18 +25,18 @@ func (r *Reader) AgentWithState(ctx context.Context, taskID, agent string) (Agen
 	if err != nil {
 		return AgentState{}, notFound(err)
 	}
-	return r.agentState(row)
+	return stateOfRow(row)
 }
 
-// AgentWithNote is AgentWithState and Note in one query: the caller
-// (agent) and the note of its task that it reads. found is false when
-// there is no such note; ErrNotFound means the caller is not a registered
-// agent of the task. With a note cache (UseNoteCache), the answer comes
-// from the cache when nothing was committed since it was kept.
+// AgentWithNote returns the calling agent and the note of its task that it
+// reads, in one query. found is false when there is no such note, and
+// ErrNotFound means the caller is not a registered agent of the task.
 func (r *Reader) AgentWithNote(ctx context.Context, taskID, agent string, note address.NotePath) (a AgentState, n Note, found bool, err error) {
 	ck := noteReadKey{taskID: taskID, agent: agent, note: noteKey{taskID, note.Agent, note.Path}}
 	var row projectionsdb.GetAgentWithStateRow
 	var f fetchedNote
+	// With a note cache, the answer comes from it when nothing was
+	// committed since it was kept.
 	if e, ok := r.noteCache.get(ck, r.stamp); ok {
 		row, f, r.fromCache = e.row, e.note, true
 	} else {
@@ -50,23 +52,21 @@ func (r *Reader) AgentWithNote(ctx context.Context, taskID, agent string, note a
 		f = fetchNote(rows)
 		r.noteCache.put(ck, r.stamp, row, f)
 	}
-	a, err = r.agentState(row)
+	a, err = stateOfRow(row)
 	return a, f.note, f.found, err
 }
 
-// AgentWithNoteWrite is AgentWithState and what a note write needs to know
-// in one query: the caller (agent), the size and revision of the note of
-// its task that it writes, and what the caller's earlier write with callID
-// (if any) returned. ErrNotFound means the caller is not a registered agent
-// of the task. For write transactions: the state is the one the write must
-// decide on.
+// AgentWithNoteWrite returns the calling agent and what a note write needs
+// to know, in one query. That is the size and revision of the note it
+// writes and what an earlier write with callID returned. ErrNotFound means
+// the caller is not a registered agent of the task.
 func (r *Reader) AgentWithNoteWrite(ctx context.Context, taskID, agent string, note address.NotePath, callID string) (AgentState, NoteWriteState, error) {
 	row, err := r.q.GetAgentWithStateAndNoteWrite(ctx, projectionsdb.GetAgentWithStateAndNoteWriteParams{
 		NoteAgent: note.Agent, NotePath: note.Path, CallID: callID, TaskID: taskID, Agent: agent})
 	if err != nil {
 		return AgentState{}, NoteWriteState{}, notFound(err)
 	}
-	a, err := r.agentState(projectionsdb.GetAgentWithStateRow{Agent: row.Agent, State: row.State, ReadPosition: row.ReadPosition})
+	a, err := stateOfRow(projectionsdb.GetAgentWithStateRow{Agent: row.Agent, State: row.State, ReadPosition: row.ReadPosition})
 	if err != nil {
 		return AgentState{}, NoteWriteState{}, err
 	}
@@ -81,26 +81,25 @@ func (r *Reader) AgentWithNoteWrite(ctx context.Context, taskID, agent string, n
 	return a, st, nil
 }
 
-// agentState decodes the caller's row and state, and keeps the log
-// position the row was read at.
-func (r *Reader) agentState(row projectionsdb.GetAgentWithStateRow) (AgentState, error) {
-	r.readPosition = row.ReadPosition
+// stateOfRow decodes the caller's row, its state and the log position it
+// was read at.
+func stateOfRow(row projectionsdb.GetAgentWithStateRow) (AgentState, error) {
 	a, err := agentFrom(row.Agent)
 	if err != nil {
 		return AgentState{}, err
 	}
 	if row.State == "" {
-		return AgentState{Agent: a, State: fence.Initial()}, nil
+		return AgentState{Agent: a, State: fence.Initial(), ReadAt: row.ReadPosition}, nil
 	}
 	s, err := states.decode(row.State)
-	return AgentState{Agent: a, State: s}, err
+	return AgentState{Agent: a, State: s, ReadAt: row.ReadPosition}, err
 }
 
-// fetchNote builds the note from the rows of GetAgentWithStateAndNote (one
-// per part; no note: NULL note columns).
+// fetchNote builds the note from the rows of GetAgentWithStateAndNote,
+// one per part.
 func fetchNote(rows []projectionsdb.GetAgentWithStateAndNoteRow) fetchedNote {
 	n := rows[0]
-	if n.NotePath == nil {
+	if n.NotePath == nil { // NULL note columns mean no note
 		return fetchedNote{}
 	}
 	deref := func(p *int64) int64 {
@@ -120,13 +119,13 @@ func fetchNote(rows []projectionsdb.GetAgentWithStateAndNoteRow) fetchedNote {
 	return fetchedNote{found: true, note: noteOf(info, deref(n.NoteRevision), len(rows), func(i int) string { return rows[i].PartText })}
 }
 
-// AgentState returns an agent's lifecycle state (the initial state if it
-// has none yet).
+// AgentState returns an agent's lifecycle state, or the initial state if
+// it has none yet.
 func (r *Reader) AgentState(ctx context.Context, taskID, agent string) (fence.State, error) {
 	return agentState(ctx, r.q, taskID, agent)
 }
 
-// fetchedNote is the note AgentWithNote read (found false: there is none).
+// fetchedNote is the note AgentWithNote read, if found.
 type fetchedNote struct {
 	note  Note
 	found bool

@@ -11,26 +11,9 @@ import (
 )
 
 // ChunkFilters keeps the sealed history chunks' Bloom filters in memory,
-// folded to foldedBits bits, so that a search finds its candidate chunks
-// without reading every filter from the database (about 32 MB of rows for
-// 1 GB of history). It is a cache of the history_chunks projection, never
-// a source: a chunk it lets through is checked again against its full
-// filter in SQL, then exactly, and a chunk it has not loaded is a
-// candidate.
-//
-// An agent's filters are loaded at its first search (the filters of every
-// sealed chunk), or before it by Preload (the server starts one when it
-// opens the database), and extended at later searches (the chunks sealed
-// since).
-// Sealed chunks never change: a rebuild writes the same rows again (a
-// filter is a pure function of the text, the text of the log), so what is
-// loaded stays right for every snapshot that has the chunk, and a search
-// uses only the chunks its own snapshot has. One ChunkFilters serves one
-// database.
-//
-// Memory is bounded: past limit bytes the agents searched least recently
-// are dropped, and an agent whose filters alone exceed it is searched
-// without them.
+// folded, so that a search finds its candidate chunks without reading every
+// filter from the database. It is a bounded cache of the history_chunks
+// projection for one database, never a source; see docs/search.md.
 type ChunkFilters struct {
 	limit int
 
@@ -42,27 +25,26 @@ type ChunkFilters struct {
 
 type chunkAgent struct{ taskID, agent string }
 
-// agentFilters are one agent's folded filters: chunk k (from 1) at
-// folded[(k-1)*foldedBytes:k*foldedBytes].
+// agentFilters are one agent's folded filters, foldedBytes per chunk in
+// chunk order from chunk 1.
 type agentFilters struct {
 	mu     sync.Mutex // held while the filters are extended or read
 	folded []byte
 
-	// Under ChunkFilters.mu:
+	// Under ChunkFilters.mu.
 	used    uint64 // ChunkFilters.clock at the last use
 	counted int    // bytes of folded counted in ChunkFilters.bytes
 }
 
-// Folding: bit b of a chunk's filter is bit b mod foldedBits of its
-// folded filter, so a needle's probes fold the same way and nothing the
-// full filter passes is skipped. 512 bytes a chunk: 8 MB for 1 GB.
+// foldedBits is the size of a folded filter. Bit b of a chunk's filter is
+// bit b mod foldedBits of its folded filter, so a needle's probes fold the
+// same way and nothing the full filter passes is skipped.
 const (
 	foldedBits  = 1 << 12
 	foldedBytes = foldedBits / 8
 )
 
-// DefaultChunkFiltersLimit bounds the filters kept (the history of about
-// 4 GB of rendered text).
+// DefaultChunkFiltersLimit bounds the bytes of filters kept.
 const DefaultChunkFiltersLimit = 32 << 20
 
 // NewChunkFilters returns an empty cache of at most limit bytes.
@@ -70,11 +52,10 @@ func NewChunkFilters(limit int) *ChunkFilters {
 	return &ChunkFilters{limit: limit, agents: map[chunkAgent]*agentFilters{}}
 }
 
-// fold returns the folded filter of a chunk's filter (all bits set when
-// the filter is malformed: bloomHas passes it whatever the needle).
+// fold returns the folded filter of a chunk's filter.
 func fold(filter []byte) []byte {
 	out := make([]byte, foldedBytes)
-	if len(filter) != bloomBytes {
+	if len(filter) != bloomBytes { // malformed, so bloomHas passes it whatever the needle
 		for i := range out {
 			out[i] = 0xff
 		}
@@ -88,10 +69,9 @@ func fold(filter []byte) []byte {
 	return out
 }
 
-// candidates returns, in order, the sealed chunks (numbers 1..sealed) of
-// an agent whose folded filter has every probe bit (bloomProbes), after
-// loading the filters of the chunks sealed since its last search. It
-// reports false when the agent's filters do not fit in the cache.
+// candidates returns, in order, the sealed chunks of an agent whose folded
+// filter has every probe bit. It first loads the chunks sealed since its
+// last search, and reports false when they do not fit in the cache.
 func (f *ChunkFilters) candidates(ctx context.Context, q projectionsdb.Querier, taskID, agent string, sealed int64, probes []byte) ([]int64, bool, error) {
 	key := chunkAgent{taskID, agent}
 	a := f.use(key)
@@ -121,8 +101,8 @@ func (f *ChunkFilters) candidates(ctx context.Context, q projectionsdb.Querier, 
 	return out, true, nil
 }
 
-// use returns the cached filters of an agent (empty ones the first time)
-// and marks them used now.
+// use returns the cached filters of an agent, empty the first time, and
+// marks them used now.
 func (f *ChunkFilters) use(key chunkAgent) *agentFilters {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -136,10 +116,8 @@ func (f *ChunkFilters) use(key chunkAgent) *agentFilters {
 	return a
 }
 
-// extendLocked loads the filters of an agent's chunks up to until (a.mu
-// held), making room for reserve chunks (a preload's) or, without them, a
-// quarter more. It reports
-// false, dropping a, when until chunks do not fit in the cache.
+// extendLocked loads the filters of an agent's chunks up to until, with
+// a.mu held. It reports false, dropping a, when they do not fit.
 func (f *ChunkFilters) extendLocked(ctx context.Context, q projectionsdb.Querier, key chunkAgent, a *agentFilters, until, reserve int64) (bool, error) {
 	loaded := int64(len(a.folded) / foldedBytes)
 	if loaded >= until {
@@ -157,9 +135,9 @@ func (f *ChunkFilters) extendLocked(ctx context.Context, q projectionsdb.Querier
 	grown := a.folded
 	if need := int(until) * foldedBytes; need > cap(grown) {
 		// A quarter more than needed, so that an agent searched after
-		// every sealed chunk is not copied each time; exactly what is
-		// needed when that would pass the limit, and what a preload will
-		// fill (so that the agents it chose fit together).
+		// every sealed chunk is not copied each time. A preload reserves
+		// what it will fill, so that the agents it chose fit together, and
+		// nothing more is taken when that would pass the limit.
 		size := need + need/4
 		if reserve > 0 {
 			size = max(need, int(reserve)*foldedBytes)
@@ -172,7 +150,7 @@ func (f *ChunkFilters) extendLocked(ctx context.Context, q projectionsdb.Querier
 	}
 	next := loaded + 1
 	for _, r := range rows {
-		for ; next < r.ChunkNo; next++ { // a chunk with no row: always a candidate
+		for ; next < r.ChunkNo; next++ { // a chunk with no row is always a candidate
 			grown = append(grown, fold(nil)...)
 		}
 		grown = append(grown, fold(r.Bloom)...)
@@ -201,11 +179,11 @@ func (f *ChunkFilters) Loaded(taskID, agent string) int64 {
 
 // PreloadOptions configure ChunkFilters.Preload.
 type PreloadOptions struct {
-	// BatchChunks is how many chunks' filters one read transaction loads
-	// (default 1024, 2 MiB of rows). Between batches the load can stop, and
-	// a search of the agent being loaded can take its filters.
+	// BatchChunks is how many chunks' filters one read transaction loads.
+	// It defaults to 1024. Between batches the load can stop, and a search
+	// of the agent being loaded can take its filters.
 	BatchChunks int
-	// BeforeBatch, when set, runs before each batch (a test's hook).
+	// BeforeBatch, when set, runs before each batch. Tests hook it.
 	BeforeBatch func(ctx context.Context)
 }
 
@@ -216,12 +194,8 @@ type PreloadStats struct {
 }
 
 // Preload loads the filters of the agents whose branch changed most
-// recently, as many as fit in the cache together, so that their first
-// search after a start costs what later searches do. It reads in its own
-// read transactions, one a batch, and returns ctx's error when ctx ends
-// (between batches, or inside a query). A search running meanwhile is
-// right either way: it uses the filters loaded and loads the rest itself,
-// under the agent's lock, and the preload then skips what is loaded.
+// recently, as many as fit in the cache together. It reads in its own read
+// transactions, one a batch, and returns ctx's error when ctx ends.
 func (f *ChunkFilters) Preload(ctx context.Context, store *eventlog.Store, opts PreloadOptions) (PreloadStats, error) {
 	var stats PreloadStats
 	batch := int64(opts.BatchChunks)
@@ -269,18 +243,18 @@ func (f *ChunkFilters) Preload(ctx context.Context, store *eventlog.Store, opts 
 	return stats, nil
 }
 
-// preloadBatch loads up to batch more chunks of an agent, up to sealed,
-// in one read transaction. It reports done when the agent's filters are
-// loaded up to sealed, or were dropped from the cache meanwhile.
+// preloadBatch loads up to batch more chunks of an agent in one read
+// transaction. It reports done once they are loaded up to sealed or were
+// dropped from the cache meanwhile.
 func (f *ChunkFilters) preloadBatch(ctx context.Context, store *eventlog.Store, key chunkAgent, a *agentFilters, sealed, batch int64) (done bool, loaded int64, err error) {
-	// The transaction before the lock, as a search takes them: a search
-	// holding a reader connection may wait for the lock.
+	// The transaction before the lock, as a search takes them, because a
+	// search holding a reader connection may wait for the lock.
 	tx, err := store.BeginRead(ctx)
 	if err != nil {
 		return false, 0, err
 	}
 	defer tx.Close()
-	a.mu.Lock()
+	a.mu.Lock() // a search meanwhile loads what it needs; the rest is skipped here
 	defer a.mu.Unlock()
 	f.mu.Lock()
 	cached := f.agents[key] == a
@@ -297,13 +271,13 @@ func (f *ChunkFilters) preloadBatch(ctx context.Context, store *eventlog.Store, 
 	return !ok || until == sealed, until - from, nil
 }
 
-// account adds grown bytes to the total, if a is still cached, and drops
+// account adds grown bytes to the total if a is still cached, and drops
 // the agents searched least recently while the total is over the limit.
 func (f *ChunkFilters) account(key chunkAgent, a *agentFilters, grown int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.agents[key] != a {
-		return // dropped meanwhile: its memory goes with its last search
+		return // dropped meanwhile; its memory goes with its last search
 	}
 	f.bytes += grown
 	a.counted += grown
@@ -320,7 +294,7 @@ func (f *ChunkFilters) account(key chunkAgent, a *agentFilters, grown int) {
 	}
 }
 
-// drop forgets a (whose filters do not fit).
+// drop forgets a, whose filters do not fit.
 func (f *ChunkFilters) drop(key chunkAgent, a *agentFilters) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -19,8 +19,8 @@ type TableDigest struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Digest fingerprints every projection table of db: row counts and a
-// SHA-256 over the rows in key order. Two databases built from the same
+// Digest fingerprints every projection table of db with its row count and
+// a SHA-256 over the rows in key order. Two databases built from the same
 // log have equal digests.
 func Digest(ctx context.Context, db *sql.DB) ([]TableDigest, error) {
 	out := make([]TableDigest, 0, len(tables))
@@ -54,8 +54,8 @@ func hashTable(ctx context.Context, db *sql.DB, t table, h hash.Hash) (int64, er
 	return n, err
 }
 
-// eachRow calls fn with every row of t in key order (its columns, rows
-// joined as joinLast says); BLOBs are passed as strings.
+// eachRow calls fn with every row of t in key order, joined as joinLast
+// says. BLOBs are passed as strings.
 func eachRow(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
 	if t.joinLast {
 		return joinRows(ctx, db, t, fn)
@@ -96,7 +96,7 @@ func joinRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 	return emit()
 }
 
-// scanRows calls fn with every row of t in key order; BLOBs are passed as
+// scanRows calls fn with every row of t in key order. BLOBs are passed as
 // strings. fn must not keep vals.
 func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
 	what := t.columns
@@ -141,11 +141,11 @@ type Counts struct {
 	Notes   int64 `json:"notes"`
 }
 
-// Count returns the projection counts of db. Its SQL, like Digest's and
-// Diff's, runs on SQLite and PostgreSQL alike (PostgreSQL 15 wants the
-// subquery's alias).
+// Count returns the projection counts of db. Its SQL runs on SQLite and
+// PostgreSQL alike.
 func Count(ctx context.Context, db *sql.DB) (Counts, error) {
 	var c Counts
+	// PostgreSQL 15 wants the subquery's alias.
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM tasks),
 		(SELECT count(*) FROM agents),
@@ -154,8 +154,8 @@ func Count(ctx context.Context, db *sql.DB) (Counts, error) {
 	return c, err
 }
 
-// TableDiff is how one projection table differs between two databases:
-// rows only in the first (live) and only in the second (rebuilt).
+// TableDiff is how one projection table differs between a live and a
+// rebuilt database.
 type TableDiff struct {
 	Table         string   `json:"table"`
 	OnlyLive      int      `json:"only_live"`

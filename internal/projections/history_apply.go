@@ -24,8 +24,7 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// RenderedEntry is a history entry rendered as its projection rows hold
-// it (RenderEntry).
+// RenderedEntry is a history entry rendered as its projection rows hold it.
 type RenderedEntry struct {
 	raw           []byte
 	r             history.Rendered
@@ -33,8 +32,8 @@ type RenderedEntry struct {
 }
 
 // RenderEntry renders a raw entry for its projection rows. A sync renders
-// its new entries before it takes the writer and hands them to the write
-// transaction (WillRecordEntry), so that the writer does not render them.
+// its new entries before it takes the writer and hands them over with
+// WillRecordEntry, so that the writer does not render them.
 func RenderEntry(raw []byte) (RenderedEntry, error) {
 	r := history.Render(raw)
 	calls, err := json.Marshal(r.Calls)
@@ -51,10 +50,9 @@ func RenderEntry(raw []byte) (RenderedEntry, error) {
 	return RenderedEntry{raw: raw, r: r, calls: string(calls), breaks: string(breaks)}, nil
 }
 
-// IdentifierWithNUL names the first of e's identifiers (its role, raw
-// role, tool call id, tool name, window id, its calls' ids and names) that
-// holds U+0000, or "" when none does: those are text columns, which
-// PostgreSQL cannot fill with it.
+// IdentifierWithNUL names the first of e's identifiers that holds U+0000,
+// or "" when none does. They are text columns, which PostgreSQL cannot fill
+// with it.
 func (e RenderedEntry) IdentifierWithNUL() string {
 	r := e.r
 	for _, f := range []struct{ name, v string }{{"role", r.Role}, {"raw role", r.RawRole}, {"toolCallId", r.ToolCallID},
@@ -71,17 +69,15 @@ func (e RenderedEntry) IdentifierWithNUL() string {
 	return ""
 }
 
-// renderedKey names an entry rendered ahead (txState.rendered).
+// renderedKey names an entry rendered ahead in txState.rendered.
 type renderedKey struct{ taskID, agent, entryID string }
 
 // WillRecordEntry tells the write transaction tx that it will record the
-// entry (taskID, agent, entryID) as e's raw entry: its projection then
-// takes e rather than rendering it again. An entry recorded with other
-// bytes is rendered as usual. Nothing is kept when tx's store applies
-// through another projector.
+// entry named by taskID, agent and entryID with e's raw bytes. Its
+// projection then takes e rather than rendering it again.
 func WillRecordEntry(tx *eventlog.Tx, taskID, agent, entryID string, e RenderedEntry) {
 	st := stateOf(tx)
-	if st == nil {
+	if st == nil { // tx's store applies through another projector
 		return
 	}
 	if st.rendered == nil {
@@ -96,7 +92,7 @@ func applyEntryRecorded(ctx context.Context, q projectionsdb.Querier, st *txStat
 	if ok {
 		delete(st.rendered, key)
 	}
-	if !ok || !bytes.Equal(e.raw, p.Entry) {
+	if !ok || !bytes.Equal(e.raw, p.Entry) { // recorded with other bytes, so rendered as usual
 		var err error
 		if e, err = RenderEntry(p.Entry); err != nil {
 			return err
@@ -121,10 +117,10 @@ func applyEntryRecorded(ctx context.Context, q projectionsdb.Querier, st *txStat
 	})
 }
 
-// BranchPrefixHash is the prefix hash of a branch entry: a hash of the
-// previous entry's prefix hash (empty for the first) and this entry's id.
-// Two branches have equal prefixes up to an index exactly when (up to the
-// odds of a 128-bit collision) their prefix hashes there are equal.
+// BranchPrefixHash is the prefix hash of a branch entry, a hash of the
+// previous entry's prefix hash and this entry's id. Two branches have equal
+// prefixes up to an index when their prefix hashes there are equal, barring
+// a 128-bit collision.
 func BranchPrefixHash(prev []byte, entryID string) []byte {
 	h := fnv.New128a()
 	h.Write(prev)
@@ -135,8 +131,7 @@ func BranchPrefixHash(prev []byte, entryID string) []byte {
 
 // applyBranchChanged replaces an agent's current branch and recomputes the
 // items from the first changed position on. An item depends only on the
-// entries before it on the branch (its window, its call's attribution), so
-// the kept prefix stays as it is.
+// entries before it, so the kept prefix stays as it is.
 func applyBranchChanged(ctx context.Context, q projectionsdb.Querier, ev events.Event, p *events.HistoryBranchChanged) error {
 	if err := truncateBranch(ctx, q, p.TaskID, p.Agent, p.Keep); err != nil {
 		return err
@@ -174,16 +169,16 @@ func truncateBranch(ctx context.Context, q projectionsdb.Querier, taskID, agent 
 	return q.DeleteCallsFrom(ctx, projectionsdb.DeleteCallsFromParams{TaskID: taskID, Agent: agent, BranchIndex: keep})
 }
 
-// branchWindows is the window the next appended item falls in: the last
-// kept item's, until a compaction opens the next.
+// branchWindows is the window the next appended item falls in, which is
+// the last kept item's until a compaction opens the next.
 type branchWindows struct {
 	q             projectionsdb.Querier
 	taskID, agent string
 	keep          int64
 	ordinal       int64
 	id            string
-	// used are the window ids of the kept prefix and those opened since,
-	// read at the first compaction (only a compaction needs them).
+	// used are the window ids of the kept prefix and those opened since.
+	// Only a compaction needs them, so the first one reads them.
 	used map[string]bool
 }
 
@@ -201,9 +196,8 @@ func windowsAfter(ctx context.Context, q projectionsdb.Querier, taskID, agent st
 	return w, nil
 }
 
-// open opens the window a compaction starts: the one the compaction's
-// bootstrap marks if no earlier window took it, else the next free
-// ordinal.
+// open opens the window a compaction starts. That is the one its
+// bootstrap marks if no earlier window took it, else the next free ordinal.
 func (w *branchWindows) open(ctx context.Context, marked string) error {
 	if w.used == nil {
 		ids, err := w.q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: w.taskID, Agent: w.agent, BranchIndex: w.keep})
@@ -228,8 +222,8 @@ func (w *branchWindows) open(ctx context.Context, marked string) error {
 	return nil
 }
 
-// appendBranchEntry puts entryID at branch index idx, and its item (if it
-// renders one) in the window win is at, with its calls.
+// appendBranchEntry puts entryID at branch index idx, and any item it
+// renders, with its calls, in the window win is at.
 func appendBranchEntry(ctx context.Context, q projectionsdb.Querier, p *events.HistoryBranchChanged, idx int64, entryID string, hash []byte, win *branchWindows) error {
 	if err := q.InsertBranchEntry(ctx, projectionsdb.InsertBranchEntryParams{TaskID: p.TaskID, Agent: p.Agent, BranchIndex: idx, EntryID: entryID, PrefixHash: hash}); err != nil {
 		return err
@@ -272,9 +266,8 @@ func appendBranchEntry(ctx context.Context, q projectionsdb.Querier, p *events.H
 	return nil
 }
 
-// attributeItem names the tool an item is about (its first call's, or a
-// tool result's call's as the branch before it made it) and whether it is
-// hidden: a control message, or only calls of memoryd's own tools.
+// attributeItem names the tool an item is about and reports whether it is
+// hidden, as a control message or one with only memoryd's own tool calls.
 func attributeItem(ctx context.Context, q projectionsdb.Querier, p *events.HistoryBranchChanged, idx int64, e projectionsdb.GetHistoryEntryRow, calls []history.Call) (ns, name string, hidden bool, err error) {
 	hidden = e.Control != 0
 	switch {
@@ -286,7 +279,7 @@ func attributeItem(ctx context.Context, q projectionsdb.Querier, p *events.Histo
 				hidden = hidden && history.Internal(c.Name)
 			}
 		}
-	case e.Role == "tool":
+	case e.Role == "tool": // named by its call, as the branch before it made it
 		name = e.ToolName
 		if e.ToolCallID != "" {
 			n, err := q.CallToolName(ctx, projectionsdb.CallToolNameParams{TaskID: p.TaskID, Agent: p.Agent, CallID: e.ToolCallID, BranchIndex: idx})

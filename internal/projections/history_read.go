@@ -14,8 +14,8 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// Branch returns an agent's current branch revision and length (zeros
-// before the first sync).
+// Branch returns an agent's current branch revision and length, or zeros
+// before the first sync.
 func (r *Reader) Branch(ctx context.Context, taskID, agent string) (revision, length int64, err error) {
 	b, err := r.q.GetHistoryBranch(ctx, projectionsdb.GetHistoryBranchParams{TaskID: taskID, Agent: agent})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -25,9 +25,8 @@ func (r *Reader) Branch(ctx context.Context, taskID, agent string) (revision, le
 }
 
 // SharedPrefix returns how many leading ids a branch shares with the
-// agent's current branch (of length current), given the branch's prefix
-// hashes (hashes[i] = BranchPrefixHash(hashes[i-1], branch[i])). It
-// compares O(log n) stored hashes instead of reading the branch.
+// agent's current branch of length current, given the branch's prefix
+// hashes. It binary-searches the stored hashes instead of reading the branch.
 func (r *Reader) SharedPrefix(ctx context.Context, taskID, agent string, hashes [][]byte, current int64) (int, error) {
 	lo, hi := 0, int(min(int64(len(hashes)), current)) // the answer is in [lo, hi]
 	for lo < hi {
@@ -46,7 +45,7 @@ func (r *Reader) SharedPrefix(ctx context.Context, taskID, agent string, hashes 
 }
 
 // LastWindow returns the window of the last item of an agent's current
-// branch ("w1" before the first item).
+// branch, or "w1" before the first item.
 func (r *Reader) LastWindow(ctx context.Context, taskID, agent string) (string, error) {
 	it, err := r.q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: taskID, Agent: agent, BranchIndex: math.MaxInt64})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -61,7 +60,7 @@ func (r *Reader) BranchIDs(ctx context.Context, taskID, agent string) ([]string,
 }
 
 // BranchIDsFrom returns at most n entry ids of an agent's current branch
-// from branch index from on, in order (fewer at its end).
+// in order, from branch index from on.
 func (r *Reader) BranchIDsFrom(ctx context.Context, taskID, agent string, from int64, n int) ([]string, error) {
 	if n <= 0 {
 		return nil, nil
@@ -70,9 +69,8 @@ func (r *Reader) BranchIDsFrom(ctx context.Context, taskID, agent string, from i
 }
 
 // FirstOnBranchBefore returns the id among ids at the lowest index of an
-// agent's current branch below before, and that index; -1 when none of
-// them is there. It costs one index lookup per id, whatever the branch's
-// length.
+// agent's current branch below before, and that index, or -1 when none of
+// them is there. It costs one index lookup per id.
 func (r *Reader) FirstOnBranchBefore(ctx context.Context, taskID, agent string, ids []string, before int64) (string, int64, error) {
 	if len(ids) == 0 || before <= 0 {
 		return "", -1, nil
@@ -94,9 +92,8 @@ func (r *Reader) FirstOnBranchBefore(ctx context.Context, taskID, agent string, 
 	return id, at, nil
 }
 
-// LastBranchChangeKeep returns how many entries of the branch before it
-// the last change of an agent's branch kept (its event's keep); -1 when
-// the branch never changed.
+// LastBranchChangeKeep returns how many entries the last change of an
+// agent's branch kept, or -1 when the branch never changed.
 func (r *Reader) LastBranchChangeKeep(ctx context.Context, taskID, agent string) (int64, error) {
 	keep, err := r.q.LastBranchChangeKeep(ctx, projectionsdb.LastBranchChangeKeepParams{TaskID: taskID, Agent: agent})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -123,8 +120,7 @@ func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []
 }
 
 // FirstUnstored returns the index in ids of the first id the agent has not
-// stored, or -1 when it has stored them all, in one query that stops at
-// that id.
+// stored, or -1 when it has stored them all. Its one query stops at that id.
 func (r *Reader) FirstUnstored(ctx context.Context, taskID, agent string, ids []string) (int, error) {
 	if len(ids) == 0 {
 		return -1, nil
@@ -177,7 +173,7 @@ type Item struct {
 	Images        int64
 	Calls         []history.Call
 
-	// Where the text is, when the walk read it (walkItems with placed).
+	// Where the text is, when walkItems read it with placed.
 	textChunk, textBytes int64
 }
 
@@ -190,19 +186,19 @@ func itemFrom(i projectionsdb.HistoryItemByEntryRow) Item {
 // itemsPage is how many items EachItem reads per query.
 const itemsPage = 512
 
-// EachItem calls fn with the items of an agent's current branch, with
-// their tool calls, in branch order (newest first when recentFirst), until
-// fn returns false or an error. It holds one page of items at a time, so
-// a long history is walked in bounded memory.
+// EachItem calls fn with the items of an agent's current branch and their
+// tool calls in branch order until fn returns false or an error. With
+// recentFirst, the newest come first. It holds one page of items at a time.
 func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst bool, fn func(Item) (bool, error)) error {
 	return r.walkItems(ctx, taskID, agent, recentFirst, false, itemsPage, fn)
 }
 
-// walkItems is EachItem reading pages of firstPage items, then twice as many
-// each page up to itemsPage. With placed, each item also says which chunk
-// holds its text (textChunk, textBytes).
+// walkItems is EachItem reading pages of firstPage items, then twice as
+// many each page up to itemsPage. With placed, each item also says which
+// chunk holds its text.
 func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirst, placed bool, firstPage int, fn func(Item) (bool, error)) error {
-	// readPage reads n items after (before, newest first) a branch index.
+	// readPage reads n items after a branch index, or before it when
+	// recentFirst.
 	readPage := func(from int64, n int) ([]Item, error) {
 		var out []Item
 		switch {
@@ -288,8 +284,8 @@ func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent, entryID string)
 	return itemFrom(row), nil
 }
 
-// byEntryLimit is how many entries ItemsOf looks up one by one; for more
-// it reads the whole branch once.
+// byEntryLimit is how many entries ItemsOf looks up one by one.
+// For more it reads the whole branch once.
 const byEntryLimit = 256
 
 // ItemsOf returns the items of the current branch among the entries ids,

@@ -11,34 +11,18 @@ import (
 )
 
 // knownMatchesLimit is how many matching entries SearchItems looks up one
-// by one once it has searched every candidate chunk (byEntryLimit, beyond
-// which ItemsOf walks the branch anyway).
+// by one once it has searched every candidate chunk. Beyond byEntryLimit,
+// ItemsOf walks the branch anyway.
 const knownMatchesLimit = byEntryLimit
 
-// searchFirstPage is the first page of a search's walk of the branch: a
-// needle found in most items needs only a few dozen of them.
+// searchFirstPage is the first page of a search's walk of the branch,
+// since a needle found in most items needs only a few dozen of them.
 const searchFirstPage = 64
 
-// SearchItems calls fn with the items of an agent's current branch that
-// pass keep and whose text contains query (the matches of SearchTexts), in
-// output order: branch order, newest first when recentFirst. It stops at
-// fn's first false or error, so a search for the first limit matches
-// reads what they need, not the whole history. keep sees each item before
-// its text is checked, so what it refuses costs no text.
-//
-// The candidate chunks (those the Bloom filters pass, and the open chunk;
-// when many pass the folded filters in memory, each is checked against
-// its full filter as it is read rather than all at once) are searched
-// first in the order that follows the output (chunks hold texts in the
-// order they were recorded, which is mostly branch order), until all are
-// searched or more than knownMatchesLimit entries matched.
-// In the first case the matching entries are all known and their items
-// are looked up (a rare needle). In the second the branch is walked in
-// output order and each item kept is checked against the matches of the
-// chunk holding its text, searching that chunk the first time an item
-// needs it. Either way an item is reported iff its text matches, in
-// output order, so the result is that of filtering every item and then
-// slicing, whatever the order of the chunks.
+// SearchItems calls fn in branch order with the items of an agent's current
+// branch that pass keep and whose text contains query. With recentFirst,
+// the newest come first. It stops at fn's first false or error, and keep
+// sees each item before its text is checked. See docs/search.md.
 func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, recentFirst bool,
 	keep func(Item) bool, fn func(Item) (bool, error)) error {
 	if query == "" {
@@ -59,6 +43,8 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 		s.candidate[no] = true
 	}
 	s.candidate[s.open] = true
+	// Search the candidate chunks in the order that follows the output,
+	// until all are searched or more than knownMatchesLimit entries matched.
 	order := append(candidates, s.open) // ascending
 	if recentFirst {
 		slices.Reverse(order)
@@ -70,6 +56,7 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 		order = order[1:]
 	}
 	if len(order) == 0 && s.found <= knownMatchesLimit {
+		// A rare needle, whose matching entries are all known.
 		var ids []string
 		for _, set := range s.matches {
 			for id := range set {
@@ -93,6 +80,8 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 		}
 		return nil
 	}
+	// A common needle. Walk the branch in output order and check each item
+	// kept against the matches of the chunk holding its text.
 	return r.walkItems(ctx, taskID, agent, recentFirst, true, searchFirstPage, func(it Item) (bool, error) {
 		if !keep(it) {
 			return true, nil
@@ -105,21 +94,20 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 	})
 }
 
-// textSearch is one SearchItems: the matching entries of the chunks
+// textSearch is one SearchItems, with the matching entries of the chunks
 // searched so far.
 type textSearch struct {
 	r             *Reader
 	taskID, agent string
 	m             *literal
-	open          int64          // the open chunk's number (the last sealed + 1)
+	open          int64          // the open chunk's number, the last sealed + 1
 	candidate     map[int64]bool // chunks that may hold the needle
-	probes        []byte         // not nil: the candidates' full filters are checked as they are read
+	probes        []byte         // if set, the candidates' full filters are checked as they are read
 	matches       map[int64]map[string]bool
 	found         int // entries in matches
 }
 
-// search finds the matching entries of chunk no (the open chunk or a
-// sealed one).
+// search finds the matching entries of chunk no, open or sealed.
 func (s *textSearch) search(ctx context.Context, no int64) error {
 	set := map[string]bool{}
 	add := func(id string) error {
@@ -131,7 +119,7 @@ func (s *textSearch) search(ctx context.Context, no int64) error {
 		err = s.r.searchOpen(ctx, s.taskID, s.agent, s.m, add)
 	} else {
 		var c projectionsdb.ChunkDataRow
-		read := true // false: its full filter lacks a probe, nothing to search
+		read := true // false when its full filter lacks a probe
 		if s.probes != nil {
 			var row projectionsdb.ChunkDataIfCandidateRow
 			row, err = s.r.q.ChunkDataIfCandidate(ctx, projectionsdb.ChunkDataIfCandidateParams{
@@ -157,11 +145,11 @@ func (s *textSearch) search(ctx context.Context, no int64) error {
 	return nil
 }
 
-// has reports whether an item of the walk (placed) matches.
+// has reports whether a placed item of the walk matches.
 func (s *textSearch) has(ctx context.Context, it Item) (bool, error) {
 	no := it.textChunk
 	if it.textBytes == 0 {
-		return false, nil // no text: stored nowhere
+		return false, nil // no text, stored nowhere
 	}
 	if no > s.open {
 		return false, fmt.Errorf("entry %s of %s%s: text in chunk %d, past the open chunk %d", it.EntryID, s.taskID, s.agent, no, s.open)

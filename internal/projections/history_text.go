@@ -14,18 +14,18 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// History text storage. Each agent's rendered entry texts are kept in
-// chunks, in the order the entries were recorded: the open chunk, one
-// history_open_texts row per entry, and sealed chunks, one immutable
-// history_chunks row each holding the texts concatenated. A search reads a
-// few large rows (about 64 KiB each) instead of one row per entry.
+// Each agent's rendered entry texts are kept in chunks, in the order the
+// entries were recorded. The open chunk has one history_open_texts row per
+// entry, and each sealed chunk is one immutable history_chunks row holding
+// the texts concatenated. A search reads a few large rows instead of one
+// row per entry.
 
-// chunkSealBytes is the size at which the open chunk is sealed. A chunk
-// holds at least this many bytes (one entry may make it larger).
+// chunkSealBytes is the size at which the open chunk is sealed.
+// A chunk holds at least this many bytes, and one entry may make it larger.
 const chunkSealBytes = 64 << 10
 
-// chunkEntry is one entry of a sealed chunk: its id, where its text is in
-// the chunk's data (bytes) and the code-point offsets of its breaks.
+// chunkEntry is one entry of a sealed chunk, with where its text is in the
+// chunk's data and the code-point offsets of its breaks.
 type chunkEntry struct {
 	ID     string `json:"id"`
 	Offset int    `json:"o"`
@@ -126,20 +126,17 @@ func (r *Reader) ItemText(ctx context.Context, taskID, agent, entryID string) (s
 	return string(text), breaks, nil
 }
 
-// SearchTexts calls fn, in the order the entries were recorded, with the
-// id of every entry of an agent (on the current branch or not) whose text
-// contains query as a literal, case-sensitive substring. A match never
-// spans two entries, nor a break of its entry (the newline joining two
-// separate parts). The scan stops at fn's first error.
-//
-// Sealed chunks are filtered inside SQLite by their Bloom filters and
-// only the candidates are read into Go and checked exactly; the open
-// chunk is checked directly.
+// SearchTexts calls fn with the id of every entry of an agent whose text
+// contains query as a literal, case-sensitive substring, in the order the
+// entries were recorded. Entries off the current branch count too. A match
+// never spans two entries nor a break of its entry. The scan stops at fn's
+// first error.
 func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, fn func(entryID string) error) error {
 	if query == "" {
 		return errors.New("search: empty query")
 	}
 	m := newLiteral(query)
+	// Only the sealed chunks the Bloom filters pass are read and checked.
 	candidates, _, _, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)), false)
 	if err != nil {
 		return err
@@ -181,20 +178,18 @@ func (r *Reader) searchOpen(ctx context.Context, taskID, agent string, m *litera
 	return nil
 }
 
-// candidateChunks returns the sealed chunks of an agent whose Bloom
-// filter has every probe bit: through the reader's ChunkFilters when it
-// has them (the chunks they pass, checked against their full filters),
-// else by every filter in SQL. It also returns the number of the last
-// sealed chunk. With lazy, when more than lazyCheckAbove chunks pass the
-// folded filters, it returns them unchecked (checked false): each must be
-// checked against its full filter when it is read (ChunkDataIfCandidate),
-// so that a search that stops early checks only the chunks it reads.
+// candidateChunks returns the sealed chunks of an agent whose Bloom filter
+// has every probe bit, and the number of the last sealed chunk. With lazy it
+// may return them unchecked, and each must then be checked against its
+// full filter when it is read.
 func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, probes []byte, lazy bool) (chunks []int64, sealed int64, checked bool, err error) {
 	sealed, err = r.q.LastChunkNo(ctx, projectionsdb.LastChunkNoParams{TaskID: taskID, Agent: agent})
 	if err != nil {
 		return nil, 0, false, err
 	}
 	if r.filters != nil && len(probes) > 0 {
+		// The chunks the folded filters pass, checked against their full
+		// filters in SQL.
 		passed, ok, err := r.filters.candidates(ctx, r.q, taskID, agent, sealed, probes)
 		if err != nil {
 			return nil, 0, false, err
@@ -204,6 +199,7 @@ func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, prob
 				return nil, sealed, true, nil
 			}
 			if lazy && len(passed) > lazyCheckAbove {
+				// A search that stops early checks only the chunks it reads.
 				return passed, sealed, false, nil
 			}
 			chunks, err := r.q.CandidateChunksAmong(ctx, projectionsdb.CandidateChunksAmongParams{
@@ -216,9 +212,9 @@ func (r *Reader) candidateChunks(ctx context.Context, taskID, agent string, prob
 	return chunks, sealed, true, err
 }
 
-// lazyCheckAbove is how many chunks passing the folded filters are
-// checked against their full filters at once (one query); past it, each
-// is checked when a search reads it.
+// lazyCheckAbove is how many chunks passing the folded filters are checked
+// against their full filters in one query. Past it, each is checked when a
+// search reads it.
 const lazyCheckAbove = 64
 
 // searchChunk reports the entries of one sealed chunk that contain m.
@@ -246,7 +242,7 @@ func searchChunk(table string, data []byte, m *literal, fn func(entryID string) 
 		e := entries[next]
 		end := e.Offset + e.Bytes
 		if start+len(m.needle) > end {
-			// The match runs into the next entry: look again inside this
+			// The match runs into the next entry. Look again inside this
 			// entry past the match start, then in the next ones.
 			if j := m.index(data[start+1 : end]); j >= 0 {
 				pos = start + 1 + j
@@ -268,9 +264,8 @@ func searchChunk(table string, data []byte, m *literal, fn func(entryID string) 
 }
 
 // literal finds a needle in byte slices. It anchors on the needle's byte
-// that is rarest in typical text (byteRank), so a needle whose first byte
-// is common (a space, "e") still skips through the text at the speed of
-// bytes.IndexByte.
+// that byteRank finds rarest, so a needle whose first byte is common still
+// skips through the text at the speed of bytes.IndexByte.
 type literal struct {
 	needle []byte
 	anchor byte // needle[at]
@@ -288,14 +283,14 @@ func newLiteral(query string) *literal {
 	return m
 }
 
-// byteRank orders bytes by how common they are in logs, code and prose:
-// higher is more common. Only the order matters.
+// byteRank orders bytes by how common they are in logs, code and prose.
+// Higher is more common, and only the order matters.
 func byteRank(b byte) int {
 	const common = " etaoinsrhldcumfpgwybvk.,:/-_=()ETAOINSRHLDCUMFPGWYBVK0123456789\n\"'"
 	if i := strings.IndexByte(common, b); i >= 0 {
 		return 1000 - i
 	}
-	return 0 // everything else: rare
+	return 0 // everything else is rare
 }
 
 // index returns the byte offset of the first match in hay, or -1.
@@ -323,7 +318,7 @@ func (m *literal) index(hay []byte) int {
 }
 
 // matchAvoidingBreaks reports whether text holds a match that contains
-// none of the code-point offsets breaks (sorted).
+// none of the sorted code-point offsets breaks.
 func (m *literal) matchAvoidingBreaks(text []byte, breaks []int) bool {
 	n := utf8.RuneCount(m.needle)
 	cp, at := 0, 0 // code-point offset of byte offset at

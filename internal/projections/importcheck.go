@@ -12,19 +12,15 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// checkImported is the projector's import check (txState.CheckImport): an
-// imported event may name only what the projections hold before it, as
-// the commands that record it require:
-//   - task.created: a task that does not exist yet;
-//   - agent.registered: an existing task, an agent not registered in it
-//     yet, and its parent agent, registered;
-//   - every other event: its agent, registered in its task; a note's
-//     writer (by) too;
-//   - a note write or append leaves the note within its owner's cap, the
-//     tools' rule: at most the owner's notes_max_file_bytes as of that
-//     position, and never more than events.MaxNoteBytes.
-//
-// It returns an *events.RuleError when ev breaks one of these.
+// checkImported is the projector's import check, which returns an
+// *events.RuleError when ev names what the projections do not hold before
+// it, as the commands that record it require.
+//   - A task.created names a task that does not exist yet.
+//   - An agent.registered names an existing task, an agent not registered
+//     in it yet, and a registered parent agent.
+//   - Every other event names an agent registered in its task, and so does
+//     a note's writer.
+//   - A note write or append leaves the note within its owner's cap.
 func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
@@ -99,10 +95,9 @@ func (c importChecker) invalid(format string, args ...any) error {
 // noteCapKey names a registered agent in txState.caps.
 type noteCapKey struct{ taskID, agent string }
 
-// noteCap returns the note cap of a registered agent, min(its budget's
-// notes_max_file_bytes, events.MaxNoteBytes), and whether it is
+// noteCap returns the note cap of a registered agent and whether it is
 // registered. Agents are never unregistered, so the transaction's state
-// keeps the cap of one that is until its budget changes (forget).
+// keeps the cap of one that is until forget.
 func (c importChecker) noteCap(taskID, agent string) (int64, bool, error) {
 	k := noteCapKey{taskID, agent}
 	if n, ok := c.st.caps[k]; ok {
@@ -119,7 +114,7 @@ func (c importChecker) noteCap(taskID, agent string) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	n := min(a.Budget.NotesMaxFileBytes, events.MaxNoteBytes)
+	n := min(a.Budget.NotesMaxFileBytes, events.MaxNoteBytes) // the tools' rule
 	if c.st.caps == nil {
 		c.st.caps = map[noteCapKey]int64{}
 	}
@@ -153,9 +148,8 @@ func (c importChecker) taskExists(taskID string) (bool, error) {
 	return err == nil, err
 }
 
-// note checks a note write or append: its owner and writer are
-// registered, and the note it leaves fits its owner's cap (whoever
-// writes, as the tools apply it).
+// note checks that a note write or append has a registered owner and
+// writer and leaves a note within its owner's cap, whoever writes.
 func (c importChecker) note(taskID, agent, path, text, by string, appendMode bool) error {
 	limit, err := c.registered(taskID, agent)
 	if err != nil {
@@ -180,9 +174,9 @@ func (c importChecker) note(taskID, agent, path, text, by string, appendMode boo
 	return nil
 }
 
-// noteSizeNow returns the size of a note as the transaction sees it, its
-// deferred changes included (0: no such note). A size read from the
-// table is kept in the transaction's state, where the applier looks first.
+// noteSizeNow returns the size of a note as the transaction sees it with
+// its deferred changes, or 0 if there is none. A size read from the table
+// is kept in the transaction's state, where the applier looks first.
 func noteSizeNow(ctx context.Context, q projectionsdb.Querier, st *txState, mk noteKey) (int64, error) {
 	if pn := st.pending; pn != nil {
 		if p := pn.notes[mk]; p != nil {

@@ -26,12 +26,11 @@ type NoteWriteResult struct {
 	Revision int64  `json:"revision"`
 }
 
-// WriteResult is the result of writing (or appending, appendMode) text to
-// the note at fullPath, which held size bytes at revision before (revision
-// 0: it did not exist). The tool answers it and the projection keeps it
-// for retries: one function, so the two always agree.
+// WriteResult is the result of writing or appending text to the note at
+// fullPath, which held size bytes at revision before. Both the tool and the
+// projection use it, so the answer and the kept result always agree.
 func WriteResult(fullPath string, size, revision int64, text string, appendMode bool) NoteWriteResult {
-	res := NoteWriteResult{Path: fullPath, Bytes: int64(len(text)), Created: revision == 0, Revision: revision + 1}
+	res := NoteWriteResult{Path: fullPath, Bytes: int64(len(text)), Created: revision == 0, Revision: revision + 1} // revision 0 means no note
 	if appendMode {
 		res.Bytes += size
 	}
@@ -39,20 +38,20 @@ func WriteResult(fullPath string, size, revision int64, text string, appendMode 
 }
 
 // maxNoteParts is how many parts a note's text is kept in before an
-// append merges them into one (see migrations/00005_note_parts.sql).
+// append merges them into one. See migrations/00005_note_parts.sql.
 const maxNoteParts = 16
 
-// noteKey names a note (in txState.notes and pendingNotes).
+// noteKey names a note in txState.notes and pendingNotes.
 type noteKey struct{ taskID, agent, path string }
 
-// noteRow is what a transaction's state holds of a note: its notes row
-// (size, revision, parts), or that it has none.
+// noteRow is what a transaction's state holds of a note, its notes row or
+// that it has none.
 type noteRow struct {
 	exists bool
 	row    projectionsdb.NoteSizeRow
 }
 
-// noteBefore returns the note's row as the transaction sees it: from its
+// noteBefore returns the note's row as the transaction sees it, from its
 // state when the transaction has read or written it, else from its table.
 func noteBefore(ctx context.Context, q projectionsdb.Querier, st *txState, mk noteKey) (noteRow, error) {
 	if m, ok := st.note(mk); ok {
@@ -65,9 +64,8 @@ func noteBefore(ctx context.Context, q projectionsdb.Querier, st *txState, mk no
 	return noteRow{exists: err == nil, row: row}, err
 }
 
-// applyNote applies one note write or append: at once (its part and row
-// written now, by the rule writePending keeps), or, in a request that
-// defers, gathered with the transaction's other changes of the note.
+// applyNote applies one note write or append at once, or gathers it with
+// the transaction's other changes of the note in a request that defers.
 func applyNote(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event, c noteChange) error {
 	q := queriesOf(db)
 	mk := noteKey{c.taskID, c.agent, c.path}
@@ -88,8 +86,8 @@ func applyNote(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Eve
 	return insertNoteCall(ctx, q, ev, c, old)
 }
 
-// insertNoteCall keeps the result of c for retries of its call (when it
-// has a call_id); old is the note before c.
+// insertNoteCall keeps the result of c for retries of its call, if it has
+// a call_id. old is the note before c.
 func insertNoteCall(ctx context.Context, q projectionsdb.Querier, ev events.Event, c noteChange, old projectionsdb.NoteSizeRow) error {
 	if c.callID == "" {
 		return nil

@@ -9,13 +9,13 @@ import (
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
 
-// In a request that defers its projection writes (eventlog.Tx.DeferProjections:
-// an import, a replay segment, a rebuild), a note's changes are gathered in
-// the transaction's state (txState.pending) and written by Flush, once per note: one notes
-// row and one part for all the appends in between, instead of a row
-// update and a part per append. The note's text is the same either way;
-// how it is cut into parts is not (Digest and Diff compare the text, not
-// the parts). Nothing but the applier reads the notes before Flush.
+// In a request that defers its projection writes, such as an import, a
+// replay segment or a rebuild, a note's changes are gathered in
+// txState.pending and written by Flush once per note. That is one notes row
+// and one part for all the appends in between, instead of a row update and
+// a part per append. The note's text is the same either way, though its
+// parts are not, and Digest and Diff compare the text. Nothing but the
+// applier reads the notes before Flush.
 
 // pendingNotes are the note changes of a transaction not written yet, in
 // the order the notes were first changed.
@@ -25,11 +25,9 @@ type pendingNotes struct {
 	held  int // bytes of text held, to bound the memory
 }
 
-// noteFlush bounds a transaction's pending notes: past more than bytes of
-// text or more than notes notes, they are written out, so that an import
-// of a large log in one transaction does not keep its notes in memory.
-// The applier is given it at construction (applier); a zero field takes
-// its default.
+// noteFlush bounds a transaction's pending notes by bytes of text and by
+// notes. Past either, they are written out, so that an import of a large
+// log does not keep its notes in memory. A zero field takes its default.
 type noteFlush struct {
 	bytes, notes int
 }
@@ -51,13 +49,13 @@ func (f noteFlush) withDefaults() noteFlush {
 	return f
 }
 
-// pendingNote is a note's changes not written yet: one change applied at
-// once (applyNote), or all of a deferring transaction's.
+// pendingNote is a note's changes not written yet, either one change that
+// applyNote applies at once or all of a deferring transaction's.
 type pendingNote struct {
 	disk noteRow // the note as its tables hold it
-	now  noteRow // the note after the pending changes (now.row.Parts unused)
-	// replace: text replaces the disk's parts (an overwrite, or a new
-	// note); otherwise text is appended to them.
+	now  noteRow // the note after the pending changes; now.row.Parts is unused
+	// replace tells that text replaces the disk's parts, for an overwrite
+	// or a new note. Otherwise text is appended to them.
 	replace         bool
 	text            []byte
 	createdAt       string
@@ -66,8 +64,8 @@ type pendingNote struct {
 	updatedPosition int64
 }
 
-// deferNote records c in the transaction's pending notes; it writes only
-// the call's result (note_calls), which does not depend on the parts.
+// deferNote records c in the transaction's pending notes. It writes only
+// the call's result to note_calls, which does not depend on the parts.
 func deferNote(ctx context.Context, db eventlog.DBTX, q projectionsdb.Querier, st *txState, mk noteKey, ev events.Event, c noteChange) error {
 	pn := st.pending
 	if pn == nil {
@@ -95,8 +93,8 @@ func deferNote(ctx context.Context, db eventlog.DBTX, q projectionsdb.Querier, s
 	return nil
 }
 
-// flushNotes writes out the note changes deferred in the transaction
-// (still deferring the later ones: Flush ends the deferral).
+// flushNotes writes out the note changes deferred in the transaction.
+// It still defers the later ones, since Flush ends the deferral.
 func (st *txState) flushNotes(ctx context.Context, db eventlog.DBTX) error {
 	pn := st.pending
 	if pn == nil {
@@ -134,15 +132,15 @@ func (p *pendingNote) change(ev events.Event, c noteChange) projectionsdb.NoteSi
 	return old
 }
 
-// written is the note's row once writePending has written p, leaving
-// parts parts: what the transaction's state keeps.
+// written is the note's row that the transaction's state keeps once
+// writePending has written p, leaving parts parts.
 func (p *pendingNote) written(parts int64) noteRow {
 	return noteRow{exists: true, row: projectionsdb.NoteSizeRow{Bytes: p.now.row.Bytes, Revision: p.now.row.Revision, Parts: parts}}
 }
 
 // writePending writes one note's pending change and returns its number of
-// parts: its text replaces the parts, or is one more part, or (at
-// maxNoteParts) is merged with them into one.
+// parts. Its text replaces the parts, is one more part, or at maxNoteParts
+// is merged with them into one.
 func writePending(ctx context.Context, q projectionsdb.Querier, mk noteKey, p *pendingNote) (int64, error) {
 	where := projectionsdb.DeleteNotePartsParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path}
 	parts := p.disk.row.Parts
@@ -168,7 +166,7 @@ func writePending(ctx context.Context, q projectionsdb.Querier, mk noteKey, p *p
 			return 0, err
 		}
 		parts = 1
-	case len(p.text) > 0: // (empty appends change only the revision)
+	case len(p.text) > 0: // empty appends change only the revision
 		if err := q.InsertNotePart(ctx, projectionsdb.InsertNotePartParams{TaskID: mk.taskID, Agent: mk.agent, Path: mk.path, Part: parts, Text: p.text}); err != nil {
 			return 0, err
 		}

@@ -40,10 +40,10 @@ func (r *Reader) Note(ctx context.Context, taskID, agent, path string) (Note, er
 	return noteOf(info, n.Revision, len(parts), func(i int) string { return parts[i].Text }), nil
 }
 
-// noteOf is the note of info at revision whose text is its n parts, part(0)
-// to part(n-1), joined.
+// noteOf is the note of info at revision whose text is its n parts joined
+// in order.
 func noteOf(info NoteInfo, revision int64, n int, part func(i int) string) Note {
-	if n == 1 { // the common case: the note is its one part, not copied
+	if n == 1 { // the common case, one part, not copied
 		return Note{NoteInfo: info, Content: part(0), Revision: revision}
 	}
 	var content strings.Builder
@@ -98,8 +98,8 @@ type NoteMatch struct {
 	CreatedPosition int64
 }
 
-// SearchNotes returns an agent's notes under prefix whose content contains
-// query (case-sensitive, literal), by path.
+// SearchNotes returns by path an agent's notes under prefix whose content
+// contains query as a case-sensitive literal.
 func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query string) ([]NoteMatch, error) {
 	rows, err := r.q.NotePartsUnder(ctx, projectionsdb.NotePartsUnderParams{
 		TaskID: taskID, Agent: agent, Prefix: prefix, PrefixChars: int64(utf8.RuneCountInString(prefix)),
@@ -107,8 +107,8 @@ func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query s
 	if err != nil {
 		return nil, err
 	}
-	// The parts of each note come together, in order: join them, then
-	// match (a needle may span two parts).
+	// The parts of each note come together in order. Join them before
+	// matching, since a needle may span two parts.
 	out := []NoteMatch{}
 	var content strings.Builder
 	for i, p := range rows {
@@ -126,7 +126,7 @@ func (r *Reader) SearchNotes(ctx context.Context, taskID, agent, prefix, query s
 
 // NoteWriteState is what a note write needs to know before it writes.
 type NoteWriteState struct {
-	Size, Revision int64 // the note's (zeros when it does not exist)
+	Size, Revision int64 // the note's; zeros when it does not exist
 	// Called reports whether the caller's call_id was used before, by a
 	// write of RequestKey that returned Result.
 	Called     bool

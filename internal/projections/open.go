@@ -8,12 +8,10 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
-// Open opens the event log at path with the projections as its projector
-// (opts.Projector is set).
-// When a migration changed a projection's shape and marked the
-// projections for a rebuild, it rebuilds them from the log before
-// returning, in one transaction, and logs why through logf (and the
-// open's warnings, unless opts.Warnf is set).
+// Open opens the event log at path with the projections as its projector.
+// When a migration marked the projections for a rebuild, it rebuilds them
+// from the log in one transaction before returning, and logs why through
+// logf.
 func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
 	return open(ctx, path, opts, logf, noteFlush{})
 }
@@ -21,15 +19,15 @@ func Open(ctx context.Context, path string, opts eventlog.Options, logf func(for
 // open is Open with flush bounding the notes a deferring request holds.
 func open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any), flush noteFlush) (*eventlog.Store, error) {
 	opts.Projector = Projector{flush: flush}
-	if opts.Warnf == nil {
+	if opts.Warnf == nil { // logf takes the open's warnings too
 		opts.Warnf = logf
 	}
 	store, err := eventlog.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	// The common case reads one empty table on the reader pool: opening a
-	// database (export, call) takes no write lock just to look.
+	// The common case reads one empty table on the reader pool, so opening
+	// a database for export or call takes no write lock just to look.
 	var marks int
 	if err := store.Reader().QueryRowContext(ctx, "SELECT count(*) FROM projection_rebuilds").Scan(&marks); err != nil || marks == 0 {
 		if err != nil {

@@ -8,18 +8,17 @@ import (
 	"github.com/memoryd/memoryd/internal/fence"
 )
 
-// parseCacheSize bounds a parseCache: it is emptied when it gets there.
+// parseCacheSize bounds a parseCache, which is emptied when it gets there.
 const parseCacheSize = 1024
 
 // parseCache memoises the decoding of small JSON values stored as text
-// that every call reads back (an agent's budget, its fence state): the
-// same few strings come back over and over. Values are cloned on the way
-// out, so that no caller shares a pointer with another.
+// that every call reads back, such as an agent's budget and fence state.
+// Values are cloned on the way out, so that no caller shares a pointer.
 type parseCache[T any] struct {
 	mu    sync.Mutex
 	m     map[string]T
 	clone func(T) T
-	parse func([]byte) (T, error) // nil: json.Unmarshal
+	parse func([]byte) (T, error) // json.Unmarshal if nil
 }
 
 func (c *parseCache[T]) decode(raw string) (T, error) {
@@ -48,7 +47,7 @@ func (c *parseCache[T]) decode(raw string) (T, error) {
 	return c.clone(v), nil
 }
 
-// clonePtr returns a copy of *p in a new variable (nil for nil).
+// clonePtr returns a copy of *p in a new variable, or nil for nil.
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil

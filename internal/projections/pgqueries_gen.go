@@ -1,12 +1,12 @@
 //go:build ignore
 
-// Command pgqueries_gen writes pgqueries.go: pgQueries, which implements
-// projectionsdb.Querier (the queries sqlc generates for SQLite) by calling
-// the same queries of projectionspg (generated for PostgreSQL) and
-// converting their parameters and rows between the two packages' structs.
-// The conversions are Go struct conversions, legal only while both
-// packages' structs have the same fields with the same types: the compiler
-// checks that the two engines' queries agree. Run by
+// Command pgqueries_gen writes pgQueries to pgqueries.go.
+//
+// pgQueries implements projectionsdb.Querier by calling the same queries of
+// projectionspg and converting their parameters and rows between the two
+// packages' structs. Go struct conversions are legal only while both
+// packages' structs have the same fields with the same types, so the
+// compiler checks that the two engines' queries agree. Run it with
 // `go generate ./internal/projections` after `go tool sqlc generate`.
 package main
 
@@ -76,8 +76,8 @@ type gen struct {
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.buf, format, args...) }
 
-// method writes the adapter of one Querier method: (ctx[, arg]) returning
-// error, (T, error) or ([]T, error).
+// method writes the adapter of one Querier method, which takes ctx and
+// maybe arg and returns an error, a T and an error, or a []T and an error.
 func (g *gen) method(name string, ft *ast.FuncType) {
 	var params, args []string
 	for _, f := range ft.Params.List {
@@ -119,7 +119,7 @@ func (g *gen) method(name string, ft *ast.FuncType) {
 	case len(results) == 2 && g.isStruct(results[0]):
 		g.p("r, err := %s\n", call)
 		g.p("return %s, err\n}\n", g.convert(results[0], "r"))
-	case len(results) == 2: // a basic type or a slice of one: the same in both packages
+	case len(results) == 2: // a basic type or a slice of one, the same in both packages
 		g.p("return %s\n}\n", call)
 	default:
 		log.Fatalf("%s: unexpected results %v", name, results)
@@ -127,9 +127,8 @@ func (g *gen) method(name string, ft *ast.FuncType) {
 }
 
 // convert returns the expression converting v, a projectionspg.T, to a
-// projectionsdb.T: a struct conversion, or field by field when a field is
-// itself one of the packages' structs (sqlc.embed), whose two types are
-// distinct named types.
+// projectionsdb.T. It converts field by field when a field is itself one of
+// the packages' structs, from sqlc.embed, else the struct as a whole.
 func (g *gen) convert(t, v string) string {
 	g.checkSame(t)
 	var nested bool
@@ -156,9 +155,8 @@ func (g *gen) convert(t, v string) string {
 }
 
 // checkSame fails unless struct t has the same fields, in the same order
-// and with the same types, in both packages (the compiler checks a struct
-// conversion; a field-by-field one would silently leave out a field only
-// projectionspg has).
+// and with the same types, in both packages. A field-by-field conversion
+// would otherwise silently leave out a field only projectionspg has.
 func (g *gen) checkSame(t string) {
 	s, p := g.sqlite[t], g.pg[t]
 	if p == nil {

@@ -11,21 +11,20 @@ import (
 type table struct {
 	name    string
 	orderBy string
-	// columns are what Digest and Diff compare ("" for every column).
+	// columns are what Digest and Diff compare, or empty for every column.
 	columns string
-	// joinLast: consecutive rows that agree on every column but the last
-	// are compared as one row, their last columns concatenated. A note's
-	// text is compared, not how it is cut into parts (a deferred write,
-	// notes_deferred.go, cuts it differently from one append at a time).
+	// joinLast compares consecutive rows that agree on every column but the
+	// last as one row, their last columns concatenated. A note's text is
+	// compared, not how a deferred write or an append cut it into parts.
 	joinLast bool
 }
 
-// tables lists every projection table. Rebuild truncates them; Digest
-// fingerprints them.
+// tables lists every projection table, which Rebuild truncates and Digest
+// fingerprints.
 var tables = []table{
 	{name: "tasks", orderBy: "task_id"},
 	{name: "agents", orderBy: "task_id, agent"},
-	{name: "notes", orderBy: "task_id, agent, path", // not parts: how the text is cut
+	{name: "notes", orderBy: "task_id, agent, path", // not parts, which say how the text is cut
 		columns: "task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position"},
 	{name: "note_parts", orderBy: "task_id, agent, path, part", columns: "task_id, agent, path, text", joinLast: true},
 	{name: "note_calls", orderBy: "task_id, agent, call_id"},

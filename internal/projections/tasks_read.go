@@ -32,16 +32,15 @@ type AgentActivity struct {
 	Registered  Mark // agent.registered
 	Last        Mark // the latest event of the agent's stream
 	State       fence.State
-	// The first item of its current branch that the user typed: its
-	// entry ("": none yet) and the position that recorded it.
+	// FirstRequestEntry is the first item of its current branch that the
+	// user typed, or empty for none yet, recorded at FirstRequestPosition.
 	FirstRequestEntry    string
 	FirstRequestPosition int64
 }
 
 // TasksByActivity returns up to limit tasks whose latest event is before
-// the position before, newest activity first (by position, never by
-// time), with their agents in registration order. more reports that older
-// tasks remain. Two queries, one snapshot when r reads in a transaction.
+// the position before, newest position first, with their agents in
+// registration order. more reports that older tasks remain.
 func (r *Reader) TasksByActivity(ctx context.Context, before int64, limit int) (tasks []TaskActivity, more bool, err error) {
 	rows, err := r.q.TasksByActivity(ctx, projectionsdb.TasksByActivityParams{Before: before, MaxTasks: int64(limit) + 1})
 	if err != nil {

@@ -7,35 +7,30 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// Projector is the projections' eventlog.Projector: a store opened with it
-// applies and checks every event through the projections, and gives each
-// write transaction a txState of its own.
+// Projector is the projections' eventlog.Projector. A store opened with it
+// applies and checks every event through the projections.
 type Projector struct {
-	flush noteFlush // bounds a deferring transaction's notes (zero: the defaults)
+	flush noteFlush // bounds a deferring transaction's notes; zero for the defaults
 }
 
 // Begin returns the state of a write transaction that begins.
 func (p Projector) Begin() eventlog.TxProjection { return &txState{flush: p.flush} }
 
-// txState is what the projections keep with one write transaction, so
-// that the transaction need not ask SQLite again for what it has read or
-// written, nor render again what a sync rendered before it took the
-// writer. The writer calls Rollback when some of the transaction's writes
-// are rolled back; a rebuild, which deletes the rows, calls forget.
+// txState is what the projections keep with one write transaction, so that
+// the transaction need not read again what it has read or written, nor
+// render again what a sync rendered before it took the writer.
 type txState struct {
-	// notes are the notes rows the transaction has read or written
-	// (noteBefore), by note.
+	// notes are the notes rows the transaction has read or written, by note.
 	notes map[noteKey]noteRow
-	// pending are the note changes deferred and not written yet
-	// (notes_deferred.go); nil when there are none.
+	// pending are the note changes deferred and not written yet, or nil.
 	pending *pendingNotes
-	// deferring: note changes are gathered in pending until Flush.
+	// deferring gathers note changes in pending until Flush.
 	deferring bool
-	// rendered are history entries rendered ahead of the writer
-	// (WillRecordEntry), taken by the entry's projection.
+	// rendered are history entries that WillRecordEntry rendered ahead of
+	// the writer, taken by the entry's projection.
 	rendered map[renderedKey]RenderedEntry
 	// caps are the note caps of registered agents as an import's checks
-	// found them (importcheck.go).
+	// found them.
 	caps map[noteCapKey]int64
 	// flush is the projector's bound on pending notes.
 	flush noteFlush
@@ -46,8 +41,7 @@ func (s *txState) Apply(ctx context.Context, db eventlog.DBTX, ev events.Event) 
 	return apply(ctx, db, s, ev)
 }
 
-// CheckImport checks an imported event against the projections
-// (checkImported).
+// CheckImport checks an imported event against the projections.
 func (s *txState) CheckImport(ctx context.Context, db eventlog.DBTX, ev events.Event) error {
 	return checkImported(ctx, db, s, ev)
 }
@@ -61,11 +55,12 @@ func (s *txState) Flush(ctx context.Context, db eventlog.DBTX) error {
 	return s.flushNotes(ctx, db)
 }
 
-// Rollback forgets everything, the deferral included.
+// Rollback forgets everything, the deferral included. The writer calls it
+// when some of the transaction's writes are rolled back.
 func (s *txState) Rollback() { *s = txState{flush: s.flush} }
 
-// forget drops what s remembers of the projection rows, for a rebuild
-// that has just deleted them; the deferral stands.
+// forget drops what s remembers of the projection rows, for a rebuild that
+// has just deleted them. The deferral stands.
 func (s *txState) forget() { *s = txState{deferring: s.deferring, flush: s.flush} }
 
 // note returns what the transaction remembers of a note's row.
@@ -90,8 +85,8 @@ func stateOf(tx *eventlog.Tx) *txState {
 }
 
 // TxReader returns a Reader inside the write transaction tx that shares
-// the transaction's state: a note whose write state it reads
-// (AgentWithNoteWrite) is not read again when the write is applied.
+// the transaction's state. A note whose write state it reads is not read
+// again when the write is applied.
 func TxReader(tx *eventlog.Tx) *Reader {
 	r := NewReader(tx.DB())
 	r.tx = stateOf(tx)

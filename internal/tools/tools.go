@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -109,29 +110,110 @@ type ArgumentError struct {
 
 func (e *ArgumentError) Error() string { return e.Message }
 
-// Validate checks args (a JSON object, or empty for none) against the
+// Validate checks args, a JSON object or empty for none, against the
 // schema of tool. It returns an *ArgumentError for bad arguments.
 func Validate(tool string, args json.RawMessage) error {
+	_, err := parse(tool, args)
+	return err
+}
+
+// Decode parses args once, checks them against the schema of tool and
+// stores them in the struct v points to, by its fields' json names. It
+// returns an *ArgumentError for bad arguments, the same as Validate.
+func Decode(tool string, args json.RawMessage, v any) error {
+	doc, err := parse(tool, args)
+	if err != nil {
+		return err
+	}
+	if err := fill(reflect.ValueOf(v).Elem(), doc.(map[string]any)); err != nil {
+		return &ArgumentError{Tool: tool, Message: tool + ": arguments do not match the schema"}
+	}
+	return nil
+}
+
+// parse decodes args and validates them against the schema of tool.
+func parse(tool string, args json.RawMessage) (any, error) {
 	sch, ok := schemas[tool]
 	if !ok {
-		return fmt.Errorf("tools: unknown tool %q", tool)
+		return nil, fmt.Errorf("tools: unknown tool %q", tool)
 	}
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
-		return &ArgumentError{Tool: tool, Message: tool + ": arguments are not valid JSON"}
+		return nil, &ArgumentError{Tool: tool, Message: tool + ": arguments are not valid JSON"}
 	}
 	err = sch.Validate(doc)
 	if err == nil {
-		return nil
+		return doc, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return &ArgumentError{Tool: tool, Message: tool + ": arguments do not match the schema"}
+		return nil, &ArgumentError{Tool: tool, Message: tool + ": arguments do not match the schema"}
 	}
-	return describe(tool, leaf(ve))
+	return nil, describe(tool, leaf(ve))
+}
+
+// fill stores the validated object doc in the struct dst. A value the
+// schema let through fits its field, but for a number a field's own
+// UnmarshalJSON refuses.
+func fill(dst reflect.Value, doc map[string]any) error {
+	t := dst.Type()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		v, ok := doc[name]
+		if !ok || v == nil || name == "" || name == "-" {
+			continue
+		}
+		f := dst.Field(i)
+		if f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+			f = f.Elem()
+		}
+		if err := set(f, v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// set stores one decoded JSON value in f.
+func set(f reflect.Value, v any) error {
+	if f.Addr().Type().Implements(unmarshalerType) {
+		var raw []byte
+		if n, ok := v.(json.Number); ok {
+			raw = []byte(n)
+		} else {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			raw = b
+		}
+		return f.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(raw)
+	}
+	switch x := v.(type) {
+	case string:
+		if f.Kind() == reflect.String {
+			f.SetString(x)
+			return nil
+		}
+	case bool:
+		if f.Kind() == reflect.Bool {
+			f.SetBool(x)
+			return nil
+		}
+	}
+	// Anything else (numbers into plain integers, arrays, objects) takes
+	// the long way.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, f.Addr().Interface())
 }
 
 // ValidateResult checks details, the JSON of a result's details, against
