@@ -30,7 +30,7 @@ func defaultDBPath(getenv func(string) string) (string, error) {
 // is not one memoryd can use, rather than take it for an SQLite file.
 func checkDatabase(db string) error {
 	lower := strings.ToLower(db)
-	if memory.IsPostgres(db) || !strings.HasPrefix(lower, "postgres:") && !strings.HasPrefix(lower, "postgresql:") {
+	if _, file := memory.ParseLocation(db).File(); !file || !strings.HasPrefix(lower, "postgres:") && !strings.HasPrefix(lower, "postgresql:") {
 		return nil
 	}
 	// The message leaves out the value, which may hold a password.
@@ -64,12 +64,12 @@ func openService(ctx context.Context, path, synchronous string, stderr io.Writer
 
 // openExistingService opens a database that must already exist.
 func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
-	if memory.IsPostgres(path) {
-		return openService(ctx, path, "", stderr) // a PostgreSQL database is migrated as it is opened
+	if file, ok := memory.ParseLocation(path).File(); ok {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("database %s: %w", file, err)
+		}
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
-	}
+	// A database on a server is migrated as it is opened.
 	return openService(ctx, path, "", stderr)
 }
 
@@ -97,11 +97,12 @@ type freshDatabase struct {
 	folders []string // deepest first
 }
 
-// newDatabase returns what creating the database at path creates, or nil
-// when it exists already or is a PostgreSQL database.
-func newDatabase(path string) *freshDatabase {
-	if memory.IsPostgres(path) {
-		return nil // an import into PostgreSQL is one transaction, so a failed one leaves the tables empty
+// newDatabase returns what creating the database db creates, or nil when
+// it exists already or is not a file.
+func newDatabase(db string) *freshDatabase {
+	path, ok := memory.ParseLocation(db).File()
+	if !ok {
+		return nil // an import into a server's database is one transaction, so a failed one leaves the tables empty
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil // another process may have it open, so a failure leaves its files

@@ -20,8 +20,9 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
 	}
-	dir := filepath.Dir(dbPath)
-	if memory.IsPostgres(dbPath) { // the token file goes in the default data folder
+	file, ok := memory.ParseLocation(dbPath).File()
+	dir := filepath.Dir(file)
+	if !ok { // the token file goes in the default data folder
 		var err error
 		if dir, err = defaultDataDir(getenv); err != nil {
 			return "", err

@@ -133,7 +133,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	}
 	fmt.Fprintf(in.stdout, "listening on %s://%s\n", scheme, tcp.String())
 	v := version.Get()
-	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.DatabaseName(plan.dbPath), "sync", o.sync, "pid", os.Getpid(),
+	log.Info("serving", "addr", tcp.String(), "scheme", scheme, "db", memory.ParseLocation(plan.dbPath).String(), "sync", o.sync, "pid", os.Getpid(),
 		"version", v.Version, "commit", v.Commit)
 
 	if leaveStoreOpen, err = o.serve(ctx, srv, ln, drain, log); err != nil {
@@ -144,7 +144,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if err := svc.Close(); err != nil {
 		return err
 	}
-	log.Info("stopped: the database is closed", "db", memory.DatabaseName(plan.dbPath))
+	log.Info("stopped: the database is closed", "db", memory.ParseLocation(plan.dbPath).String())
 	return nil
 }
 
@@ -221,8 +221,8 @@ func (o *serveOptions) listen(ctx context.Context, p servePlan) (net.Listener, e
 // open loads the token and opens the database. A token file memoryd must
 // refuse leaves no database behind.
 func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string) string, log *slog.Logger) (*memory.Service, string, error) {
-	if !memory.IsPostgres(p.dbPath) {
-		if err := os.MkdirAll(filepath.Dir(p.dbPath), 0o700); err != nil {
+	if file, ok := memory.ParseLocation(p.dbPath).File(); ok {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 			return nil, "", fmt.Errorf("create the database folder: %w", err)
 		}
 	}

@@ -110,8 +110,9 @@ func existingToken(getenv func(string) string, db string) (string, error) {
 			return "", err
 		}
 	}
-	dir := filepath.Dir(db)
-	if memory.IsPostgres(db) {
+	file, ok := memory.ParseLocation(db).File()
+	dir := filepath.Dir(file)
+	if !ok {
 		if dir, err = defaultDataDir(getenv); err != nil {
 			return "", err
 		}

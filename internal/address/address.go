@@ -1,6 +1,7 @@
-// Package address parses and resolves memoryd's agent addresses (/root,
-// /root/reviewer/checker) and virtual note paths (checkpoint.md,
-// /root/reviewer/notes/checkpoint.md). It is pure: no storage, no clock.
+// Package address parses and resolves memoryd's agent addresses and virtual
+// note paths. An address looks like /root/reviewer/checker, and a note path
+// like checkpoint.md or /root/reviewer/notes/checkpoint.md. The package is
+// pure, with no storage and no clock.
 package address
 
 import (
@@ -13,13 +14,12 @@ import (
 // Root is the address of a task's root agent.
 const Root = "/root"
 
-// MaxSegments is the most segments an address may have (root included).
+// MaxSegments is the most segments an address may have, root included.
 const MaxSegments = 16
 
-// MaxPathChars is the longest note path or prefix accepted, in code points,
-// counted below the notes root: the relative path as given, or what follows
-// /notes/ in a full path. The full path of any accepted note is therefore
-// accepted too, however long its agent's address.
+// MaxPathChars is the longest note path or prefix accepted, in code points
+// below the notes root. Counting only what follows /notes/ means the full
+// path of any accepted note is accepted too, however long its agent's address.
 const MaxPathChars = 512
 
 // notesSegment separates an agent address from a note path in a full
@@ -29,8 +29,8 @@ const notesSegment = "notes"
 // ErrInvalid is wrapped by every error of this package.
 var ErrInvalid = errors.New("invalid address")
 
-// Messages quote what they refuse, cut at shownChars code points: a
-// path of megabytes must not come back whole in its error.
+// shownChars is where messages cut what they quote, in code points, so that
+// a path of megabytes does not come back whole in its error.
 const shownChars = 100
 
 func invalid(format string, args ...any) error {
@@ -94,11 +94,10 @@ func checkChildSegment(addr, seg string) error {
 	return nil
 }
 
-// Resolve resolves name against the calling agent current: an absolute
-// name is validated as given, a relative one is appended under current, and
-// an empty name is current itself.
+// Resolve resolves name against current, the calling agent's address.
+// An absolute name stands as given, and a relative one goes under current.
 func Resolve(current, name string) (string, error) {
-	if name == "" {
+	if name == "" { // the caller itself
 		return current, nil
 	}
 	if strings.HasPrefix(name, "/") {
@@ -115,14 +114,14 @@ func Child(parent, name string) (string, error) {
 	return ParseAgent(parent + "/" + name)
 }
 
-// NotePath is a resolved note: its owner and its path below the owner's
-// notes root.
+// NotePath is a resolved note, with its owner and its path below the
+// owner's notes root.
 type NotePath struct {
 	Agent string
 	Path  string
 }
 
-// Full returns the full virtual path, e.g. /root/notes/checkpoint.md.
+// Full returns the full virtual path, such as /root/notes/checkpoint.md.
 func (p NotePath) Full() string { return Full(p.Agent, p.Path) }
 
 // Full returns the full virtual path of rel in agent's notes root.
@@ -131,9 +130,8 @@ func Full(agent, rel string) string { return agent + "/" + notesSegment + "/" + 
 // NotesRoot returns agent's notes root with its trailing slash.
 func NotesRoot(agent string) string { return agent + "/" + notesSegment + "/" }
 
-// ParseNotePath resolves a note path given by the agent current: a relative
-// path lies in current's notes root; an absolute one must have the form
-// /root/.../notes/<path>.
+// ParseNotePath resolves a note path given by the agent current.
+// An absolute one must have the form /root/.../notes/<path>.
 func ParseNotePath(current, p string) (NotePath, error) {
 	if err := checkText("note path", p); err != nil {
 		return NotePath{}, err
@@ -158,10 +156,9 @@ func ParseNotePath(current, p string) (NotePath, error) {
 	return NotePath{Agent: agent, Path: rel}, nil
 }
 
-// ParsePrefix resolves a note prefix (a plain string prefix of note paths)
-// given by the agent current. An empty prefix is current's whole root; an
-// absolute one names an agent's notes root, /root/x/notes/ or
-// /root/x/notes/ab, and the rest is the prefix.
+// ParsePrefix resolves a note prefix, a plain string prefix of note paths,
+// given by the agent current. An absolute one such as /root/x/notes/ab
+// names an agent's notes root followed by the prefix.
 func ParsePrefix(current, prefix string) (NotePath, error) {
 	if err := checkText("prefix", prefix); err != nil {
 		return NotePath{}, err

@@ -1,11 +1,10 @@
-// Package browsertest drives a real headless Chromium from Go tests
-// (through github.com/chromedp/chromedp), so the web inspector's tests
-// can assert on what a browser shows: its CSS under the inspector's
-// Content-Security-Policy, its forms, its cookie. A test binary starts
-// one browser, on first use, and gives each test its own tab in its own
-// browser context (cookies are kept per host, not per port: two test
-// servers on 127.0.0.1 would otherwise share a session cookie). With no
-// Chromium installed the tests fail, never skip. Only tests import it.
+// Package browsertest drives a real headless Chromium from Go tests through
+// chromedp, so the web inspector's tests can assert on what a browser shows.
+//
+// The tests see the inspector's CSS under its Content-Security-Policy, its
+// forms and its cookie. A test binary starts one browser on first use and
+// gives each test its own tab in its own browser context. With no Chromium
+// installed the tests fail, never skip. Only tests import this package.
 package browsertest
 
 import (
@@ -29,13 +28,12 @@ const (
 	Height = 700
 )
 
-// TabTimeout bounds everything a test does in its tab: the browser
-// answers in milliseconds; this is for a machine under load (-race, few
-// cores).
+// TabTimeout bounds everything a test does in its tab. The browser answers
+// in milliseconds; the margin is for a loaded machine running -race.
 const TabTimeout = 90 * time.Second
 
-// binaries are the names Chromium is installed under: Debian's package,
-// other distributions', Google's, and the headless shell image.
+// binaries are the names Chromium is installed under by Debian's package,
+// other distributions, Google and the headless shell image.
 var binaries = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless_shell"}
 
 var browser struct {
@@ -47,15 +45,16 @@ var browser struct {
 	dataDir string
 }
 
-// Tab returns a new tab's context with the viewport set, in a browser
-// context of its own, closed when t ends and cancelled after TabTimeout.
-// It fails t when no browser can be started.
+// Tab returns the context of a new tab in a browser context of its own,
+// closed when t ends. It fails t when no browser can be started.
 func Tab(t testing.TB) context.Context {
 	t.Helper()
 	parent, err := start()
 	if err != nil {
 		t.Fatalf("browser test: %v", err)
 	}
+	// Cookies are kept per host, not per port, so two test servers on
+	// 127.0.0.1 would otherwise share a session cookie.
 	tab, closeTab := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
 	ctx, cancel := context.WithTimeout(tab, TabTimeout)
 	t.Cleanup(func() { cancel(); closeTab() })
@@ -98,14 +97,14 @@ func launch() error {
 		chromedp.WindowSize(Width, Height),
 	)
 	if os.Geteuid() == 0 {
-		// Chromium refuses to start as root with its sandbox on (CI
-		// containers run as root). The pages it opens are the test's own
+		// Chromium refuses to start as root with its sandbox on, and CI
+		// containers run as root. The pages it opens are the test's own
 		// server's, on loopback.
 		opts = append(opts, chromedp.NoSandbox)
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	// The first context made from the allocator owns the browser: it
-	// lives until Close; tests get tabs made from it.
+	// The first context made from the allocator owns the browser. It
+	// lives until Close, and tests get tabs made from it.
 	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	browser.ctx, browser.dataDir = ctx, dir
 	browser.cancel = func() { cancelBrowser(); cancelAlloc() }
@@ -139,20 +138,19 @@ func Close() {
 	}
 }
 
-// Main runs the tests of m and stops the browser after them: a package
-// with browser tests calls it from its TestMain, os.Exit(Main(m)).
+// Main runs the tests of m and then stops the browser. A package with
+// browser tests calls os.Exit(Main(m)) from its TestMain.
 func Main(m *testing.M) int {
 	defer Close()
 	return m.Run()
 }
 
-// UpdateEnv, set to 1, makes Screenshot write docs/screenshots; a normal
-// test run writes nothing.
+// UpdateEnv is the variable that makes Screenshot write docs/screenshots
+// when set to 1. A normal test run writes nothing.
 const UpdateEnv = "UPDATE_SCREENSHOTS"
 
-// Screenshot writes what the tab shows (its viewport, as PNG) to
-// docs/screenshots/NAME.png in the module when UPDATE_SCREENSHOTS=1, and
-// does nothing otherwise.
+// Screenshot writes the tab's viewport as PNG to docs/screenshots/NAME.png
+// in the module when UPDATE_SCREENSHOTS=1.
 func Screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	if os.Getenv(UpdateEnv) != "1" {
@@ -176,8 +174,8 @@ func Screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Logf("wrote docs/screenshots/%s.png", name)
 }
 
-// moduleRoot is the nearest folder above the working directory (a
-// test's package folder) that holds go.mod.
+// moduleRoot returns the nearest folder holding go.mod above the working
+// directory, which is a test's package folder.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

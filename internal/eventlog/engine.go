@@ -5,15 +5,17 @@ import (
 	"database/sql"
 	"strings"
 
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
-// engine is what the log does differently on SQLite and on PostgreSQL.
-// It covers how a write transaction begins and learns of other commits, how
-// a read transaction takes its snapshot, and the dialect of the queries.
-// The single writer, group commit, savepoints and the projector are shared.
+// Engine names a storage engine: SQLite or Postgres. Each engine's file,
+// engine_<name>.go, registers what the log does differently on it.
+type Engine string
+
+// engine is what the log does differently on each engine. It covers how
+// a write transaction begins and learns of other commits, and how a read
+// transaction takes its snapshot. The single writer, group commit,
+// savepoints and the projector are shared.
 type engine interface {
 	// beginWrite begins the writer's transaction on c and holds the log's
 	// write lock until it ends, so positions are given in commit order.
@@ -25,74 +27,116 @@ type engine interface {
 	// beginRead begins a read-only transaction on c that sees one
 	// snapshot of the log and the projections.
 	beginRead(c *keptConn) error
-	// wrap marks a connection or transaction of this engine, so that
-	// queriesOf picks its dialect, here and in the projections.
+	// wrap marks a connection or transaction as this engine's, so that
+	// EngineOf tells its dialect, here and in the projections.
 	wrap(db DBTX) DBTX
 }
 
-// IsPostgres reports whether a --db is a postgres:// or postgresql:// URL
-// rather than an SQLite file.
-func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+// engineDef is what an engine's file registers.
+type engineDef struct {
+	// schemes are the prefixes of the URLs that name the engine's
+	// databases. The default engine has none and takes every other --db
+	// as a file path.
+	schemes []string
+	// file says that a database is a local file, its name the path.
+	file bool
+	// open opens the log in the database named, creating or migrating it.
+	open func(ctx context.Context, name string, opts Options) (*Store, error)
+	// display is how a database is named in messages and logs, without a
+	// password.
+	display func(name string) string
+	// ownsPool reports whether a connection pool is of the engine's
+	// driver. The default engine leaves it nil.
+	ownsPool func(db *sql.DB) bool
+	// queries returns the log's queries on db in the engine's dialect.
+	queries func(db DBTX) eventsdb.Querier
+	// classify maps the engine's errors to the store's vocabulary, and
+	// reports whether err was one of them.
+	classify func(err error) (error, bool)
 }
 
-// PostgresDB is implemented by the connections and transactions of a log
-// on PostgreSQL, such as Tx.DB and ReadTx.DB. The projections run their
-// PostgreSQL queries on those.
-type PostgresDB interface {
-	DBTX
-	PostgreSQL()
-}
+var (
+	engines       = map[Engine]engineDef{}
+	defaultEngine Engine
+)
 
-// OnPostgres reports whether db is a connection, transaction or pool of a
-// log on PostgreSQL. That is a PostgresDB, or a reader pool of pgx's driver.
-// It is the one place that tells the engines apart.
-func OnPostgres(db DBTX) bool {
-	switch db := db.(type) {
-	case PostgresDB:
-		return true
-	case *sql.DB:
-		_, ok := db.Driver().(*stdlib.Driver)
-		return ok
+// register adds an engine; the default one takes every --db that no
+// other engine's scheme names.
+func register(e Engine, d engineDef, isDefault bool) {
+	engines[e] = d
+	if isDefault {
+		defaultEngine = e
 	}
-	return false
+}
+
+// Location is a --db value parsed once: the engine it names and the
+// database's name on that engine, a file path or a URL.
+type Location struct {
+	Engine Engine
+	Name   string
+}
+
+// ParseLocation returns the location that db names. A URL whose scheme an
+// engine registered is that engine's; anything else is a file of the
+// default engine.
+func ParseLocation(db string) Location {
+	for e, d := range engines {
+		for _, s := range d.schemes {
+			if strings.HasPrefix(db, s) {
+				return Location{Engine: e, Name: db}
+			}
+		}
+	}
+	return Location{Engine: defaultEngine, Name: db}
+}
+
+// File returns the path of the database's file, or false when its engine
+// keeps it elsewhere, such as on a server.
+func (l Location) File() (string, bool) {
+	if engines[l.Engine].file {
+		return l.Name, true
+	}
+	return "", false
+}
+
+// String names the database in messages and logs, without a password.
+func (l Location) String() string {
+	if d := engines[l.Engine]; d.display != nil {
+		return d.display(l.Name)
+	}
+	return l.Name
+}
+
+// openAt opens the log at loc with its engine.
+func openAt(ctx context.Context, loc Location, opts Options) (*Store, error) {
+	return engines[loc.Engine].open(ctx, loc.Name, opts)
+}
+
+// engineDB marks a connection or transaction with its engine.
+type engineDB struct {
+	DBTX
+	engine Engine
+}
+
+// Engine returns the engine of the connection.
+func (d engineDB) Engine() Engine { return d.engine }
+
+// EngineOf returns the engine of a connection, transaction or pool of a
+// log, such as Tx.DB, ReadTx.DB or Store.Reader. It is the one place that
+// tells the engines apart.
+func EngineOf(db DBTX) Engine {
+	switch db := db.(type) {
+	case interface{ Engine() Engine }:
+		return db.Engine()
+	case *sql.DB:
+		for e, d := range engines {
+			if d.ownsPool != nil && d.ownsPool(db) {
+				return e
+			}
+		}
+	}
+	return defaultEngine
 }
 
 // queriesOf returns the log's queries on db in db's dialect.
-func queriesOf(db DBTX) eventsdb.Querier {
-	if OnPostgres(db) {
-		return postgresQueries{db}
-	}
-	return eventsdb.New(db)
-}
-
-// sqliteEngine is SQLite's engine, one file in WAL mode.
-type sqliteEngine struct{}
-
-// beginWrite takes SQLite's write lock at BEGIN IMMEDIATE, so that a
-// transaction never has to upgrade a read lock and fail as busy.
-func (sqliteEngine) beginWrite(ctx context.Context, c *keptConn) error {
-	return c.exec(ctx, "BEGIN IMMEDIATE")
-}
-
-// checkTip compares SQLite's data_version, which changes when another
-// connection commits but never for the connection's own commits.
-func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
-	var v int64
-	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-		return err
-	}
-	if v != t.dataVersion {
-		t.forget()
-		t.dataVersion = v
-	}
-	return nil
-}
-
-// beginRead begins a deferred transaction, whose snapshot starts at the
-// first read. It takes no context, which would cost a goroutine in the driver.
-func (sqliteEngine) beginRead(c *keptConn) error {
-	return c.exec(context.Background(), "BEGIN")
-}
-
-func (sqliteEngine) wrap(db DBTX) DBTX { return db }
+func queriesOf(db DBTX) eventsdb.Querier { return engines[EngineOf(db)].queries(db) }

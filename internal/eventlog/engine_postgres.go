@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 	"github.com/memoryd/memoryd/internal/eventlog/eventspg"
@@ -21,8 +21,27 @@ import (
 // a decision such as a fence step sees every earlier commit.
 const appendLock int64 = 0x6d656d6f72796401 // "memoryd" 1
 
-// postgresEngine is PostgreSQL's engine, for a database that several
-// memoryd servers may share.
+//go:generate go run ../pgadapter -pkg eventlog -sqlite eventsdb -pg eventspg
+
+// Postgres is PostgreSQL's engine, for a database that several memoryd
+// servers may share. A --db of postgres://… or postgresql://… names it.
+const Postgres Engine = "postgres"
+
+func init() {
+	register(Postgres, engineDef{
+		schemes: []string{"postgres://", "postgresql://"},
+		open:    openPostgres,
+		display: displayPostgres,
+		ownsPool: func(db *sql.DB) bool {
+			_, ok := db.Driver().(*stdlib.Driver)
+			return ok
+		},
+		queries:  func(db DBTX) eventsdb.Querier { return pgQueries{eventspg.New(db)} },
+		classify: classifyPostgres,
+	}, false)
+}
+
+// postgresEngine is PostgreSQL's engine.
 type postgresEngine struct{}
 
 // beginWrite begins a READ COMMITTED transaction and waits for the append
@@ -59,12 +78,7 @@ func (postgresEngine) beginRead(c *keptConn) error {
 	return c.exec(context.Background(), "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 }
 
-func (postgresEngine) wrap(db DBTX) DBTX { return postgresDB{db} }
-
-// postgresDB marks a connection or transaction of a log on PostgreSQL.
-type postgresDB struct{ DBTX }
-
-func (postgresDB) PostgreSQL() {}
+func (postgresEngine) wrap(db DBTX) DBTX { return engineDB{db, Postgres} }
 
 // openPostgres opens the log in the PostgreSQL database dsn names and
 // applies the migrations. Other servers may have it open.
@@ -104,12 +118,9 @@ func postgresName(cfg *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
-// DatabaseName is how the database db is named in messages and logs.
-// An SQLite path stays as it is, and a URL loses its password and parameters.
-func DatabaseName(db string) string {
-	if !IsPostgres(db) {
-		return db
-	}
+// displayPostgres names a PostgreSQL database in messages and logs by its
+// URL without a password and parameters.
+func displayPostgres(db string) string {
 	cfg, err := pgx.ParseConfig(db)
 	if err != nil {
 		return "postgres://(a URL that cannot be parsed)"
@@ -153,78 +164,4 @@ func classifyPostgres(err error) (error, bool) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	return err, false
-}
-
-// postgresQueries runs the eventspg queries with the types of the eventsdb
-// ones. The struct conversions compile only while the two query files
-// agree on every parameter and column.
-type postgresQueries struct{ db DBTX }
-
-var _ eventsdb.Querier = postgresQueries{}
-
-func (q postgresQueries) pg() *eventspg.Queries { return eventspg.New(q.db) }
-
-func pgEvents(rows []eventspg.Event, err error) ([]eventsdb.Event, error) {
-	out := make([]eventsdb.Event, len(rows))
-	for i, r := range rows {
-		out[i] = eventsdb.Event(r)
-	}
-	return out, err
-}
-
-func (q postgresQueries) CountEvents(ctx context.Context) (int64, error) {
-	return q.pg().CountEvents(ctx)
-}
-
-func (q postgresQueries) EventsAfter(ctx context.Context, arg eventsdb.EventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().EventsAfter(ctx, eventspg.EventsAfterParams(arg)))
-}
-
-func (q postgresQueries) InsertEvent(ctx context.Context, arg eventsdb.InsertEventParams) error {
-	return q.pg().InsertEvent(ctx, eventspg.InsertEventParams(arg))
-}
-
-func (q postgresQueries) LastPosition(ctx context.Context) (int64, error) {
-	return q.pg().LastPosition(ctx)
-}
-
-func (q postgresQueries) StreamBounds(ctx context.Context, arg eventsdb.StreamBoundsParams) (eventsdb.StreamBoundsRow, error) {
-	r, err := q.pg().StreamBounds(ctx, eventspg.StreamBoundsParams(arg))
-	return eventsdb.StreamBoundsRow(r), err
-}
-
-func (q postgresQueries) StreamBranchChangeFrom(ctx context.Context, arg eventsdb.StreamBranchChangeFromParams) (int64, error) {
-	return q.pg().StreamBranchChangeFrom(ctx, eventspg.StreamBranchChangeFromParams(arg))
-}
-
-func (q postgresQueries) StreamEventsAfter(ctx context.Context, arg eventsdb.StreamEventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().StreamEventsAfter(ctx, eventspg.StreamEventsAfterParams(arg)))
-}
-
-func (q postgresQueries) StreamLifecycleEventsAfter(ctx context.Context, arg eventsdb.StreamLifecycleEventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().StreamLifecycleEventsAfter(ctx, eventspg.StreamLifecycleEventsAfterParams(arg)))
-}
-
-func (q postgresQueries) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	return q.pg().StreamVersion(ctx, stream)
-}
-
-func (q postgresQueries) TaskEventsWithoutNotesAfter(ctx context.Context, arg eventsdb.TaskEventsWithoutNotesAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().TaskEventsWithoutNotesAfter(ctx, eventspg.TaskEventsWithoutNotesAfterParams(arg)))
-}
-
-func (q postgresQueries) StreamNotesAfter(ctx context.Context, arg eventsdb.StreamNotesAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().StreamNotesAfter(ctx, eventspg.StreamNotesAfterParams(arg)))
-}
-
-func (q postgresQueries) TaskEventsAfter(ctx context.Context, arg eventsdb.TaskEventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().TaskEventsAfter(ctx, eventspg.TaskEventsAfterParams(arg)))
-}
-
-func (q postgresQueries) NoteEventsAfter(ctx context.Context, arg eventsdb.NoteEventsAfterParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().NoteEventsAfter(ctx, eventspg.NoteEventsAfterParams(arg)))
-}
-
-func (q postgresQueries) StreamCallsBefore(ctx context.Context, arg eventsdb.StreamCallsBeforeParams) ([]eventsdb.Event, error) {
-	return pgEvents(q.pg().StreamCallsBefore(ctx, eventspg.StreamCallsBeforeParams(arg)))
 }

@@ -15,19 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 	"github.com/memoryd/memoryd/internal/events"
-	"github.com/memoryd/memoryd/migrations"
 )
 
 // Errors returned by the store. Callers compare with errors.Is.
@@ -134,10 +129,16 @@ func (t *logTip) merge(last int64, versions map[string]int64) {
 	}
 }
 
-// Open opens the log at path and applies the migrations.
-// A postgres:// path opens a PostgreSQL database that other servers may
-// share; any other path is a SQLite file, created with mode 0600 if needed.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+// Open opens the log in the database db names and applies the
+// migrations. A postgres:// URL opens a PostgreSQL database that other
+// servers may share; any other name is an SQLite file, created with mode
+// 0600 if needed.
+func Open(ctx context.Context, db string, opts Options) (*Store, error) {
+	return OpenAt(ctx, ParseLocation(db), opts)
+}
+
+// OpenAt opens the log at loc and applies the migrations.
+func OpenAt(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if opts.Projector == nil {
 		return nil, errors.New("events: Options.Projector is required")
 	}
@@ -147,71 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Readers <= 0 {
 		opts.Readers = max(8, 4*runtime.GOMAXPROCS(0))
 	}
-	if IsPostgres(path) {
-		return openPostgres(ctx, path, opts)
-	}
-	sync := strings.ToUpper(opts.Synchronous)
-	switch sync {
-	case "":
-		sync = "FULL"
-	case "FULL", "NORMAL", "OFF":
-	default:
-		return nil, fmt.Errorf("events: synchronous must be full, normal or off, not %q", opts.Synchronous)
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 5 * time.Second
-	}
-	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
-	wq := url.Values{}
-	wq.Add("_pragma", busy)
-	wq.Add("_pragma", "journal_mode(WAL)")
-	wq.Add("_pragma", "synchronous("+sync+")")
-	wq.Add("_pragma", "foreign_keys(ON)")
-	// A batch runs each request in a savepoint, and SQLite keeps the
-	// pages a savepoint changes in a statement journal. Keep it in memory,
-	// not in a temporary file that a batch of appends spilled to with a
-	// pwrite per page. The writer's sorts and temporary tables stay in
-	// memory too, since its queries sort nothing larger than a page of
-	// rows and migrations copy tables in key order.
-	wq.Add("_pragma", "temp_store(MEMORY)")
-	for _, p := range opts.WriterPragmas {
-		wq.Add("_pragma", p)
-	}
-	wq.Set("_txlock", "immediate")
-	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err) // err names the file
-	}
-	warnExposed(path, opts.Warnf)
-	writer, err := sql.Open("sqlite", FileURI(path, wq))
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	writer.SetMaxOpenConns(1)
-	writer.SetMaxIdleConns(1)
-	writer.SetConnMaxLifetime(0)
-	writer.SetConnMaxIdleTime(0)
-	if err := writer.PingContext(ctx); err != nil {
-		writer.Close()
-		return nil, fmt.Errorf("open %s: %w", path, classify(err))
-	}
-	if err := migrations.Up(ctx, writer); err != nil {
-		writer.Close()
-		return nil, err
-	}
-	rq := url.Values{}
-	rq.Add("_pragma", busy)
-	rq.Add("_pragma", "query_only(1)")
-	reader, err := sql.Open("sqlite", FileURI(path, rq))
-	if err != nil {
-		writer.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	// Read transactions keep up to opts.Readers connections in readConns.
-	// Two more serve the pool's own queries, such as Store.Read, Reader
-	// and the background prepares, which must not wait for a transaction.
-	reader.SetMaxOpenConns(opts.Readers + 2)
-	reader.SetMaxIdleConns(2)
-	return newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path)), nil
+	return openAt(ctx, loc, opts)
 }
 
 // newStore starts the store's writer over its two pools.
@@ -526,8 +463,7 @@ func (s *Store) Each(ctx context.Context, f Filter, fn func(events.Event) error)
 	}
 }
 
-// classify maps SQLite's and PostgreSQL's errors to the store's error
-// vocabulary by code.
+// classify maps the engines' errors to the store's error vocabulary.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -535,20 +471,9 @@ func classify(err error) error {
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
 		return err // classified already
 	}
-	if c, ok := classifyPostgres(err); ok {
-		return c
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		code := se.Code()
-		switch code & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
-			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		case sqlite3.SQLITE_CONSTRAINT:
-			if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-				return fmt.Errorf("%w: %w", ErrConflict, err)
-			}
+	for _, d := range engines {
+		if c, ok := d.classify(err); ok {
+			return c
 		}
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) || isDBClosed(err) {

@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// Pi writes each key of an entry in one spelling and reads it back so:
+// Pi writes each key of an entry in one spelling and reads it back so, and
 // "ID" or "Id" is not "id". encoding/json matches the keys of an object to
-// struct fields case-insensitively ("ID" after "id" would even win), so an
-// entry with a key that is a case variant of a field's is decoded by exact
-// keys instead (decodeExact); other keys, case variants included, stay in
-// the raw entry, unread. Entries without one, all that Pi writes, decode
-// as before, through encoding/json's struct decoding.
+// struct fields case-insensitively, and "ID" after "id" would even win.
+// So an entry with a key that is a case variant of a field's is decoded by
+// exact keys instead, with decodeExact. Other keys, case variants included,
+// stay unread in the raw entry. Entries without one, all that Pi writes,
+// decode through encoding/json's struct decoding.
 
 // fieldKeys are the keys the entries' types decode, by their
 // ASCII-lowercase forms.
@@ -28,13 +28,10 @@ var fieldKeys = func() map[string]string {
 	return m
 }()
 
-// hasVariantKey reports whether the JSON value raw has, at any depth, a
-// key that encoding/json would take for a field's key without being it
-// (bytes.EqualFold, as it matches). It is a conservative test: a variant
-// inside a value no type decodes (tool-call arguments) counts too.
-// Invalid JSON gives either answer; both decoders refuse it.
+// hasVariantKey reports whether the JSON value raw has, at any depth, a key
+// that encoding/json would take for a field's key without being it.
 func hasVariantKey(raw []byte) bool {
-	var stackBuf [16]bool // true: an object
+	var stackBuf [16]bool // true for an object
 	stack := stackBuf[:0]
 	key := false // the next string is a key
 	for i := 0; i < len(raw); i++ {
@@ -55,8 +52,10 @@ func hasVariantKey(raw []byte) bool {
 		case '"':
 			end, closed := stringEnd(raw, i+1)
 			if !closed {
-				return false // invalid JSON
+				return false // invalid JSON, which both decoders refuse
 			}
+			// A key in a value no type decodes, such as tool-call
+			// arguments, counts too.
 			if key && variantKey(raw[i:end]) {
 				return true
 			}
@@ -101,10 +100,10 @@ func variantKey(token []byte) bool {
 	for _, c := range k {
 		ascii = ascii && c < utf8.RuneSelf
 	}
-	if !ascii { // "ſ" (U+017F) folds to "s", "K" (U+212A) to "k"
+	if !ascii { // U+017F "ſ" folds to "s", and U+212A "K" to "k"
 		for _, f := range fieldKeys {
 			if bytes.EqualFold(k, []byte(f)) {
-				return true // not equal: f is ASCII, k is not
+				return true // not equal, since f is ASCII and k is not
 			}
 		}
 		return false
@@ -129,10 +128,9 @@ type field struct {
 	into any
 }
 
-// decodeExact decodes the JSON object b (or null, which sets nothing)
-// member by member: each field from the member whose key is exactly its
-// key, if any. It fails where encoding/json's struct decoding fails: b not
-// valid JSON or not an object, a member of the wrong type.
+// decodeExact fills each field from the member of the JSON object b whose
+// key is exactly the field's. It fails where encoding/json's struct
+// decoding fails, and a null b sets nothing.
 func decodeExact(b []byte, fields ...field) error {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
@@ -150,15 +148,15 @@ func decodeExact(b []byte, fields ...field) error {
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-// Head is what places an entry in its session: its type, id and parent.
+// Head is an entry's type, id and parent, which place it in its session.
 type Head struct {
 	Type     string  `json:"type"`
 	ID       string  `json:"id"`
-	ParentID *string `json:"parentId"` // nil: none, or null
+	ParentID *string `json:"parentId"` // nil when absent or null
 }
 
-// ReadHead decodes the head of a raw entry, its keys matched exactly: an
-// entry whose only id key is "ID" has no id.
+// ReadHead decodes the head of a raw entry, matching its keys exactly.
+// An entry whose only id key is "ID" has no id.
 func ReadHead(raw []byte) (Head, error) {
 	var h Head
 	if !hasVariantKey(raw) {

@@ -1,8 +1,10 @@
-// Package history turns raw Pi session entries into history items: it
-// canonicalises entries for equality, renders each entry's "canonical safe
-// text" (thinking excluded, tool calls and images as placeholders), assigns
-// public roles and tool namespaces, and recognises control records. It is
-// pure: the same entry always renders the same way.
+// Package history turns raw Pi session entries into history items.
+//
+// It canonicalises entries for equality, renders each entry's canonical
+// safe text, assigns public roles and tool namespaces, and recognises
+// control records. The safe text leaves thinking out and shows tool calls
+// and images as placeholders. The package is pure, so the same entry
+// always renders the same way.
 package history
 
 import (
@@ -17,8 +19,8 @@ import (
 // ControlPrefix starts the customType of pi-token-budget's control messages.
 const ControlPrefix = "pi-token-budget:"
 
-// ResetMarker starts the summary of a compaction written by a memoryd
-// rollover (the bootstrap).
+// ResetMarker starts the summary of the bootstrap, the compaction that a
+// memoryd rollover writes.
 const ResetMarker = "<context_window_reset/>"
 
 // Tool namespaces.
@@ -44,14 +46,14 @@ type Image struct {
 type Rendered struct {
 	// Item reports whether the entry is a history item at all.
 	Item bool
-	// Role is the public role: user, assistant, tool, system or developer.
+	// Role is the public role, one of user, assistant, tool, system or developer.
 	Role string
-	// RawRole is the role as Pi wrote it (message.role, or the entry type).
+	// RawRole is the role as Pi wrote it in message.role, or else the entry type.
 	RawRole string
 	// Text is the canonical safe text.
 	Text string
 	// Breaks are the code-point offsets of the newlines that join the
-	// entry's separate parts (blocks) in Text: no search match may span one.
+	// entry's blocks in Text. No search match may span one.
 	Breaks []int
 	// Images counts the entry's image blocks.
 	Images int
@@ -61,10 +63,10 @@ type Rendered struct {
 	CallsOnly bool
 	// ToolCallID and ToolName identify the call a toolResult answers.
 	ToolCallID, ToolName string
-	// Compaction reports a compaction entry: it opens a new window.
+	// Compaction reports a compaction entry, which opens a new window.
 	Compaction bool
-	// Control reports a control record of pi-token-budget (a control
-	// custom message or a bootstrap compaction).
+	// Control reports a control record of pi-token-budget, either a control
+	// custom message or a bootstrap compaction.
 	Control bool
 	// WindowID is the window a marked bootstrap compaction names, if any.
 	WindowID string
@@ -104,15 +106,14 @@ type block struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Render renders one raw entry. An entry that is not valid JSON, or not an
-// object, renders as no item. Its keys are matched exactly (exact.go).
+// Render renders one raw entry, matching its keys exactly.
 func Render(raw []byte) Rendered { return render(raw, hasVariantKey(raw)) }
 
 // render is Render, decoding by exact keys when exact is set.
 func render(raw []byte, exact bool) Rendered {
 	e, err := decodeEntry(raw, exact)
 	if err != nil {
-		return Rendered{}
+		return Rendered{} // invalid JSON or not an object renders as no item
 	}
 	switch e.Type {
 	case "message":
@@ -319,8 +320,8 @@ func Images(raw []byte) []Image {
 	return out
 }
 
-// Namespace returns the namespace of a Pi tool name: notes for notes_*,
-// history for history_*, functions for everything else.
+// Namespace returns the namespace of a Pi tool name, which is notes for
+// notes_*, history for history_* and functions for everything else.
 func Namespace(tool string) string {
 	switch {
 	case strings.HasPrefix(tool, "notes_"):
@@ -331,15 +332,14 @@ func Namespace(tool string) string {
 	return NamespaceFunctions
 }
 
-// Internal reports whether a tool is one of memoryd's own (notes, history,
-// get_context_remaining, new_context): its records are hidden by default.
+// Internal reports whether a tool is one of memoryd's own, whose records
+// are hidden by default.
 func Internal(tool string) bool {
 	return Namespace(tool) != NamespaceFunctions || tool == "get_context_remaining" || tool == "new_context"
 }
 
-// NameMatches reports whether a tool_name filter names tool: the Pi name
-// (notes_write_file) or, in the notes and history namespaces, the Codex
-// short name (write_file).
+// NameMatches reports whether a tool_name filter names tool by its Pi name
+// or, in the notes and history namespaces, by a short name such as write_file.
 func NameMatches(filter, tool string) bool {
 	if filter == tool {
 		return true
@@ -348,9 +348,9 @@ func NameMatches(filter, tool string) bool {
 	return ns != NamespaceFunctions && ns+"_"+filter == tool
 }
 
-// Canonical returns the canonical form of a JSON value: object keys
-// sorted, no insignificant space, numbers as written. Two entries are equal
-// when their canonical forms are.
+// Canonical returns the canonical form of a JSON value, with object keys
+// sorted, no insignificant space and numbers as written. Two entries are
+// equal when their canonical forms are.
 func Canonical(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -9,10 +9,10 @@ import (
 	"io"
 )
 
-// Session is a Pi session file read whole: its header, its entries in
-// file order, and its current branch.
+// Session is a Pi session file read whole, with its header, its entries in
+// file order and its current branch.
 type Session struct {
-	// ID is the header's session id ("" without a header).
+	// ID is the header's session id, or "" without a header.
 	ID string
 	// Header is the header line {"type":"session",...} as read, or nil.
 	Header json.RawMessage
@@ -27,9 +27,8 @@ type Session struct {
 // MaxSessionLine is the longest line ReadSession accepts.
 const MaxSessionLine = 256 << 20
 
-// ReadSession reads a Pi session JSONL file: one JSON object a line, the
-// first possibly the header {"type":"session",...}; entries form a tree by
-// id/parentId. Errors name the line.
+// ReadSession reads a Pi session JSONL file, one JSON object a line, whose
+// entries form a tree by parentId. Errors name the line.
 func ReadSession(r io.Reader) (Session, error) {
 	var s Session
 	sc := bufio.NewScanner(r)
@@ -46,6 +45,7 @@ func ReadSession(r io.Reader) (Session, error) {
 		if err != nil {
 			return Session{}, fmt.Errorf("line %d: not a JSON object: %v", line, err)
 		}
+		// The header, {"type":"session",...}, may come before the entries.
 		if head.Type == "session" && s.Header == nil && len(s.Entries) == 0 {
 			s.ID, s.Header = head.ID, json.RawMessage(bytes.Clone(b))
 			continue

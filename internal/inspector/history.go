@@ -71,12 +71,13 @@ func readWholeItem(ctx context.Context, svc *memory.Service, task, agent, window
 // imageTypes are the image types shown inline.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-// imageURL is an image block as a data: URL, if it is one of imageTypes
-// and its data is base64 text (nothing else may reach the src).
+// imageURL is an image block as a data URL, if it is one of imageTypes and
+// its data is base64 text.
 func imageURL(c memory.ContentBlock) (template.URL, bool) {
 	if c.Type != "image" || !imageTypes[c.MimeType] {
 		return "", false
 	}
+	// Nothing but base64 text may reach the src.
 	for i := 0; i < len(c.Data); i++ {
 		switch b := c.Data[i]; {
 		case 'A' <= b && b <= 'Z', 'a' <= b && b <= 'z', '0' <= b && b <= '9', b == '+', b == '/', b == '=':
@@ -93,8 +94,8 @@ type segment struct {
 	Mark bool
 }
 
-// highlight cuts a region's preview at its matches (code-point offsets in
-// the item's text; the preview starts at offset).
+// highlight cuts a region's preview at its matches. The matches are
+// code-point offsets in the item's text, where the preview starts at offset.
 func highlight(preview string, offset int, matches [][2]int) []segment {
 	runes := []rune(preview)
 	var out []segment

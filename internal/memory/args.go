@@ -39,7 +39,8 @@ func (c *count) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// limitOr returns *c clamped to [1, max], or def when c is nil.
+// limitOr returns *c capped at max, or def when c is nil. The tool's schema
+// sets the least value.
 func limitOr(c *count, def, max int) int {
 	if c == nil {
 		return def

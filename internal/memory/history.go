@@ -13,7 +13,7 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// History limits (docs/behaviour.md §G).
+// History limits, as docs/behaviour.md §G sets them.
 const (
 	defaultHistoryListLimit   = 50
 	defaultHistorySearchLimit = 20
@@ -155,8 +155,8 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	if err != nil {
 		return ToolResult{}, err
 	}
-	// Walk the branch in output order keeping the first limit matches and
-	// counting the rest: memory stays bounded on a long history.
+	// Walk the branch in output order, keeping the first limit matches and
+	// counting the rest, so that memory stays bounded on a long history.
 	f := newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName)
 	limit := limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit)
 	var items []projections.Item
@@ -179,8 +179,8 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	preview := limitOr(a.MaxCharsPerItem, int(c.agent.Budget.HistoryItemPreviewChars), maxReadLimitChars)
 	omitted := total - len(items)
 	budget := listBudget(c.agent.Budget)
-	// Room a record may take: the budget less the omission line, so that a
-	// long preview is cut to fit rather than its whole record dropped.
+	// room is what a record may take, the budget less the omission line, so
+	// that a long preview is cut to fit rather than its whole record dropped.
 	room := budget - chars(omissionLine(omitted+len(items), historyHint)) - 1
 	recs := make([]tools.ItemSummary, 0, len(items))
 	lines := make([]string, 0, len(items))
@@ -195,14 +195,14 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 			NChars: it.NChars, Images: it.Images, TruncatedContent: sliceChars(text, 0, preview)}
 		line := compactJSON(rec)
 		for over := chars(line) - room; over > 0 && rec.TruncatedContent != ""; over = chars(line) - room {
-			// Escaping makes a line at least as long as its preview: cutting
+			// Escaping makes a line at least as long as its preview, so cutting
 			// over code points brings it within room in a pass or two.
 			rec.TruncatedContent = sliceChars(rec.TruncatedContent, 0, max(0, chars(rec.TruncatedContent)-over))
 			line = compactJSON(rec)
 		}
 		recs, lines = append(recs, rec), append(lines, line)
 		if used += chars(line) + 1; used > budget {
-			break // the rest cannot fit: they count as omitted
+			break // the rest cannot fit and count as omitted
 		}
 	}
 	omitted += len(items) - len(recs)
@@ -286,7 +286,7 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 		return ToolResult{}, err
 	}
 	// Walk the matching items in output order, filtered, and stop at the
-	// first past limit: it says that more exist (docs/search.md).
+	// first past limit, which says that more exist. See docs/search.md.
 	f := newItemFilter(c, agent, a.WindowID, a.Role, a.ToolNamespace, a.ToolName)
 	limit := limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit)
 	var hits []projections.Item
@@ -328,9 +328,9 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	return textResult(text, tools.HistorySearchContentsDetails{Results: recs[:kept], NReturned: kept, Omitted: len(recs) - kept, More: more}), nil
 }
 
-// searchOmissionLine is the last line of a search that left matches out:
-// omitted counts those of the first limit that the budget cut, more says
-// that matches exist past the first limit.
+// searchOmissionLine is the last line of a search that left matches out.
+// omitted counts those of the first limit that the budget cut, and more
+// says that matches exist past the first limit.
 func searchOmissionLine(omitted int, more bool) string {
 	if !more {
 		return omissionLine(omitted, historyHint)
@@ -347,9 +347,8 @@ func searchOmissionLine(omitted int, more bool) string {
 }
 
 // findRegions returns up to three regions of text around the matches of
-// query, each with code-point coordinates that history_read_item reads
-// back exactly. The preview budget is shared among the regions. A match
-// that spans a break (the newline joining two separate parts) is no match.
+// query, sharing the preview budget. Their code-point coordinates are what
+// history_read_item reads back exactly.
 func findRegions(text string, breaks []int, query string, previewChars int) []tools.SearchRegion {
 	qChars := chars(query)
 	per := max(previewChars/maxSearchRegions, qChars)
@@ -364,6 +363,7 @@ func findRegions(text string, breaks []int, query string, previewChars int) []to
 		cp += utf8.RuneCountInString(text[byteAt : byteAt+i])
 		byteAt += i
 		start, end := cp, cp+qChars
+		// A match across a break, the newline joining two blocks, is no match.
 		if spansBreak(breaks, start, end) {
 			_, w := utf8.DecodeRuneInString(text[byteAt:])
 			cp++
@@ -378,7 +378,7 @@ func findRegions(text string, breaks []int, query string, previewChars int) []to
 			}
 			off := max(0, start-(per-qChars)/2)
 			lim := min(per, total-off)
-			if lim < per { // near the end: widen to the left
+			if lim < per { // near the end, widen to the left
 				off = max(0, total-per)
 				lim = total - off
 			}
@@ -393,7 +393,7 @@ func findRegions(text string, breaks []int, query string, previewChars int) []to
 	return out
 }
 
-// spansBreak reports whether [start, end) contains a break offset.
+// spansBreak reports whether a break offset is at least start and below end.
 func spansBreak(breaks []int, start, end int) bool {
 	i, _ := slices.BinarySearch(breaks, start)
 	return i < len(breaks) && breaks[i] < end

@@ -15,7 +15,7 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Notes limits (docs/behaviour.md §G).
+// Notes limits, as docs/behaviour.md §G sets them.
 const (
 	defaultNotesListMax   = 100
 	maxNotesListMax       = 500
@@ -30,8 +30,8 @@ const (
 	notesSearchHint       = "narrow path_prefix or the query, or lower max_files"
 )
 
-// listBudget is the text budget of list and search results:
-// min(max_tool_output_chars, 6000).
+// listBudget is the text budget of list and search results, the agent's
+// max_tool_output_chars capped at indexOutputCharsLimit.
 func listBudget(b events.Budget) int {
 	return int(min(b.MaxToolOutputChars, indexOutputCharsLimit))
 }
@@ -46,8 +46,8 @@ func noteOwner(ctx context.Context, r *projections.Reader, c caller, agent strin
 	return err
 }
 
-// parseNotePath resolves a note path given by the agent current (the
-// caller: context.agent, which identify checks).
+// parseNotePath resolves a note path given by the agent current, the
+// caller's context.agent, which identify checks.
 func parseNotePath(tool, current, p string) (address.NotePath, error) {
 	np, err := address.ParseNotePath(current, p)
 	if err != nil {
@@ -125,18 +125,17 @@ type readNoteArgs struct {
 	LimitChars  *count `json:"limit_chars"`
 }
 
-// readNoteTool is notes_read_file, a read tool (runRead) whose caller
-// and note come in one query (Reader.AgentWithNote), or from the note
-// cache when nothing was committed since they were read. The path is
-// parsed once, before the transaction; one that does not parse is refused
-// after the caller is identified and let through the fence, as the other
-// read tools refuse theirs.
+// readNoteTool is notes_read_file, a read tool whose caller and note come in
+// one query, or from the note cache when nothing was committed since.
 func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, int64, error) {
 	name, cc := call.name, call.cc
 	var a readNoteArgs
 	if err := decodeArgs(name, call.args, &a); err != nil {
 		return ToolResult{}, 0, err
 	}
+	// The path is parsed once, before the transaction. One that does not
+	// parse is refused after the caller is identified and let through the
+	// fence, as the other read tools refuse theirs.
 	np, pathErr := parseNotePath(name, cc.Agent, a.Path)
 	var res ToolResult
 	readAt, err := s.readAt(ctx, call.wantPosition, pathErr == nil, func(r *projections.Reader) (int64, error) {
@@ -159,7 +158,7 @@ func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, i
 		if pathErr != nil {
 			return c.readAt, pathErr
 		}
-		var note *projections.Note // nil: no note there
+		var note *projections.Note // nil when there is no note
 		if found {
 			note = &n
 		}
@@ -169,8 +168,8 @@ func readNoteTool(ctx context.Context, s *Service, call toolCall) (ToolResult, i
 	return res, readAt, err
 }
 
-// readNote answers notes_read_file from the note n at np (nil: none
-// there): lines first, then code points.
+// readNote answers notes_read_file from the note n at np, which is nil when
+// there is none. It selects lines first, then code points.
 func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteArgs, np address.NotePath, n *projections.Note) (ToolResult, error) {
 	if err := noteOwner(ctx, r, c, np.Agent); err != nil {
 		return ToolResult{}, err
@@ -210,9 +209,8 @@ func readNote(ctx context.Context, r *projections.Reader, c caller, a readNoteAr
 	return textResult(text, d), nil
 }
 
-// lineSpan returns lines start..stop (1-based, inclusive, within the
-// text) of s with the newlines between them: strings.Split's lines joined
-// back, without building them.
+// lineSpan returns lines start to stop of s, counted from 1 and both within
+// the text, as strings.Split's lines joined back without building them.
 func lineSpan(s string, start, stop int) string {
 	i := 0
 	for range start - 1 {
@@ -229,17 +227,15 @@ func lineSpan(s string, start, stop int) string {
 	return s[i : j-1]
 }
 
-// textPage is a fragment [Offset, End) of a text, in code points, and
-// where the next one starts (nil: the text ends with it).
+// textPage is a fragment of a text and where the next one starts.
 type textPage struct {
-	Offset, End int
-	Next        *int
+	Offset, End int  // in code points, End excluded
+	Next        *int // nil when the text ends with this fragment
 }
 
 // fitPage fits a header line and the fragment of body from offset into
-// budget code points: the header, header(p) for the page p it heads, is
-// always whole and, when any content is left, at least one content
-// character is returned. It returns the page and "header\nfragment".
+// budget code points, and returns the page and "header\nfragment".
+// The header function makes each page's header, which is always whole.
 func fitPage(body string, offset, total, limit, budget int, header func(textPage) string) (textPage, string) {
 	n := total - offset
 	if limit >= 0 {
@@ -253,10 +249,10 @@ func fitPage(body string, offset, total, limit, budget int, header func(textPage
 		}
 		h := header(p) // of the fragment as it now is
 		room := budget - chars(h) - 1
-		if n <= room || n <= 1 {
+		if n <= room || n <= 1 { // at least one content character goes out, if any is left
 			return p, h + "\n" + sliceChars(body, offset, n)
 		}
-		n = max(room, 1) // shrinking n can lengthen the header: check again
+		n = max(room, 1) // shrinking n can lengthen the header, so check again
 	}
 }
 
@@ -268,7 +264,7 @@ type searchNotesArgs struct {
 	RecentFileFirst   *bool   `json:"recent_file_first"`
 }
 
-// searchNotes is notes_search_contents: literal, case-sensitive, per line.
+// searchNotes is notes_search_contents, a literal, case-sensitive search by line.
 func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchNotesArgs) (ToolResult, error) {
 	np, err := parsePrefix("notes_search_contents", "path_prefix", c, a.PathPrefix)
 	if err != nil {
@@ -304,7 +300,7 @@ func searchNotes(ctx context.Context, r *projections.Reader, c caller, a searchN
 			}
 		}
 		if hits == 0 {
-			continue // the query spans lines: no line matches
+			continue // the query spans lines, so no line matches
 		}
 		if len(files) == maxFiles {
 			omitted++
@@ -342,8 +338,8 @@ type writeNoteArgs struct {
 	Text string `json:"text"`
 }
 
-// writeNoteTool is notes_append_to_file (appendMode) and notes_write_file:
-// idempotent per (task, calling agent, call_id), capped in UTF-8 bytes.
+// writeNoteTool is notes_append_to_file in appendMode and notes_write_file
+// otherwise. A write is idempotent per task, calling agent and call_id.
 func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bool) (ToolResult, int64, error) {
 	name, cc := call.name, call.cc
 	var a writeNoteArgs
@@ -427,16 +423,17 @@ func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bo
 	if err != nil {
 		return ToolResult{}, readAt, err
 	}
-	// The stored result becomes the tool's: the same fields, kept apart so
-	// that the stored form can change without changing the API.
+	// The stored result becomes the tool's. The two types have the same
+	// fields but are kept apart, so that the stored form can change without
+	// changing the API.
 	d := tools.NoteWriteDetails(res)
 	out := textResult(compactJSON(d), d)
 	out.Terminate = terminate
 	return out, readAt, nil
 }
 
-// checkCapacity refuses a write that would make the note exceed limit,
-// its owner's cap (notesCap). existing is the note's current size.
+// checkCapacity refuses a write that would make the note exceed limit, its
+// owner's cap in UTF-8 bytes. existing is the note's current size.
 func checkCapacity(limit int64, np address.NotePath, existing int64, text string, appendMode bool) error {
 	size := int64(len(text))
 	if !appendMode {

@@ -7,13 +7,12 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Tool results are mostly text (a note, an item, search hits), and the
-// text is often in a result twice (the content the model sees and the
-// details). The content blocks (ToolResult.appendContent) and a note
-// read's details (here) are encoded by hand, their strings by
-// jsonenc.AppendString, in exactly encoding/json's bytes (HTML escaping
-// off, as ToolResult.JSON sets): TestToolResultJSONIsEncodingJSON
-// compares them.
+// Tool results are mostly text, such as a note, an item or search hits, and
+// the text is often in a result twice, in the content the model sees and in
+// the details. The content blocks and a note read's details are encoded by
+// hand, their strings by jsonenc.AppendString, in exactly the bytes
+// encoding/json writes with HTML escaping off, as ToolResult.JSON sets it.
+// TestToolResultJSONIsEncodingJSON compares them.
 
 // appendReadNote appends d as encoding/json encodes it. A field added to
 // tools.NotesReadFileDetails must be added here too;
@@ -22,9 +21,8 @@ func appendReadNote(dst []byte, d *tools.NotesReadFileDetails) []byte {
 	return appendReadNoteFields(dst, d, true)
 }
 
-// readNoteHeader is the first line of a note read's content: d without
-// its text, as compactJSON encodes it. TestNoteHeaderIsCompactJSON
-// compares them.
+// readNoteHeader is the first line of a note read's content, d without its
+// text as compactJSON encodes it. TestNoteHeaderIsCompactJSON compares them.
 func readNoteHeader(d *tools.NotesReadFileDetails) string {
 	// The keys and seven numbers take under 200 bytes; the path an eighth
 	// more for escapes.

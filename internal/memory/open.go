@@ -50,16 +50,17 @@ type OpenOptions struct {
 	preload projections.PreloadOptions
 }
 
-// Open opens the database at path, creating and migrating it, and returns
+// Open opens the database db names, creating and migrating it, and returns
 // a Service that owns it. It is the one way memoryd opens its storage and
 // builds a Service outside this package.
-func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) {
-	if !eventlog.IsPostgres(path) { // an SQLite file, in a private folder
+func Open(ctx context.Context, db string, opts OpenOptions) (*Service, error) {
+	loc := ParseLocation(db)
+	if path, ok := loc.File(); ok { // a database file, in a private folder
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create the database folder: %w", err)
 		}
 	}
-	store, err := projections.Open(ctx, path, eventlog.Options{
+	store, err := projections.Open(ctx, loc, eventlog.Options{
 		Synchronous: opts.Synchronous, Warnf: opts.Warnf,
 		Now: opts.Now, BusyTimeout: opts.BusyTimeout, WriterPragmas: opts.WriterPragmas,
 	}, opts.Logf)
@@ -75,13 +76,12 @@ func Open(ctx context.Context, path string, opts OpenOptions) (*Service, error) 
 	return s, nil
 }
 
-// IsPostgres reports whether a database name is a PostgreSQL URL rather
-// than an SQLite file.
-func IsPostgres(db string) bool { return eventlog.IsPostgres(db) }
+// Location is a database name parsed once: its engine, and its file when
+// the engine keeps one.
+type Location = eventlog.Location
 
-// DatabaseName returns how a database is named in logs and messages. A
-// PostgreSQL URL loses its password and parameters.
-func DatabaseName(db string) string { return eventlog.DatabaseName(db) }
+// ParseLocation returns the location a --db value names.
+func ParseLocation(db string) Location { return eventlog.ParseLocation(db) }
 
 // serviceOptions configure a Service.
 type serviceOptions struct {

@@ -13,17 +13,14 @@ func (s *Service) read(ctx context.Context, fn func(r *projections.Reader) error
 	return err
 }
 
-// readAt is read for a tool call. fn returns the log position its caller
-// was read at, or 0 when it does not know it, and readAt returns the
-// snapshot's position when wantPosition asks for it. With noteCache, the
-// note fn reads with its caller may come from the service's note cache;
-// if something was committed while such a call ran, fn runs again without
-// the cache, since a query fn made after taking the note read a newer
-// state than the note's.
+// readAt is read for a tool call, returning the snapshot's position when
+// wantPosition asks for it. fn returns the log position its caller was read
+// at, or 0 when it does not know it. With noteCache, the note fn reads with
+// its caller may come from the service's note cache.
 func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn func(r *projections.Reader) (int64, error)) (int64, error) {
 	var stamp eventlog.CommitStamp
 	if noteCache && s.notes != nil {
-		stamp, noteCache = s.store.CommitStamp() // before the transaction: no entry is tagged newer than its rows
+		stamp, noteCache = s.store.CommitStamp() // before the transaction, so no entry is tagged newer than its rows
 	} else {
 		noteCache = false
 	}
@@ -32,6 +29,9 @@ func (s *Service) readAt(ctx context.Context, wantPosition, noteCache bool, fn f
 		if !retry {
 			return pos, err
 		}
+		// Something was committed while fn ran with a cached note, so a
+		// query fn made after taking the note read a newer state than the
+		// note's. Run fn again without the cache.
 		noteCache = false
 	}
 }

@@ -28,20 +28,16 @@ type ToolResult struct {
 	body []byte // the encoding of the above, once JSON has made it
 }
 
-// JSON returns the result as a response body: compact JSON without HTML
-// escaping, ending in a newline, byte for byte what encoding/json's
-// Encoder (SetEscapeHTML(false)) writes. It is encoded once, by the first
-// call: the read audit fingerprints the same bytes the response carries.
-//
-// The content blocks, and the details of a note read, are encoded by
-// hand (their strings by jsonenc.AppendString); other details by
-// encoding/json.
+// JSON returns the result as a response body, byte for byte what an
+// encoding/json Encoder with HTML escaping off writes.
 func (r *ToolResult) JSON() ([]byte, error) {
+	// Encoded once, so the read audit fingerprints the same bytes the
+	// response carries.
 	if r.body != nil {
 		return r.body, nil
 	}
-	// The buffer's size: the strings, an eighth more for escapes (a
-	// newline every 50 bytes needs a 50th), and the keys.
+	// The buffer is sized for the strings, an eighth more for escapes, and
+	// the keys. Text with a newline every 50 bytes needs only a 50th more.
 	size := 64
 	for _, b := range r.Content {
 		n := len(b.Type) + len(b.Text) + len(b.Data) + len(b.MimeType)
@@ -50,6 +46,8 @@ func (r *ToolResult) JSON() ([]byte, error) {
 	var buf []byte
 	switch d := r.Details.(type) {
 	case tools.NotesReadFileDetails:
+		// A note read's details are encoded by hand, like the content
+		// blocks. Other details go through encoding/json.
 		n := len(d.Path) + len(d.Text)
 		buf = make([]byte, 0, size+n+n/8+256)
 		buf = r.appendContent(buf)

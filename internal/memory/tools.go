@@ -30,17 +30,17 @@ type toolCall struct {
 	cc        CallContext
 	args      json.RawMessage
 	requestID string
-	// gate: the caller's checkpoint fence may block a read tool (the
-	// inspector's reads are not the agent's: InspectTool); notes_read_file
-	// and the writes are always gated.
+	// gate lets the caller's checkpoint fence block a read tool. The
+	// inspector's reads are not the agent's and are not gated.
+	// notes_read_file and the writes are always gated.
 	gate bool
-	// wantPosition: the call reports the log position it read at, for the
-	// audit.
+	// wantPosition asks the call to report the log position it read at,
+	// for the audit.
 	wantPosition bool
 }
 
-// callTool runs a tool, and returns the log position it read at when
-// call.wantPosition asks for it (0 otherwise).
+// callTool runs a tool and returns the log position it read at when
+// call.wantPosition asks for it, or else 0.
 func (s *Service) callTool(ctx context.Context, call toolCall) (ToolResult, int64, error) {
 	name := call.name
 	if !tools.Known(name) {
@@ -92,8 +92,7 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 }
 
 // runRead runs a read-only tool in one read transaction, so every query
-// it makes sees the same snapshot; gate says whether the caller's
-// checkpoint fence may block it.
+// it makes sees the same snapshot.
 func runRead[A any](ctx context.Context, s *Service, call toolCall,
 	fn func(ctx context.Context, r *projections.Reader, c caller, args A) (ToolResult, error)) (ToolResult, int64, error) {
 	var args A

@@ -9,7 +9,7 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// newContextTool is new_context: an idempotent rollover request.
+// newContextTool is new_context, an idempotent rollover request.
 func newContextTool(ctx context.Context, s *Service, call toolCall) (ToolResult, int64, error) {
 	cc := call.cc
 	var d tools.NewContextDetails

@@ -39,7 +39,7 @@ func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service
 	tb.Helper()
 	svc, err := memory.Open(context.Background(), path, opts)
 	if err != nil {
-		tb.Fatalf("open %s: %v", memory.DatabaseName(path), err)
+		tb.Fatalf("open %s: %v", memory.ParseLocation(path), err)
 	}
 	tb.Cleanup(func() { svc.Close() })
 	return svc

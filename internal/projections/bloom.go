@@ -1,11 +1,6 @@
 package projections
 
-import (
-	"database/sql/driver"
-	"encoding/binary"
-
-	"modernc.org/sqlite"
-)
+import "encoding/binary"
 
 // bloomBits is the size of a sealed chunk's Bloom filter of the byte
 // trigrams of its text, with one hash per trigram. A needle of at least
@@ -64,18 +59,4 @@ func bloomHas(filter, probes []byte) bool {
 		}
 	}
 	return true
-}
-
-// init registers bloomHas with the driver as the SQL function
-// memoryd_bloom_has, for CandidateChunks on every connection.
-func init() {
-	sqlite.MustRegisterDeterministicScalarFunction("memoryd_bloom_has", 2,
-		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-			filter, _ := args[0].([]byte)
-			probes, _ := args[1].([]byte)
-			if bloomHas(filter, probes) {
-				return int64(1), nil
-			}
-			return int64(0), nil
-		})
 }

@@ -137,7 +137,7 @@ func openDeferring(t *testing.T) *eventlog.Store {
 // deferring request holds.
 func openDeferringWith(t *testing.T, flush noteFlush) *eventlog.Store {
 	t.Helper()
-	store, err := open(context.Background(), filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Synchronous: "off"}, nil, flush)
+	store, err := open(context.Background(), eventlog.ParseLocation(filepath.Join(t.TempDir(), "memory.db")), eventlog.Options{Synchronous: "off"}, nil, flush)
 	if err != nil {
 		t.Fatal(err)
 	}

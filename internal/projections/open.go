@@ -8,21 +8,21 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
-// Open opens the event log at path with the projections as its projector.
+// Open opens the event log at loc with the projections as its projector.
 // When a migration marked the projections for a rebuild, it rebuilds them
 // from the log in one transaction before returning, and logs why through
 // logf.
-func Open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
-	return open(ctx, path, opts, logf, noteFlush{})
+func Open(ctx context.Context, loc eventlog.Location, opts eventlog.Options, logf func(format string, args ...any)) (*eventlog.Store, error) {
+	return open(ctx, loc, opts, logf, noteFlush{})
 }
 
 // open is Open with flush bounding the notes a deferring request holds.
-func open(ctx context.Context, path string, opts eventlog.Options, logf func(format string, args ...any), flush noteFlush) (*eventlog.Store, error) {
+func open(ctx context.Context, loc eventlog.Location, opts eventlog.Options, logf func(format string, args ...any), flush noteFlush) (*eventlog.Store, error) {
 	opts.Projector = Projector{flush: flush}
 	if opts.Warnf == nil { // logf takes the open's warnings too
 		opts.Warnf = logf
 	}
-	store, err := eventlog.Open(ctx, path, opts)
+	store, err := eventlog.OpenAt(ctx, loc, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func open(ctx context.Context, path string, opts eventlog.Options, logf func(for
 	if err := store.Reader().QueryRowContext(ctx, "SELECT count(*) FROM projection_rebuilds").Scan(&marks); err != nil || marks == 0 {
 		if err != nil {
 			store.Close()
-			return nil, fmt.Errorf("open %s: %w", path, err)
+			return nil, fmt.Errorf("open %s: %w", loc, err)
 		}
 		return store, nil
 	}
@@ -65,7 +65,7 @@ func open(ctx context.Context, path string, opts eventlog.Options, logf func(for
 	})
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("rebuild the projections of %s: %w", path, err)
+		return nil, fmt.Errorf("rebuild the projections of %s: %w", loc, err)
 	}
 	return store, nil
 }

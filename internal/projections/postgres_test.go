@@ -31,7 +31,7 @@ func testPostgresDB(t *testing.T) *sql.DB { return pgtest.OpenMigrated(t) }
 // DBTX values, so that queriesOf picks the PostgreSQL queries.
 type pgTestDB struct{ *sql.DB }
 
-func (pgTestDB) PostgreSQL() {}
+func (pgTestDB) Engine() eventlog.Engine { return eventlog.Postgres }
 
 // sqliteDB returns a migrated SQLite database in the test's folder.
 func sqliteDB(t *testing.T) *sql.DB {
@@ -631,12 +631,12 @@ func TestPostgresNotesAsSQLite(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	// Both stores record the same times: the digests compare them.
 	fixed := func() time.Time { return time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC) }
-	lite, err := open(ctx, filepath.Join(t.TempDir(), "memory.db"), eventlog.Options{Synchronous: "off", Now: fixed}, nil, noteFlush{})
+	lite, err := open(ctx, eventlog.ParseLocation(filepath.Join(t.TempDir(), "memory.db")), eventlog.Options{Synchronous: "off", Now: fixed}, nil, noteFlush{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lite.Close() })
-	pg, err := open(ctx, dsn, eventlog.Options{Now: fixed}, nil, noteFlush{})
+	pg, err := open(ctx, eventlog.ParseLocation(dsn), eventlog.Options{Now: fixed}, nil, noteFlush{})
 	if err != nil {
 		t.Fatal(err)
 	}

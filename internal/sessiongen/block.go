@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Block is one content block of a message: text, thinking, toolCall or
-// image. Build them with Text, Thinking, ToolCall and Image.
+// Block is one text, thinking, toolCall or image block of a message.
+// Build them with Text, Thinking, ToolCall and Image.
 type Block struct {
 	kind, text, id, name, data, mime string
 	args                             json.RawMessage
@@ -15,7 +15,7 @@ type Block struct {
 // Text is a text block.
 func Text(s string) Block { return Block{kind: "text", text: s} }
 
-// Thinking is a thinking block (never part of a history item's text).
+// Thinking is a thinking block, which is never part of a history item's text.
 func Thinking(s string) Block { return Block{kind: "thinking", text: s} }
 
 // Image is an image block with base64 data.

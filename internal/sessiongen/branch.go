@@ -12,7 +12,7 @@ type head struct {
 	ParentID *string `json:"parentId"`
 }
 
-// parentsOf maps each id to its parent id ("" for a root) and checks that
+// parentsOf maps each id to its parent id, "" for a root, and checks that
 // ids are unique and parents known and earlier.
 func parentsOf(heads []head) (map[string]string, error) {
 	parents := make(map[string]string, len(heads))
@@ -44,7 +44,7 @@ func pathTo(parents map[string]string, leaf string) []string {
 	return out
 }
 
-// Path returns the branch that ends at leaf: the entry ids from the root
+// Path returns the branch that ends at leaf, the entry ids from the root
 // to leaf, following parentId through entries.
 func Path(entries []json.RawMessage, leaf string) ([]string, error) {
 	heads := make([]head, len(entries))
@@ -63,8 +63,8 @@ func Path(entries []json.RawMessage, leaf string) ([]string, error) {
 	return pathTo(parents, leaf), nil
 }
 
-// BranchSummary appends a branch summary: Pi writes one when the user
-// navigates the tree from fromID to the current leaf (see Checkout).
+// BranchSummary appends a branch summary, which Pi writes when the user
+// navigates the tree from fromID to the current leaf.
 func (b *Builder) BranchSummary(fromID, summary string) string {
 	return b.add("branch_summary", struct {
 		FromID  string `json:"fromId"`
@@ -72,8 +72,8 @@ func (b *Builder) BranchSummary(fromID, summary string) string {
 	}{fromID, summary})
 }
 
-// Checkout moves the leaf to id (an existing entry, or "" for a new
-// root): the next entry is its child, starting a new branch there.
+// Checkout moves the leaf to id, so the next entry is its child and starts
+// a new branch there. An empty id makes the next entry a new root.
 func (b *Builder) Checkout(id string) {
 	if _, ok := b.parents[id]; !ok && id != "" {
 		panic(fmt.Sprintf("sessiongen: checkout of unknown entry %q", id))

@@ -48,15 +48,14 @@ func (b *Builder) newID() string {
 	}
 }
 
-// CallID returns a fresh, deterministic tool-call id (toolu_...).
+// CallID returns a fresh, deterministic tool-call id that starts with toolu_.
 func (b *Builder) CallID() string {
 	b.calls++
 	return fmt.Sprintf("toolu_%02d%08x", b.calls, b.rng.Uint32())
 }
 
-// add appends an entry of type typ whose other fields are those of body
-// (a struct or map marshalling to a JSON object), child of the leaf, and
-// makes it the leaf.
+// add appends an entry of type typ as a child of the leaf and makes it the
+// leaf. Its other fields are those of body, which marshals to a JSON object.
 func (b *Builder) add(typ string, body any) string {
 	id := b.newID()
 	var parent *string

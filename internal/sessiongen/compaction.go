@@ -1,6 +1,6 @@
 package sessiongen
 
-// Compaction appends a Pi-native compaction: it opens a new window.
+// Compaction appends a Pi-native compaction, which opens a new window.
 func (b *Builder) Compaction(summary, firstKeptEntryID string, tokensBefore int) string {
 	return b.add("compaction", struct {
 		Summary          string `json:"summary"`
@@ -9,11 +9,11 @@ func (b *Builder) Compaction(summary, firstKeptEntryID string, tokensBefore int)
 	}{summary, firstKeptEntryID, tokensBefore})
 }
 
-// ResetSentinel is the firstKeptEntryId of a memoryd rollover compaction:
-// it matches no entry, so the new window keeps nothing.
+// ResetSentinel is the firstKeptEntryId of a memoryd rollover compaction.
+// It matches no entry, so the new window keeps nothing.
 const ResetSentinel = "memoryd:reset"
 
-// Bootstrap returns the summary of a memoryd rollover compaction: the
+// Bootstrap returns the summary of a memoryd rollover compaction, the
 // <context_window_reset/> marker and an identity block naming window.
 func Bootstrap(agent, first, window, previous string) string {
 	s := "<context_window_reset/>\nThis is a context-window reset notice, NOT a conversation summary.\n" +

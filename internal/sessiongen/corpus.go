@@ -15,8 +15,7 @@ var words = []string{
 	"lag", "commit", "flush", "wal", "checkpoint", "compaction", "ok", "failed", "error", "panic", "goroutine",
 }
 
-// logText writes about n bytes of log-like lines to buf (every 12th an
-// ERROR line).
+// logText writes about n bytes of log-like lines to buf.
 func logText(r *rand.Rand, buf *bytes.Buffer, n int) {
 	start := buf.Len()
 	line := 0
@@ -25,7 +24,7 @@ func logText(r *rand.Rand, buf *bytes.Buffer, n int) {
 		buf.WriteString("2026-12-02T10:")
 		buf.WriteString(strconv.Itoa(10 + r.IntN(50)))
 		buf.WriteString(":00Z ")
-		if line%12 == 0 {
+		if line%12 == 0 { // every 12th line is an error
 			buf.WriteString("ERROR ")
 		} else {
 			buf.WriteString("INFO ")

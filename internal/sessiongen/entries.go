@@ -10,8 +10,8 @@ func (b *Builder) CustomMessage(customType string, content any, display bool) st
 	}{customType, content, display})
 }
 
-// ControlMessage appends a pi-token-budget control message (kind is e.g.
-// "fallback", "reminder", "context-window") for window.
+// ControlMessage appends a pi-token-budget control message for window, of
+// a kind such as fallback, reminder or context-window.
 func (b *Builder) ControlMessage(kind, window, text string) string {
 	return b.add("custom_message", struct {
 		CustomType string            `json:"customType"`
@@ -21,7 +21,7 @@ func (b *Builder) ControlMessage(kind, window, text string) string {
 	}{"pi-token-budget:" + kind, text, false, map[string]string{"windowId": window}})
 }
 
-// Custom appends extension state (never a history item).
+// Custom appends extension state, which is never a history item.
 func (b *Builder) Custom(customType string, data any) string {
 	return b.add("custom", struct {
 		CustomType string `json:"customType"`

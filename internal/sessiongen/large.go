@@ -8,20 +8,16 @@ import (
 
 // Needles of Large sessions.
 const (
-	// LargeRareNeedle occurs in exactly one entry of a Large session
-	// (marked "rare").
+	// LargeRareNeedle occurs in exactly one entry of a Large session, the
+	// one marked rare.
 	LargeRareNeedle = "ZQX-RARE-NEEDLE-4417"
 	// LargeCommonNeedle occurs in nearly every tool result.
 	LargeCommonNeedle = "error"
 )
 
-// Large returns a session of about sizeBytes bytes of entries: turns of a
-// user request, an assistant message (thinking, text and a bash or read
-// call) and its tool result of 1–32 KB of log lines, with a Pi-native
-// compaction about every 8 MB. LargeRareNeedle occurs in one tool result
-// near the middle (mark "rare"); LargeCommonNeedle in nearly every tool
-// result. Mark "big" is the largest tool result. The same size always
-// gives the same session; 50 MB take well under a second to build.
+// Large returns a session of about sizeBytes bytes of entries, in turns of
+// a user request, a bash or read call and its tool result of log lines.
+// The same size always gives the same session.
 func Large(sizeBytes int) Session {
 	r := rand.New(rand.NewPCG(uint64(sizeBytes), 0x1a29e))
 	b := NewBuilder(8)
@@ -45,7 +41,7 @@ func Large(sizeBytes int) Session {
 		buf.Reset()
 		n := 1024 + r.IntN(31*1024)
 		logText(r, &buf, n)
-		rare := !rareDone && size >= rareAt
+		rare := !rareDone && size >= rareAt // one tool result near the middle
 		if rare {
 			buf.WriteString("2026-12-02T10:59:59Z ERROR " + LargeRareNeedle + " checksum mismatch in shard 7\n")
 			rareDone = true
@@ -65,7 +61,7 @@ func Large(sizeBytes int) Session {
 			size += len(e)
 			sinceCompaction += len(e)
 		}
-		if sinceCompaction >= 8<<20 && size < sizeBytes {
+		if sinceCompaction >= 8<<20 && size < sizeBytes { // a Pi-native compaction every 8 MB or so
 			b.Compaction(fmt.Sprintf("Turns up to %d: logs inspected, fixes applied.", turn), b.Leaf(), 150000)
 			sinceCompaction = 0
 		}

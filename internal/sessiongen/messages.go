@@ -43,7 +43,7 @@ func (b *Builder) UserText(text string) string {
 	return b.add("message", messageBody{userMessage{"user", text, b.millis()}})
 }
 
-// User appends a user message with content blocks (text, image).
+// User appends a user message with text and image blocks.
 func (b *Builder) User(blocks ...Block) string {
 	return b.add("message", messageBody{userMessage{"user", blocks, b.millis()}})
 }
@@ -66,8 +66,8 @@ func (b *Builder) Assistant(blocks ...Block) string {
 		StopReason: stop, Timestamp: b.millis()}})
 }
 
-// ToolResult appends the result of call callID of tool toolName (toolName
-// may be empty: the result is then linked by toolCallId alone).
+// ToolResult appends the result of call callID of tool toolName. With an
+// empty toolName the result is linked by toolCallId alone.
 func (b *Builder) ToolResult(callID, toolName string, isError bool, blocks ...Block) string {
 	if blocks == nil {
 		blocks = []Block{}
@@ -97,8 +97,8 @@ func (b *Builder) BashExecution(command, output string, exitCode int) string {
 	}{"bashExecution", command, output, exitCode, false, false, b.millis()}})
 }
 
-// CustomRoleMessage appends a message of role custom (an extension's
-// message as it enters the model context).
+// CustomRoleMessage appends a message of role custom, the form an
+// extension's message takes in the model context.
 func (b *Builder) CustomRoleMessage(customType, text string) string {
 	return b.add("message", messageBody{struct {
 		Role       string `json:"role"`

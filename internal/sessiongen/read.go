@@ -22,9 +22,8 @@ func ReadFile(path string) (Session, error) {
 	return s, nil
 }
 
-// Read parses a Pi session JSONL stream with the parser memoryd itself
-// uses (history.ReadSession): an optional header line, one entry per
-// line, and the current branch from the last entry to the root.
+// Read parses a Pi session JSONL stream with history.ReadSession, the
+// parser memoryd itself uses.
 func Read(r io.Reader) (Session, error) {
 	hs, err := history.ReadSession(r)
 	if err != nil {

@@ -1,13 +1,7 @@
 package sessiongen
 
-// Tools is a session of tool calls and results: bash and read calls with
-// results linked by toolCallId (one result without toolName), one
-// assistant message calling bash and notes_write_file together, notes_*,
-// history_*, get_context_remaining and new_context calls with their
-// results, an error result and an empty result. Marks: request, bash_call,
-// bash_result, read_call, read_result, pair_call, pair_bash_result,
-// pair_notes_result, notes_call, notes_result, history_call,
-// history_result, gcr_call, gcr_result, empty_result, error_result, answer.
+// Tools is a session of tool calls and results, of Pi's tools and of
+// memoryd's own. Its marks name each call and result.
 func Tools() Session {
 	b := NewBuilder(1)
 	b.UserText("Run the test suite and tell me why TestParse fails.")
@@ -16,11 +10,13 @@ func Tools() Session {
 	b.Assistant(Thinking("The user wants the failing test; run go test first."),
 		Text("Running the tests."), ToolCall(bash, "bash", map[string]any{"command": "go test ./..."}))
 	b.Mark("bash_call")
+	// This result has no toolName and is linked by toolCallId alone.
 	b.ToolResult(bash, "", false, Text("--- FAIL: TestParse (0.00s)\n    parse_test.go:41: got \"a\", want \"b\"\nFAIL"))
 	b.Mark("bash_result")
 	b.Call("read", map[string]any{"path": "parse_test.go", "offset": 30, "limit": 20},
 		"func TestParse(t *testing.T) {\n\tgot := Parse(\"a\")\n\tif got != \"b\" {")
 	b.marks["read_call"], b.marks["read_result"] = b.parents[b.leaf], b.leaf
+	// One assistant message calls bash and notes_write_file together.
 	pb, pn := b.CallID(), b.CallID()
 	b.Assistant(ToolCall(pb, "bash", map[string]any{"command": "git log -1 --oneline"}),
 		ToolCall(pn, "notes_write_file", map[string]any{"path": "checkpoint.md", "text": "TestParse fails: want b"}))
@@ -51,9 +47,8 @@ func Tools() Session {
 // PNG is a 1×1 transparent PNG, base64.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
-// Images is a session with images: a user message with text and two
-// images, an assistant reply, and a read tool result holding an image.
-// Marks: screenshot (2 images), reply, image_result (1 image).
+// Images is a session with images in a user message and in a read tool
+// result. Its marks are screenshot, reply and image_result.
 func Images() Session {
 	b := NewBuilder(2)
 	b.User(Text("The login button is misaligned, see the screenshots:"), Image(PNG, "image/png"), Image(PNG, "image/png"))
@@ -67,28 +62,27 @@ func Images() Session {
 	return b.Session()
 }
 
-// Compactions is a session with four windows: w1; a Pi-native compaction
-// opening w2; a memoryd rollover compaction whose bootstrap names w4
-// (the marked id wins over the ordinal w3); and a second native compaction,
-// whose ordinal w4 is taken, so it opens w5. Marks: first, native,
-// in_w2, marked, in_w4, native2, in_w5.
+// Compactions is a session with the four windows w1, w2, w4 and w5,
+// opened by Pi-native and memoryd rollover compactions.
 func Compactions() Session {
 	b := NewBuilder(3)
 	b.UserText("Refactor the config loader.")
 	b.Mark("first")
 	b.Assistant(Text("Splitting config.go into load.go and validate.go."))
-	b.Compaction("The user asked to refactor the config loader; config.go was split.", b.Leaf(), 90000)
+	b.Compaction("The user asked to refactor the config loader; config.go was split.", b.Leaf(), 90000) // opens w2
 	b.Mark("native")
 	b.UserText("Now add env overrides.")
 	b.Mark("in_w2")
 	b.Assistant(Text("Added MEMORYD_ env overrides in load.go."))
 	b.ControlMessage("fallback", "w2", "Context is nearly full: save a checkpoint in your notes now.")
+	// The bootstrap names w4, and the marked id wins over the ordinal w3.
 	b.MarkedCompaction("w4", "w2")
 	b.Mark("marked")
 	b.ControlMessage("context-window", "w4", "Current context window id: w4")
 	b.UserText("Continue with the tests for env overrides.")
 	b.Mark("in_w4")
 	b.Assistant(Text("Tests added in load_test.go."))
+	// The ordinal w4 is taken, so this compaction opens w5.
 	b.Compaction("Env overrides are implemented and tested.", b.Leaf(), 80000)
 	b.Mark("native2")
 	b.UserText("Ship it.")
@@ -96,12 +90,9 @@ func Compactions() Session {
 	return b.Session()
 }
 
-// BranchSwitch returns a session tree and two of its branches sharing a
-// prefix. a is the session as it was on branch A (only A's entries,
-// ending at A's leaf); b is the whole tree after the user navigated back
-// to the shared prefix and continued on branch B, which has a compaction
-// of its own. Marks (on both): shared_user, shared_reply, a_user, a_only,
-// summary, b_user, b_compaction, b_leaf.
+// BranchSwitch returns a session as it was on branch A and as it is after
+// the user went back to the prefix A shares with branch B and continued
+// there. a holds only A's entries; b is the whole tree. Both carry b's marks.
 func BranchSwitch() (a, b Session) {
 	g := NewBuilder(4)
 	g.UserText("Speed up the JSON encoder.")
@@ -128,12 +119,9 @@ func BranchSwitch() (a, b Session) {
 	return a, b
 }
 
-// Controls is a session with control records: pi-token-budget control
-// custom messages (reminder, fallback, context-window), a custom-role
-// control message, another extension's custom message (kept), extension
-// state, model and thinking level changes, a label, and a new_context call
-// with its result. Marks: request, reminder, fallback, other_ext,
-// continue, new_context_call, new_context_result, answer.
+// Controls is a session with pi-token-budget's control records among other
+// extensions' records, model and thinking level changes, a label and a
+// new_context call.
 func Controls() Session {
 	b := NewBuilder(5)
 	b.ModelChange("anthropic", "claude-sonnet-4-5")
@@ -144,6 +132,7 @@ func Controls() Session {
 	b.Assistant(Text("Migrating scheduler.go to queue.v2."))
 	b.ControlMessage("reminder", "w1", "About 25% of the context window is left: keep taking incremental notes.")
 	b.Mark("reminder")
+	// Another extension's custom message is kept as a history item.
 	b.CustomMessage("todo-extension:list", "TODO: migrate scheduler; update docs", true)
 	b.Mark("other_ext")
 	b.ControlMessage("fallback", "w1", "The context window is nearly full: write your checkpoint to notes now, then call new_context.")
@@ -158,12 +147,8 @@ func Controls() Session {
 	return b.Session()
 }
 
-// EmptyMessages is a session with entries that are no history items (a
-// thinking-only assistant message, a whitespace-only user message, an
-// empty-string user message, a user message whose content is neither a
-// string nor an array) next to ones that are (an empty tool result, a
-// compaction with an empty summary). Marks: request, thinking_only,
-// blank_user, empty_user, odd_user, empty_result, empty_compaction, answer.
+// EmptyMessages is a session with empty entries, some of which are no
+// history items and some of which are.
 func EmptyMessages() Session {
 	b := NewBuilder(6)
 	b.UserText("Check the disk usage.")
@@ -174,10 +159,13 @@ func EmptyMessages() Session {
 	b.Mark("blank_user")
 	b.UserText("")
 	b.Mark("empty_user")
+	// A content that is neither a string nor an array makes no item.
 	b.add("message", messageBody{userMessage{"user", 42, b.millis()}})
 	b.Mark("odd_user")
 	id := b.CallID()
 	b.Assistant(ToolCall(id, "bash", map[string]any{"command": "df -h >/dev/null"}))
+	// An empty tool result and a compaction with an empty summary are
+	// history items all the same.
 	b.ToolResult(id, "bash", false, Text("  "))
 	b.Mark("empty_result")
 	b.Compaction("", b.Leaf(), 1000)
@@ -187,13 +175,12 @@ func EmptyMessages() Session {
 	return b.Session()
 }
 
-// UnicodeText has emoji (including a ZWJ sequence and a flag), combining
-// characters, CJK and ASCII.
+// UnicodeText mixes emoji, a ZWJ sequence and a flag among them, with
+// combining characters, CJK and ASCII.
 const UnicodeText = "Résumé: e\u0301te\u0301 👩‍💻 fixed 🇯🇵 日本語のテスト and naïve café ☕; a\u0308\u0332 done 😀."
 
-// Unicode is a session whose messages mix emoji, combining characters
-// and CJK: a user message of UnicodeText, an assistant reply with two
-// text parts, and a tool result. Marks: user, reply, result.
+// Unicode is a session whose messages mix emoji, combining characters and
+// CJK. Its marks are user, reply and result.
 func Unicode() Session {
 	b := NewBuilder(7)
 	b.UserText(UnicodeText)

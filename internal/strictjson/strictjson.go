@@ -1,11 +1,12 @@
-// Package strictjson refuses what encoding/json accepts silently: invalid
-// UTF-8 (it would become U+FFFD), duplicate object keys (the last would
-// win), deep nesting, numbers past the float64 range (1e999999), data
-// after the value and, in the objects that decode into a struct, keys that
-// are not exactly a field's name (encoding/json matches them
-// case-insensitively, so "Agent" and "tas\u212a_id" would be duplicates
-// that escape the key check, the last winning). The API checks request
-// bodies with it, and an import checks every event it is given.
+// Package strictjson refuses JSON that encoding/json accepts silently.
+//
+// It refuses invalid UTF-8, which would become U+FFFD, duplicate object
+// keys, where the last would win, deep nesting, numbers past the float64
+// range and data after the value. In the objects that decode into a struct
+// it refuses keys that are not exactly a field's name. encoding/json matches
+// them case-insensitively, so "Agent" and "tas\u212a_id" would be duplicates
+// that escape the key check. The API checks request bodies with it, and an
+// import checks every event it is given.
 package strictjson
 
 import (
@@ -21,8 +22,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxDepth is the nesting memoryd accepts: in a request body, and so in an
-// event payload, which holds no more of a request than its body did.
+// MaxDepth is the nesting memoryd accepts in a request body. An event
+// payload holds no more of a request than its body did, so it bounds payloads too.
 const MaxDepth = 100
 
 // The rules of a strict JSON text. Every error Check returns is an *Error
@@ -40,10 +41,10 @@ var (
 // Error is a text breaking one rule.
 type Error struct {
 	Rule     error  // one of the Err variables of this package
-	Key      string // ErrDuplicateKey, ErrUnknownField: the key
-	Near     string // ErrUnknownField: a field name that differs from Key only in case
-	Number   string // ErrNumberRange: the number, cut at shownDigits characters
-	MaxDepth int    // ErrTooDeep: the limit
+	Key      string // the key, for ErrDuplicateKey and ErrUnknownField
+	Near     string // for ErrUnknownField, a field name that differs from Key only in case
+	Number   string // for ErrNumberRange, the number cut at shownDigits characters
+	MaxDepth int    // the limit, for ErrTooDeep
 }
 
 // shownDigits is how much of an out-of-range number an error quotes.
@@ -53,9 +54,8 @@ func (e *Error) Error() string { return e.Describe("the JSON text") }
 
 func (e *Error) Unwrap() error { return e.Rule }
 
-// Describe says what is wrong with the text, which it calls subject ("the
-// request body"). The messages quote no more of the text than a key or a
-// cut number.
+// Describe says what is wrong with the text, calling it subject.
+// The messages quote no more of the text than a key or a cut number.
 func (e *Error) Describe(subject string) string {
 	switch e.Rule {
 	case ErrInvalidUTF8:
@@ -80,12 +80,8 @@ func (e *Error) Describe(subject string) string {
 var errSyntax = &Error{Rule: ErrSyntax}
 
 // Check refuses data unless it is one JSON value that breaks none of the
-// rules: valid UTF-8, no object with a key twice, nesting at most maxDepth
-// levels, numbers within the float64 range, and, in every object that
-// decodes into a struct of into (the type data is decoded into; nil: any
-// value), only keys that are exactly a field's name. It checks only what
-// it must to split the text into tokens: the full syntax is left to the
-// decoding that follows, which may then be the plain json.Unmarshal.
+// package's rules, nesting at most maxDepth levels. Keys must match the
+// fields of into, the type data is decoded into; a nil into accepts any value.
 func Check(data []byte, into reflect.Type, maxDepth int) error {
 	if !utf8.Valid(data) {
 		return &Error{Rule: ErrInvalidUTF8}
@@ -94,11 +90,12 @@ func Check(data []byte, into reflect.Type, maxDepth int) error {
 		object bool
 		keys   map[string]struct{}
 		key    bool         // the next string token is a key
-		typ    reflect.Type // what this object or array decodes into; nil: anything
+		typ    reflect.Type // what this object or array decodes into; nil for anything
 		value  reflect.Type // what the next value in it decodes into
 	}
 	var stack []frame
 	root := shape(into)
+	// The full syntax is left to the decoding that follows.
 	z := tokenizer{b: data}
 	values := 0 // complete values at the top level
 	for {
@@ -166,7 +163,7 @@ func Check(data []byte, into reflect.Type, maxDepth int) error {
 				continue
 			}
 		case tokNumber:
-			// No JSON writer of a client (JSON.stringify, encoding/json)
+			// No client's JSON writer, such as JSON.stringify or encoding/json,
 			// makes a number past the float64 range; reading one would
 			// cost a big-number parse of each field for nothing. Only a
 			// long number or one with an exponent can be out of range.
@@ -181,7 +178,7 @@ func Check(data []byte, into reflect.Type, maxDepth int) error {
 			}
 		}
 		if top >= 0 && stack[top].object {
-			stack[top].key = true // a value was read: a key comes next
+			stack[top].key = true // a value was read, so a key comes next
 		}
 	}
 }
@@ -196,15 +193,14 @@ const (
 	tokLiteral
 )
 
-// tokenizer splits a JSON text into tokens without allocating, skipping
-// the separators (':' and ','). It checks only what it must to split
-// correctly.
+// tokenizer splits a JSON text into tokens without allocating.
+// It skips the separators and checks only what it must to split correctly.
 type tokenizer struct {
 	b []byte
 	i int
 }
 
-// next returns the next token and its bytes (a string with its quotes).
+// next returns the next token and its bytes. A string's bytes include its quotes.
 func (z *tokenizer) next() (int, []byte, error) {
 	for z.i < len(z.b) {
 		switch c := z.b[z.i]; c {
@@ -235,7 +231,7 @@ func (z *tokenizer) next() (int, []byte, error) {
 					}
 					i += e + 2 // past the backslash and the byte it escapes
 				}
-				// i is past an escaped quote: look for the next one.
+				// i is past an escaped quote, so look for the next one.
 			}
 		default:
 			start := z.i
@@ -267,13 +263,13 @@ func unquote(raw []byte) (string, error) {
 	return s, nil
 }
 
-// shape returns the type whose JSON shape Check follows for a value
-// decoded into t: t without pointers, or nil when anything goes there
-// (raw JSON, an interface, a type with its own UnmarshalJSON).
+// shape returns the type whose JSON shape Check follows for a value decoded
+// into t. It is t without pointers, or nil when any value goes there.
 func shape(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	// Raw JSON, an interface or a type with its own UnmarshalJSON takes any value.
 	if t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
 		return nil
 	}
@@ -289,7 +285,7 @@ func kindOf(t reflect.Type) reflect.Kind {
 	return t.Kind()
 }
 
-// fieldTypes maps a struct type to its fields by JSON name (fieldsOf).
+// fieldTypes caches fieldsOf, a struct type's fields by JSON name.
 var fieldTypes sync.Map // reflect.Type → map[string]reflect.Type
 
 // fieldsOf returns the fields of struct t by their JSON name, each with
@@ -320,8 +316,8 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	return m
 }
 
-// jsonName returns the JSON name of field f ("" when it has none), or,
-// for an embedded struct whose fields are promoted, that struct.
+// jsonName returns the JSON name of field f, or "" when it has none.
+// For an embedded struct whose fields are promoted, it returns that struct.
 func jsonName(f reflect.StructField) (string, reflect.Type) {
 	tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	if tag == "-" {
@@ -345,11 +341,9 @@ func jsonName(f reflect.StructField) (string, reflect.Type) {
 	return tag, nil
 }
 
-// structField returns the type of the field of struct t that the JSON key
-// name decodes into, matching the name exactly; when there is none, near
-// is a field name that differs only in case. The fields of an embedded
-// struct without a JSON name are t's own, as encoding/json promotes them
-// (t's own fields first; the payloads checked have no name twice).
+// structField returns the type of the field of struct t whose JSON name is
+// exactly name. When there is none, near is a field name that differs only
+// in case.
 func structField(t reflect.Type, name string) (typ reflect.Type, ok bool, near string) {
 	var embedded []reflect.Type
 	for i := range t.NumField() {
@@ -369,6 +363,9 @@ func structField(t reflect.Type, name string) (typ reflect.Type, ok bool, near s
 			near = tag
 		}
 	}
+	// Fields of an embedded struct without a JSON name count as t's own, as
+	// encoding/json promotes them, after t's own fields. The payloads
+	// checked have no name twice.
 	for _, et := range embedded {
 		if ft, ok, n := structField(et, name); ok {
 			return ft, true, ""

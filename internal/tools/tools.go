@@ -90,8 +90,8 @@ func Specs() []Spec { return slices.Clone(specs) }
 // Known reports whether name is one of the tools.
 func Known(name string) bool { _, ok := schemas[name]; return ok }
 
-// Writes reports whether the tool changes state (appends events): the
-// notes writes and new_context. The other tools only read.
+// Writes reports whether the tool appends events, as the notes writes and
+// new_context do. The other tools only read.
 func Writes(name string) bool {
 	switch name {
 	case NotesAppendToFile, NotesWriteFile, NewContext:
@@ -207,8 +207,8 @@ func set(f reflect.Value, v any) error {
 			return nil
 		}
 	}
-	// Anything else (numbers into plain integers, arrays, objects) takes
-	// the long way.
+	// Anything else, such as numbers into plain integers, arrays and
+	// objects, takes the long way.
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

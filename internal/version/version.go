@@ -1,12 +1,13 @@
-// Package version says which memoryd this is: its version, the commit it
-// was built from and the Go that built it, for `memoryd version`,
-// /healthz, the serve line and /metrics. A release build stamps its
-// version and commit with -ldflags "-X github.com/memoryd/memoryd/internal/version.stamped=vX.Y.Z
-// -X github.com/memoryd/memoryd/internal/version.stampedCommit=<hash>" (clients/scripts/pack.mjs
-// does, building with -buildvcs=false so that the bytes do not depend on the
-// work tree); otherwise both come from the module's build information
-// (`go install …@vX.Y.Z` gives the tag, `go build` in a clone a
-// pseudo-version and the checkout's commit).
+// Package version says which memoryd this is.
+//
+// It gives the version, the commit it was built from and the Go that built
+// it, for `memoryd version`, /healthz, the serve line and /metrics. A release
+// build stamps its version and commit with -ldflags "-X github.com/memoryd/memoryd/internal/version.stamped=vX.Y.Z
+// -X github.com/memoryd/memoryd/internal/version.stampedCommit=<hash>".
+// clients/scripts/pack.mjs does so, building with -buildvcs=false so that
+// the bytes do not depend on the work tree. Otherwise both come from the
+// module's build information. `go install …@vX.Y.Z` gives the tag, and
+// `go build` in a clone gives a pseudo-version and the checkout's commit.
 package version
 
 import (
@@ -23,7 +24,7 @@ var stamped, stampedCommit string
 // Info is what a build says about itself.
 type Info struct {
 	Version   string `json:"version"`    // vX.Y.Z, a pseudo-version, or "devel"
-	Commit    string `json:"commit"`     // the VCS revision (12 digits, "-dirty" if modified), or "unknown"
+	Commit    string `json:"commit"`     // the VCS revision cut to 12 digits, "-dirty" if modified, or "unknown"
 	GoVersion string `json:"go_version"` // the Go that built it
 }
 

@@ -1,0 +1,202 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
+	"github.com/memoryd/memoryd/migrations"
+)
+
+// SQLite is the default engine: one database file in WAL mode, which one
+// server opens.
+const SQLite Engine = "sqlite"
+
+func init() {
+	register(SQLite, engineDef{
+		file:     true,
+		open:     openSQLite,
+		queries:  func(db DBTX) eventsdb.Querier { return eventsdb.New(db) },
+		classify: classifySQLite,
+	}, true)
+}
+
+// openSQLite opens the log in the SQLite file at path, creating it with
+// mode 0600 if needed.
+func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL", "OFF":
+	default:
+		return nil, fmt.Errorf("events: synchronous must be full, normal or off, not %q", opts.Synchronous)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	wq := url.Values{}
+	wq.Add("_pragma", busy)
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Add("_pragma", "synchronous("+sync+")")
+	wq.Add("_pragma", "foreign_keys(ON)")
+	// A batch runs each request in a savepoint, and SQLite keeps the
+	// pages a savepoint changes in a statement journal. Keep it in memory,
+	// not in a temporary file that a batch of appends spilled to with a
+	// pwrite per page. The writer's sorts and temporary tables stay in
+	// memory too, since its queries sort nothing larger than a page of
+	// rows and migrations copy tables in key order.
+	wq.Add("_pragma", "temp_store(MEMORY)")
+	for _, p := range opts.WriterPragmas {
+		wq.Add("_pragma", p)
+	}
+	wq.Set("_txlock", "immediate")
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err) // err names the file
+	}
+	warnExposed(path, opts.Warnf)
+	writer, err := sql.Open("sqlite", FileURI(path, wq))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, classify(err))
+	}
+	if err := migrations.Up(ctx, writer); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", busy)
+	rq.Add("_pragma", "query_only(1)")
+	reader, err := sql.Open("sqlite", FileURI(path, rq))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// Read transactions keep up to opts.Readers connections in readConns.
+	// Two more serve the pool's own queries, such as Store.Read, Reader
+	// and the background prepares, which must not wait for a transaction.
+	reader.SetMaxOpenConns(opts.Readers + 2)
+	reader.SetMaxIdleConns(2)
+	return newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path)), nil
+}
+
+// sqliteEngine is SQLite's engine, one file in WAL mode.
+type sqliteEngine struct{}
+
+// beginWrite takes SQLite's write lock at BEGIN IMMEDIATE, so that a
+// transaction never has to upgrade a read lock and fail as busy.
+func (sqliteEngine) beginWrite(ctx context.Context, c *keptConn) error {
+	return c.exec(ctx, "BEGIN IMMEDIATE")
+}
+
+// checkTip compares SQLite's data_version, which changes when another
+// connection commits but never for the connection's own commits.
+func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
+	var v int64
+	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return err
+	}
+	if v != t.dataVersion {
+		t.forget()
+		t.dataVersion = v
+	}
+	return nil
+}
+
+// beginRead begins a deferred transaction, whose snapshot starts at the
+// first read. It takes no context, which would cost a goroutine in the driver.
+func (sqliteEngine) beginRead(c *keptConn) error {
+	return c.exec(context.Background(), "BEGIN")
+}
+
+func (sqliteEngine) wrap(db DBTX) DBTX { return db }
+
+// classifySQLite maps SQLite's errors to the store's vocabulary by code.
+func classifySQLite(err error) (error, bool) {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err, false
+	}
+	code := se.Code()
+	switch code & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	case sqlite3.SQLITE_CONSTRAINT:
+		if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			return fmt.Errorf("%w: %w", ErrConflict, err), true
+		}
+	}
+	return err, false
+}
+
+// FileURI returns the SQLite URI that opens the database file at path with
+// the query parameters q. Every sql.Open of a database file goes through it.
+func FileURI(path string, q url.Values) string {
+	p := filepath.ToSlash(path)
+	if filepath.VolumeName(path) != "" && !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows: file:///C:/dir/memory.db
+	}
+	uri := "file:"
+	if strings.HasPrefix(p, "/") {
+		uri = "file://" // an empty authority, as p itself may start with "//"
+	}
+	// SQLite ends a URI's path at '?' or '#' and decodes %XX in it, and the
+	// driver takes the first '?' for the start of its parameters. Escaping
+	// the path opens the file of exactly that name, whatever it holds.
+	uri += (&url.URL{Path: p}).EscapedPath()
+	if enc := q.Encode(); enc != "" {
+		uri += "?" + enc
+	}
+	return uri
+}
+
+// createPrivate makes an empty database file at path with mode 0600,
+// unless something is there already. SQLite would create it readable by
+// every local user, and gives the -wal and -shm files the same mode.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(0o600) // the umask may have taken bits away
+	return errors.Join(err, f.Close())
+}
+
+// warnExposed reports through warnf each of the database's files that
+// exists and that other users can access, -wal and -shm included.
+func warnExposed(path string, warnf func(format string, args ...any)) {
+	if warnf == nil {
+		return
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if err != nil || !exposed(fi) {
+			continue
+		}
+		warnf("%s is accessible to other users (mode %04o): they can read every note in it; fix: chmod 600 %s",
+			name, fi.Mode().Perm(), name)
+	}
+}
