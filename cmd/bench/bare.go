@@ -14,19 +14,17 @@ import (
 	"time"
 )
 
-// bareVerb is the hidden verb that runs the read8 ceiling and append16's
-// bound: a bare net/http server, in its own process like memoryd,
-// answering every request with the bytes of FILE.
+// bareVerb is the hidden verb that runs a bare server answering with FILE.
+// It is the read8 ceiling and append16's bound, in its own process like memoryd.
 const bareVerb = "bare-server"
 
-// durableVerb is the hidden verb that runs append16's durable reference:
-// the bare server, but it answers only once it has stored the request
+// durableVerb is the hidden verb that runs append16's durable reference.
+// It is the bare server, but it answers only once it has stored the request
 // durably, the cheapest way SQLite allows.
 const durableVerb = "durable-server"
 
-// runBareServer is "bench bare-server FILE": it listens on a free loopback
-// port, prints "listening on http://HOST:PORT" and answers every request
-// (body read to EOF) with FILE's bytes as application/json until SIGTERM.
+// runBareServer runs "bench bare-server FILE", answering every request with
+// FILE's bytes until SIGTERM.
 func runBareServer(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return &usageError{"usage: bench " + bareVerb + " FILE"}
@@ -37,13 +35,12 @@ func runBareServer(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	reply := replyWith(body)
 	return serve(ctx, stdout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		io.Copy(io.Discard, r.Body) // the body is read to EOF
 		reply(w)
 	}))
 }
 
-// replyWith returns what both servers answer with: body, as
-// application/json.
+// replyWith returns the reply both servers answer with, body as JSON.
 func replyWith(body []byte) func(http.ResponseWriter) {
 	length := strconv.Itoa(len(body))
 	return func(w http.ResponseWriter) {
@@ -53,13 +50,9 @@ func replyWith(body []byte) func(http.ResponseWriter) {
 	}
 }
 
-// runDurableServer is "bench durable-server DB FILE": as bare-server, but
-// each request's body is first inserted as one row of a fresh raw
-// database DB (the ceiling's schema and settings, synchronous=FULL) by a
-// single writer that commits the requests waiting together in one
-// transaction (group commit, at most 256), and the request is answered
-// only once its transaction is committed. It parses, checks and projects
-// nothing: it is the least any durable HTTP append server does here.
+// runDurableServer runs "bench durable-server DB FILE", a bare server that
+// stores each request before it answers. It parses, checks and projects
+// nothing, the least any durable HTTP append server does here.
 func runDurableServer(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) != 2 {
 		return &usageError{"usage: bench " + durableVerb + " DB FILE"}
@@ -68,6 +61,7 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// DB is a fresh raw database with the ceiling's schema and settings.
 	db, stmt, err := openRaw(ctx, args[0], "FULL")
 	if err != nil {
 		return err
@@ -81,7 +75,9 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 	writes := make(chan write, 1024)
 	wctx, stopWriter := context.WithCancel(context.Background())
 	writerDone := make(chan struct{})
-	go func() { // the single writer
+	// A single writer inserts each body as one row, committing the requests
+	// waiting together in one transaction of at most 256.
+	go func() {
 		defer close(writerDone)
 		g := newRawEventGen()
 		batch := make([]write, 0, 256)
@@ -130,7 +126,7 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 		}
 		done := make(chan error, 1)
 		writes <- write{string(req), done}
-		if err := <-done; err != nil {
+		if err := <-done; err != nil { // answered only once its transaction commits
 			http.Error(w, "not stored", http.StatusServiceUnavailable)
 			return
 		}
@@ -138,8 +134,7 @@ func runDurableServer(ctx context.Context, args []string, stdout io.Writer) erro
 	}))
 }
 
-// serve runs handler on a free loopback port, printing "listening on
-// http://HOST:PORT", until ctx ends or SIGTERM.
+// serve runs handler on a free loopback port until ctx ends or SIGTERM.
 func serve(ctx context.Context, stdout io.Writer, handler http.Handler) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

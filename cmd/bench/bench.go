@@ -13,13 +13,12 @@ import (
 	"time"
 )
 
-// bench is one run: its scratch folder, the processes it started (the
-// fixtures' state) and the samples it took.
+// bench is one run, with its scratch folder, fixtures and samples.
 type bench struct {
 	cfg *config
 
-	// postgres-append16: two memoryd servers on one PostgreSQL database,
-	// the raw ceiling's database, and how to stop a private server.
+	// postgres-append16 has two memoryd servers on one PostgreSQL database,
+	// the raw ceiling's database, and a way to stop a private server.
 	pg        [2]*proc
 	pgTask    string
 	pgAppends atomic.Int64
@@ -35,25 +34,24 @@ type bench struct {
 	cl       *client
 	calls    atomic.Int64 // call ids
 
-	// append16, append1, read8, append1-http, read1-http: one memoryd on
-	// a notes database.
+	// append16, append1, read8, append1-http and read1-http share one
+	// memoryd on a notes database.
 	notes     *proc
 	notesTask string
-	appends   [17]int64 // per-client append counters (16 = the sequential client)
+	appends   [17]int64 // per-client append counters; 16 is the sequential client
 	readBytes int       // size of memoryd's read8 response
-	bare      *proc     // read8's and read1-http's floor: answers with memoryd's read8 response
-	// append1-http's floor and append16's bound: a bare server answering
-	// with memoryd's append response, driven like memoryd.
+	bare      *proc     // read8's and read1-http's floor, answering with memoryd's read8 response
+	// bareAppend is append1-http's floor and append16's bound. It is a bare
+	// server answering with memoryd's append response, driven like memoryd.
 	bareAppend *proc
-	// append16's ceiling, the durable reference: the same, but storing
-	// each request as one raw row with group commit before it answers
-	// (the least a durable HTTP append server does on this machine).
+	// durableAppend is append16's ceiling, the durable reference. It also
+	// stores each request as one raw row with group commit before it answers.
 	durableAppend *proc
 	appendBytes   int    // size of memoryd's append response
 	appendFile    string // memoryd's append response, which both answer with
 
-	// search-rare, search-common, search-everywhere, rss: one memoryd
-	// serving the history.
+	// search-rare, search-common, search-everywhere and rss share one
+	// memoryd serving the history.
 	hist       *proc
 	histTask   string
 	rare       string
@@ -64,15 +62,15 @@ type bench struct {
 	textBytes  int64
 	textItems  int64
 	searchedAt int      // the repetition whose searches ran
-	histBranch []string // the history agent's branch (the sync rows extend it)
+	histBranch []string // the history agent's branch, which the sync rows extend
 
-	// sync-turn, sync-turn-whole: a second memoryd on the history.
+	// sync-turn and sync-turn-whole use a second memoryd on the history.
 	syncer       *proc
 	syncRevision int64 // the history branch's revision, as the last sync returned it
 	syncTurns    int   // turns sent
 	syncFrom     int   // the branch's length before the first turn
 
-	// replay, startup.
+	// replay and startup use the exported log and the replayed database.
 	logPath  string
 	logBytes int64
 	replayed string // the last replayed database
@@ -100,8 +98,7 @@ func (r *rowResult) add(name string, v float64) {
 	r.series[name] = append(r.series[name], v)
 }
 
-// record adds one repetition's sample (its ceiling and ratio only if the
-// row has a ceiling).
+// record adds one repetition's sample.
 func (r *rowResult) record(s sample, hasCeiling bool) {
 	r.fig = append(r.fig, s.fig)
 	if hasCeiling {
@@ -185,8 +182,8 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 	return writeReport(stdout, b, m, elapsed)
 }
 
-// closeAll stops every process still running; the first error lands in
-// *err if it is nil.
+// closeAll stops every process still running.
+// The first error lands in *err if it is nil.
 func (b *bench) closeAll(err *error) {
 	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.pg[0], &b.pg[1]} {
 		if *p == nil {
@@ -207,12 +204,12 @@ func (b *bench) closeAll(err *error) {
 	}
 }
 
-// makeScratch returns the scratch folder: dir (created; it must be empty)
-// or a new temporary one.
+// makeScratch returns the scratch folder, dir or a new temporary one.
 func makeScratch(dir string) (string, error) {
 	if dir == "" {
 		return os.MkdirTemp("", "memoryd-bench-")
 	}
+	// dir is created if missing and must be empty.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// client sends the benchmark's requests: keep-alive connections, enough
-// idle ones for every concurrent client, no compression.
+// client sends the benchmark's requests over keep-alive connections.
+// It keeps enough idle ones for every concurrent client and does not compress.
 type client struct {
 	http  *http.Client
 	token string
@@ -41,7 +41,7 @@ func (e *statusError) Error() string {
 }
 
 // post sends body to url with the token and returns the response body if
-// the status is 200 (keep is false: the body is read to EOF and dropped).
+// the status is 200.
 func (c *client) post(ctx context.Context, url string, body []byte, keep bool) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -58,7 +58,7 @@ func (c *client) post(ctx context.Context, url string, body []byte, keep bool) (
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return nil, &statusError{url, resp.StatusCode, strings.TrimSpace(string(msg))}
 	}
-	if !keep {
+	if !keep { // the body is read to EOF and dropped
 		_, err = io.Copy(io.Discard, resp.Body)
 		return nil, err
 	}

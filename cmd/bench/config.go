@@ -70,7 +70,7 @@ func (c *config) has(rows ...string) bool {
 	return false
 }
 
-// parseConfig parses the command line; it returns nil, nil for -h.
+// parseConfig parses the command line. It returns nil, nil for -h.
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	c := &config{historyBytes: 1 << 30, args: args}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -88,7 +88,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
 	fs.StringVar(&c.serverFlags, "server-flags", "", "extra `flags` for every memoryd serve, space-separated (e.g. \"--cpuprofile /tmp/memoryd.prof\"); the report names them")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw); default: a private server started with scripts/local-postgres in the scratch folder")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw); default: a private server started with scripts/local-postgres in a new temporary folder")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -128,8 +128,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
-// byteSize is a flag value in bytes: 1048576, 1<<20, 64KiB, 64MiB, 1GiB,
-// 500MB.
+// byteSize is a flag value in bytes, such as 1048576, 1<<20, 64MiB or 500MB.
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
@@ -165,7 +164,7 @@ func parseSize(s string) (int64, error) {
 			break
 		}
 	}
-	x, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64) // base 10: "010MiB" is 10 MiB
+	x, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64) // base 10, so "010MiB" is 10 MiB
 	if err != nil || x < 0 || x > (1<<62)/mult {
 		return 0, fmt.Errorf("bad size %q", s)
 	}

@@ -1,13 +1,13 @@
 // Command bench measures memoryd against the ceilings of the machine it
 // runs on and prints the result as a Markdown document.
 //
-// Every figure is measured twice in the same repetition: once through
-// memoryd (a subprocess, over HTTP, synchronous=FULL, read audit on) and
-// once as its ceiling, the same job done by raw SQLite or a bare net/http
-// handler on the same disk and cores. The report gives each figure as a
-// ratio against its ceiling, because these machines are noisy; two rows
-// (rss, startup) have absolute targets. Progress goes to stderr, the
-// document to stdout:
+// Every figure is measured twice in the same repetition, once through
+// memoryd and once as its ceiling. memoryd runs as a subprocess over HTTP,
+// with synchronous=FULL and the read audit on. The ceiling is the same job
+// done by raw SQLite or a bare net/http handler on the same disk and cores.
+// The report gives each figure as a ratio against its ceiling, because these
+// machines are noisy. The rss and startup rows have absolute targets.
+// Progress goes to stderr and the document to stdout.
 //
 //	go run ./cmd/bench > docs/benchmarks.md
 //	go run ./cmd/bench -history-bytes 64MiB -events 100000 -dur 1s   # quick run
@@ -37,13 +37,13 @@ func main() {
 	}
 }
 
-// usageError is a command line bench cannot run (exit 2).
+// usageError is a command line bench cannot run. main exits 2 on it.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// run is the whole program: it parses args and writes only to stdout (the
-// report) and stderr (progress).
+// run is the whole program, writing the report to stdout and progress to
+// stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == bareVerb {
 		return runBareServer(ctx, args[1:], stdout)

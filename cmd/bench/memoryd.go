@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// buildServer sets b.bin: -server, else go build ./cmd/server from the
-// module root into the scratch folder.
+// buildServer sets b.bin to -server, or builds ./cmd/server from the module
+// root into the scratch folder.
 func (b *bench) buildServer(ctx context.Context) error {
 	if b.cfg.server != "" {
 		abs, err := filepath.Abs(b.cfg.server)

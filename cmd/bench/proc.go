@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// proc is a server subprocess (memoryd or the bare server) that printed
+// proc is a server subprocess, memoryd or a bare server, that printed
 // "listening on http://HOST:PORT".
 type proc struct {
 	name     string
@@ -27,9 +27,9 @@ type proc struct {
 	log      *tail
 }
 
-// startProc runs argv with env added to this process's environment and
-// waits for its listening line on stdout. Its stderr is kept (the last
-// lines) and forwarded to progress, prefixed with name.
+// startProc runs argv and waits for its listening line on stdout.
+// env is added to this process's environment. The process's stderr goes to
+// progress, prefixed with name, and its last lines are kept.
 func startProc(ctx context.Context, name string, argv []string, env []string, progress io.Writer) (*proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
@@ -82,7 +82,7 @@ func startProc(ctx context.Context, name string, argv []string, env []string, pr
 // pid is the process id.
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// stop sends SIGTERM and waits; anything but a clean exit is an error.
+// stop sends SIGTERM and waits. Anything but a clean exit is an error.
 func (p *proc) stop() error {
 	select {
 	case <-p.done:
@@ -111,7 +111,7 @@ type tail struct {
 	mu     sync.Mutex
 	buf    []byte
 	lines  []string
-	// watch is the text await waits for; found gets the first line
+	// watch is the text await waits for. found gets the first line
 	// written afterwards that holds it.
 	watch string
 	found chan string

@@ -37,8 +37,7 @@ func procMemory(pid int) (hwm, rss int64, err error) {
 	return hwm, rss, sc.Err()
 }
 
-// cpuSeconds is the user+system CPU time process pid has used so far
-// (from /proc/<pid>/stat, in clock ticks of 1/100 s).
+// cpuSeconds is the user and system CPU time process pid has used so far.
 func cpuSeconds(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -54,7 +53,7 @@ func cpuSeconds(pid int) (float64, error) {
 	if err1 != nil || err2 != nil {
 		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	return float64(utime+stime) / 100, nil
+	return float64(utime+stime) / 100, nil // clock ticks of 1/100 s
 }
 
 // cpuOf runs fn and returns the CPU seconds process pid used meanwhile.

@@ -20,9 +20,9 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
-// The raw ceilings: the same work done by SQLite alone, the plainest
-// durable event insert: one table with three indexes, WAL, one
-// connection, one prepared INSERT reused through tx.Stmt.
+// The raw ceilings do the same work with SQLite alone, as the plainest
+// durable event insert. They use one table with three indexes, WAL, one
+// connection, and one prepared INSERT reused through tx.Stmt.
 
 const rawSchema = `
 CREATE TABLE events (seq INTEGER PRIMARY KEY, stream_id TEXT, stream_seq INT, type TEXT, ulid TEXT, ts INT, body TEXT);
@@ -32,10 +32,9 @@ CREATE UNIQUE INDEX events_ulid ON events (ulid);`
 
 const rawInsert = `INSERT INTO events (stream_id, stream_seq, type, ulid, ts, body) VALUES (?, ?, ?, ?, ?, ?)`
 
-// openRaw creates a fresh raw event database at path (WAL, busy_timeout=5000,
-// one connection) with synchronous mode sync (FULL for the append
-// ceilings, OFF for the replay's, as memoryd replays) and prepares the
-// INSERT.
+// openRaw creates a fresh raw event database at path and prepares the INSERT.
+// sync is FULL for the append ceilings and OFF for the replay's, as memoryd
+// replays.
 func openRaw(ctx context.Context, path, sync string) (*sql.DB, *sql.Stmt, error) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
@@ -78,8 +77,8 @@ func removeDB(path string) {
 	}
 }
 
-// rawEventGen makes the raw ceilings' events: 1,000 streams, 10 types, a
-// time-ordered ULID and a ~1,000-byte lowercase JSON body.
+// rawEventGen makes the raw ceilings' events over 1,000 streams and 10 types.
+// Each has a time-ordered ULID and a ~1,000-byte lowercase JSON body.
 type rawEventGen struct {
 	rng      *rand.Rand
 	entropy  *ulid.MonotonicEntropy
@@ -131,7 +130,7 @@ func (g *rawEventGen) execBody(ctx context.Context, st *sql.Stmt, body string) e
 
 // rawWrite inserts events into a fresh raw database at path for dur in
 // transactions of batch inserts. It returns the rows inserted, the time
-// taken and every transaction's latency (sorted).
+// taken and every transaction's latency, sorted.
 func rawWrite(ctx context.Context, path string, batch int, dur time.Duration) (loopResult, error) {
 	db, stmt, err := openRaw(ctx, path, "FULL")
 	if err != nil {
@@ -182,11 +181,9 @@ type logEvent struct {
 	Data          json.RawMessage `json:"data"`
 }
 
-// rawReplay reads the exported log at logPath, decodes every line and
-// inserts it into a fresh raw database at dbPath in transactions of 1,000
-// (stream_id=stream, stream_seq=stream_version, type, ulid=id,
-// ts=position, body=data). It returns the events inserted and the wall
-// time from opening the database to closing it.
+// rawReplay inserts the exported log at logPath into a fresh raw database at
+// dbPath in transactions of 1,000. It returns the events inserted and the
+// wall time from opening the database to closing it.
 func rawReplay(ctx context.Context, logPath, dbPath string) (int, time.Duration, error) {
 	start := time.Now()
 	f, err := os.Open(logPath)
@@ -217,6 +214,7 @@ func rawReplay(ctx context.Context, logPath, dbPath string) (int, time.Duration,
 			tx.Rollback()
 			return n, 0, fmt.Errorf("%s line %d: %w", logPath, n+1, err)
 		}
+		// The stream version is stream_seq, the id the ulid, the position ts.
 		if _, err := st.ExecContext(ctx, ev.Stream, ev.StreamVersion, ev.Type, ev.ID, ev.Position, string(ev.Data)); err != nil {
 			tx.Rollback()
 			return n, 0, err
@@ -249,8 +247,8 @@ func rawReplay(ctx context.Context, logPath, dbPath string) (int, time.Duration,
 	return n, time.Since(start), nil
 }
 
-// globPattern is the GLOB pattern of a literal substring: *, ? and [ in
-// the needle are escaped as [*], [?] and [[].
+// globPattern is the GLOB pattern of a literal substring.
+// It escapes *, ? and [ in the needle as [*], [?] and [[].
 func globPattern(needle string) string {
 	var b strings.Builder
 	b.WriteByte('*')
@@ -268,8 +266,8 @@ func globPattern(needle string) string {
 	return b.String()
 }
 
-// globCount is the search ceiling: the rows of the ceiling database's
-// table t whose body contains needle, by a full GLOB scan.
+// globCount is the search ceiling, counting the rows of the ceiling
+// database's table t whose body contains needle by a full GLOB scan.
 func globCount(ctx context.Context, db *sql.DB, needle string) (int, time.Duration, error) {
 	start := time.Now()
 	var n int
@@ -277,7 +275,7 @@ func globCount(ctx context.Context, db *sql.DB, needle string) (int, time.Durati
 	return n, time.Since(start), err
 }
 
-// sqliteVersion is select sqlite_version() of the linked SQLite.
+// sqliteVersion is the version of the linked SQLite.
 func sqliteVersion(ctx context.Context) (string, error) {
 	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {

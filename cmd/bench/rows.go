@@ -2,41 +2,41 @@ package main
 
 import "context"
 
-// row is one row of the report: the fixtures it needs, how one repetition
-// of it is measured, and how its figure is shown and judged. allRows
-// lists them.
+// row is one row of the report, with its fixtures, measure and format.
+// allRows lists them.
 type row struct {
 	name string
-	// help describes the row under -h: its first line follows the name,
-	// the others are indented under it.
+	// help describes the row under -h. Its first line follows the name,
+	// and the others are indented under it.
 	help string
 	// needs are the fixtures set up, once before the first repetition,
-	// when the row is selected (with the fixtures they need).
+	// when the row is selected. The fixtures they need are set up too.
 	needs []*fixture
-	// measure runs one repetition: the figure and its ceiling, in the
+	// measure runs one repetition of the figure and its ceiling, in the
 	// order rep.pair says.
 	measure func(b *bench, ctx context.Context, rep repetition) (sample, error)
-	// notes is the row's paragraph in the report: what exactly was
+	// notes is the row's paragraph in the report. It says what exactly was
 	// measured, naming sizes known only once the fixtures are set up.
 	notes func(b *bench) string
-	// fig and ceil format a figure and a ceiling; ceil is nil for a row
-	// with an absolute target (no ceiling, no ratio).
+	// fig and ceil format a figure and a ceiling. ceil is nil for a row
+	// with an absolute target, which has no ceiling and no ratio.
 	fig, ceil func(float64) string
-	// target is what the ratio (with no ceiling, the figure) must reach:
-	// ≥ target with atLeast, else ≤; 0: no target, the row informs.
+	// target is what the ratio must reach, or the figure in a row with no
+	// ceiling. It is a minimum with atLeast, else a maximum. A row with
+	// target 0 only informs.
 	target     float64
 	atLeast    bool
 	targetText string
-	// stretch, if not 0, is a second target on the figure itself (≤ it),
-	// reported with a pass and in the notes as stretchText.
+	// stretch, if not 0, is a second target the figure must not exceed.
+	// It is reported with a pass and in the notes as stretchText.
 	stretch     float64
 	stretchText string
 }
 
-// allRows is the one list of the rows: -rows and -h take their names
-// from it, and they run in every repetition and appear in the report in
-// its order. Adding a row is adding an entry here and its measure and
-// notes functions, in a rows_*.go file named for what it measures.
+// allRows is the one list of the rows, in the order they run and report.
+// -rows and -h take their names from it. Adding a row is adding an entry
+// here and its measure and notes functions, in a rows_*.go file named for
+// what it measures.
 var allRows = []*row{
 	{
 		name: "append16",
@@ -199,11 +199,11 @@ func rowNames() []string {
 type repetition struct {
 	row      string // the row's name, for progress lines
 	n        int    // 1 to -reps
-	figFirst bool   // the figure runs before its ceiling (it alternates)
+	figFirst bool   // the figure runs before its ceiling; it alternates
 }
 
 // pair runs the figure's half and the ceiling's half in the repetition's
-// order; an error stops it.
+// order. An error stops it.
 func (rep repetition) pair(fig, ceil func() error) error {
 	first, second := fig, ceil
 	if !rep.figFirst {
@@ -219,10 +219,10 @@ func (rep repetition) pair(fig, ceil func() error) error {
 type sample struct {
 	fig         float64
 	ceil, ratio float64 // for a row with a ceiling
-	// series are other values for the notes, in their order there; the
-	// suffix of a name picks its format (see writeReport).
+	// series are other values for the notes, in their order there. The
+	// suffix of a name picks its format in writeReport.
 	series  []namedValue
-	printed string // what a subprocess printed, for the notes ("": nothing)
+	printed string // what a subprocess printed for the notes, if anything
 }
 
 type namedValue struct {

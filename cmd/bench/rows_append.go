@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// appendBody is client c's next notes_append_to_file: a new file every
-// 1,000 appends per client, so notes stay small.
+// appendBody is client c's next notes_append_to_file.
+// Each client starts a new file every 1,000 appends, so notes stay small.
 func (b *bench) appendBody(c int) []byte {
 	n := b.appends[c]
 	b.appends[c]++
@@ -24,9 +24,7 @@ func (b *bench) append16Loop(ctx context.Context, p *proc, dur time.Duration) (l
 }
 
 // measureAppend16 pairs 16 clients appending through memoryd with the
-// same requests to the durable reference; then, for information, raw
-// SQLite inserts 1,000 rows per FULL transaction and the same requests
-// go to the bare server.
+// same requests to the durable reference.
 func (b *bench) measureAppend16(ctx context.Context, rep repetition) (sample, error) {
 	var f, d loopResult
 	var cpu, cpuD float64
@@ -46,7 +44,9 @@ func (b *bench) measureAppend16(ctx context.Context, rep repetition) (sample, er
 	if err != nil {
 		return sample{}, err
 	}
-	// After the pair, so their order does not change between repetitions.
+	// For information, raw SQLite inserts 1,000 rows per FULL transaction
+	// and the same requests go to the bare server. Both run after the pair,
+	// so their order does not change between repetitions.
 	raw, err := rawWrite(ctx, filepath.Join(b.scratch, "raw-append16.db"), 1000, b.cfg.dur)
 	if err != nil {
 		return sample{}, err
@@ -88,8 +88,8 @@ func (b *bench) append16Notes() string {
 		"in its own process (`bench " + bareVerb + "`) that reads each body, answers with the same bytes and stores nothing."
 }
 
-// measureAppend1 pairs one client appending through memoryd with raw
-// SQLite committing one insert per FULL transaction: p50 latencies.
+// measureAppend1 pairs the p50 latency of one client appending through
+// memoryd with raw SQLite's, committing one insert per FULL transaction.
 func (b *bench) measureAppend1(ctx context.Context, rep repetition) (sample, error) {
 	var f, c loopResult
 	var cpu float64

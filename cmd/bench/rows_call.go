@@ -6,15 +6,14 @@ import (
 	"path/filepath"
 )
 
-// The per-call overhead rows: one client's p50 latency through memoryd
-// against the p50 of a bare net/http server in its own process answering
-// the same requests (same bodies, same keep-alive client, loopback) with
-// the bytes memoryd answers. The floor is an HTTP round trip that does
-// nothing; the ratio is what a call costs above it.
+// The per-call overhead rows pair one client's p50 latency through memoryd
+// with the p50 of a bare net/http server in its own process. The bare server
+// gets the same bodies from the same keep-alive client over loopback, and
+// answers with the bytes memoryd answers. This floor is an HTTP round trip
+// that does nothing, and the ratio is what a call costs above it.
 
-// callPair pairs one client sending body() to memoryd's path with the
-// same client sending it to floor, in the repetition's order: p50s,
-// ratio = memoryd / floor (lower is better).
+// callPair pairs one client sending body to memoryd's path with the same
+// client sending it to floor, in the repetition's order.
 func (b *bench) callPair(ctx context.Context, rep repetition, path string, floor *proc, body func() []byte) (sample, error) {
 	var f, c loopResult
 	var cpuF, cpuC float64
@@ -45,15 +44,14 @@ func (b *bench) callPair(ctx context.Context, rep repetition, path string, floor
 }
 
 // measureAppend1HTTP pairs one client appending through memoryd with the
-// same requests to the bare server answering with an append response;
-// then, for information, raw SQLite commits one insert per FULL
-// transaction: a durable append pays at least the floor and such a
-// commit.
+// same requests to the bare server answering with an append response.
 func (b *bench) measureAppend1HTTP(ctx context.Context, rep repetition) (sample, error) {
 	s, err := b.callPair(ctx, rep, "/v1/tools/notes_append_to_file", b.bareAppend, func() []byte { return b.appendBody(16) })
 	if err != nil {
 		return s, err
 	}
+	// For information, raw SQLite commits one insert per FULL transaction.
+	// A durable append pays at least the floor and such a commit.
 	raw, err := rawWrite(ctx, filepath.Join(b.scratch, "raw-append1-http.db"), 1, b.cfg.dur)
 	if err != nil {
 		return s, err

@@ -9,21 +9,21 @@ import (
 	"time"
 )
 
-// preloadLine is the message memoryd logs (at info) when its background
-// load of the history chunk filters has ended.
+// preloadLine is the message memoryd logs at info when its background load
+// of the history chunk filters has ended.
 const preloadLine = `"msg":"loaded the history chunk filters"`
 
-// measureFirstSearch starts two memoryd servers on the history database,
-// one after the other. The first is asked the rare needle as soon as
-// /healthz answers (a search that races the background load of the chunk
-// filters); the second once its log says the load has ended: that first
-// search is the figure, and a later search on the same server its ceiling.
+// measureFirstSearch pairs the first search of a memoryd started on the
+// history database with a later search on the same server.
 func (b *bench) measureFirstSearch(ctx context.Context, rep repetition) (sample, error) {
 	db := filepath.Join(b.scratch, "history.db")
+	// A first server is asked the rare needle as soon as /healthz answers,
+	// racing the background load of the chunk filters.
 	atOnce, _, _, err := b.firstSearch(ctx, db, false)
 	if err != nil {
 		return sample{}, err
 	}
+	// A second is asked once its log says the load has ended.
 	first, later, loaded, err := b.firstSearch(ctx, db, true)
 	if err != nil {
 		return sample{}, err
@@ -36,10 +36,8 @@ func (b *bench) measureFirstSearch(ctx context.Context, rep repetition) (sample,
 	return s, nil
 }
 
-// firstSearch starts a memoryd on db, waits for /healthz (and, with
-// waitLoad, for the end of the filters' load), times its first search for
-// the rare needle and a later one, and stops it. loaded is when the load
-// ended, from the start.
+// firstSearch starts a memoryd on db and times its first and a later search
+// for the rare needle. loaded is when the filters' load ended, from the start.
 func (b *bench) firstSearch(ctx context.Context, db string, waitLoad bool) (first, later, loaded time.Duration, err error) {
 	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "info"}
 	args = append(args, strings.Fields(b.cfg.serverFlags)...)
@@ -55,7 +53,7 @@ func (b *bench) firstSearch(ctx context.Context, db string, waitLoad bool) (firs
 	if _, err := b.cl.health(ctx, p.url); err != nil {
 		return 0, 0, 0, err
 	}
-	if waitLoad {
+	if waitLoad { // wait for the end of the filters' load too
 		line, err := p.log.await(ctx, preloadLine, 2*time.Minute)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("memoryd(first search): %w", err)
@@ -87,7 +85,7 @@ func (b *bench) firstSearchNotes() string {
 		"(its own duration_ms, logged). Each repetition starts both servers and stops them.", b.rare)
 }
 
-// nopWriter drops what it is given (the first-search servers' request log).
+// nopWriter drops the first-search servers' request log.
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }

@@ -14,11 +14,11 @@ import (
 )
 
 // inspectorGets is how many times each inspector page is fetched in a
-// repetition; the page's figure is their median.
+// repetition. The page's figure is their median.
 const inspectorGets = 5
 
-// inspectorPage is one page of the inspector row: its name in the notes
-// and its path, given the task id and the log's last position.
+// inspectorPage is one page of the inspector row, with its name in the notes
+// and its path given the task id and the log's last position.
 type inspectorPage struct {
 	name string
 	path func(task string, last int64) string
@@ -33,9 +33,8 @@ var inspectorPages = []inspectorPage{
 	{"events, last page", func(_ string, last int64) string { return fmt.Sprintf("/ui/events?after=%d", max(last-100, 0)) }},
 }
 
-// measureInspector starts memoryd on the replayed database, logs in to
-// its inspector with the token, and fetches each page inspectorGets
-// times; the figure is the slowest page's median.
+// measureInspector fetches each inspector page of a memoryd on the replayed
+// database inspectorGets times. The figure is the slowest page's median.
 func (b *bench) measureInspector(ctx context.Context, rep repetition) (sample, error) {
 	p, err := b.startMemoryd(ctx, "memoryd(inspector)", b.replayed)
 	if err != nil {
@@ -92,9 +91,9 @@ func (b *bench) inspectorLogin(ctx context.Context, base string) (web *http.Clie
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
-	// The login answers 303 to /ui: not followed here, since Go's client
-	// would send the Origin header again with the GET, which the inspector
-	// refuses (a browser does not).
+	// The login answers 303 to /ui, not followed here. Go's client would
+	// send the Origin header again with the GET, unlike a browser, and the
+	// inspector refuses it.
 	login := &http.Client{Jar: jar, Transport: web.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := login.Do(req)
 	if err != nil {
@@ -126,13 +125,12 @@ func inspectorGet(ctx context.Context, web *http.Client, u, name string) (float6
 	return took, nil
 }
 
-// inspectorAtPages are the pages of the inspector-at row, each as of a
-// position the memoryd has not shown before (half the log, then 1,000
-// events later), in this order, each fetched once: what a user waits for
-// on the first page at a position.
+// inspectorAtPages are the pages of the inspector-at row, fetched once each
+// in this order. Each is as of a position the memoryd has not shown before,
+// so it times what a user waits for on the first page at a position.
 var inspectorAtPages = []struct {
 	name string
-	path func(task string, half int64) string // half: half the log's last position
+	path func(task string, half int64) string // half is half the log's last position
 }{
 	{"timeline of /root as of half the log (reads the log up to there)", func(task string, half int64) string {
 		return fmt.Sprintf("/ui/tasks/%s/agents/root?at=%d", task, half)
@@ -151,8 +149,8 @@ var inspectorAtPages = []struct {
 	}},
 }
 
-// measureInspectorAt starts memoryd on the replayed database, logs in,
-// and fetches each of inspectorAtPages once; the figure is the slowest.
+// measureInspectorAt fetches each of inspectorAtPages once from a memoryd on
+// the replayed database. The figure is the slowest.
 func (b *bench) measureInspectorAt(ctx context.Context, rep repetition) (sample, error) {
 	p, err := b.startMemoryd(ctx, "memoryd(inspector-at)", b.replayed)
 	if err != nil {
@@ -192,14 +190,15 @@ func (b *bench) inspectPagesAt(ctx context.Context, base string) (sample, error)
 	return s, nil
 }
 
-// inspectHistoryAt fetches, on the history server (fxHistory), the
-// history page of its agent as of half its log, one position lower each
-// repetition so that each is a fresh copy of the task's history.
+// inspectHistoryAt fetches the history server's history page of its agent
+// as of half its log.
 func (b *bench) inspectHistoryAt(ctx context.Context, rep repetition, s *sample) error {
 	web, _, last, err := b.inspectorLogin(ctx, b.hist.url)
 	if err != nil {
 		return err
 	}
+	// One position lower each repetition, so each is a fresh copy of the
+	// task's history.
 	at := last/2 - int64(rep.n)
 	t, err := inspectorGet(ctx, web, fmt.Sprintf("%s/ui/tasks/%s/history?agent=/root&at=%d", b.hist.url, b.histTask, at), inspectorHistoryName)
 	if err != nil {
@@ -212,8 +211,8 @@ func (b *bench) inspectHistoryAt(ctx context.Context, rep repetition, s *sample)
 
 const inspectorHistoryName = "history of /root on the history database as of half its log (a copy of its history)"
 
-// inspectorForward is how far past half the log the last page of the
-// inspector-at row is (a quarter of that half on a short log).
+// inspectorForward is how far past half the log the last inspector-at page is.
+// On a short log it is a quarter of that half.
 const inspectorForward = 1000
 
 func (b *bench) inspectorAtNotes() string {
@@ -249,7 +248,7 @@ func (b *bench) firstTask(ctx context.Context, base string) (string, error) {
 	return list.Tasks[0].TaskID, nil
 }
 
-// fetch sends req and returns the body of a 200 (after redirects).
+// fetch sends req and returns the body of a 200, after redirects.
 func fetch(c *http.Client, req *http.Request) (string, error) {
 	resp, err := c.Do(req)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// pgAppendBody is a notes_append_to_file on the PostgreSQL task: a new
-// file every 1,000 appends, so notes stay small.
+// pgAppendBody is a notes_append_to_file on the PostgreSQL task.
+// It starts a new file every 1,000 appends, so notes stay small.
 func (b *bench) pgAppendBody() []byte {
 	n := b.pgAppends.Add(1)
 	return b.toolBody(b.pgTask, fmt.Sprintf(`{"path":"bench/pg-%d.md","text":"- appended line %d of the benchmark\n"}`, n/1000, n))
@@ -25,11 +25,8 @@ func (b *bench) pgAppendLoop(ctx context.Context, servers int, dur time.Duration
 	})
 }
 
-// The raw PostgreSQL ceiling: the plainest durable event insert, the raw
-// SQLite ceiling's table, one row per transaction from each of 16
-// connections. With positions, each transaction first takes the advisory
-// lock memoryd's writers take and gives the row the next position, as
-// memoryd's log does: what gapless positions in commit order cost.
+// pgRawSchema is the raw PostgreSQL ceiling's table, the raw SQLite
+// ceiling's with a sequence, for the plainest durable event insert.
 const pgRawSchema = `
 CREATE TABLE IF NOT EXISTS events (seq BIGINT PRIMARY KEY, stream_id TEXT, stream_seq BIGINT, type TEXT, ulid TEXT UNIQUE, ts BIGINT, body TEXT, UNIQUE (stream_id, stream_seq));
 CREATE INDEX IF NOT EXISTS events_type ON events (type);
@@ -37,7 +34,8 @@ TRUNCATE events;
 CREATE SEQUENCE IF NOT EXISTS events_seq;`
 
 // pgRawWrite inserts rows for dur from 16 connections, one row per
-// transaction; locked: with the advisory lock and max(seq)+1 positions.
+// transaction. With locked, each first takes the advisory lock memoryd's
+// writers take and gives the row the next position, as memoryd's log does.
 func (b *bench) pgRawWrite(ctx context.Context, locked bool, dur time.Duration) (loopResult, error) {
 	db, err := sql.Open("pgx", b.pgRaw)
 	if err != nil {
@@ -76,9 +74,7 @@ func (b *bench) pgRawWrite(ctx context.Context, locked bool, dur time.Duration) 
 }
 
 // measurePostgresAppend16 pairs 16 clients appending through one memoryd
-// on PostgreSQL with the raw ceiling; then, for information, the same 16
-// clients through two servers on the same database, and the raw inserts
-// with memoryd's lock and positions.
+// on PostgreSQL with the raw ceiling.
 func (b *bench) measurePostgresAppend16(ctx context.Context, rep repetition) (sample, error) {
 	var one, raw loopResult
 	err := rep.pair(func() (err error) {
@@ -91,6 +87,8 @@ func (b *bench) measurePostgresAppend16(ctx context.Context, rep repetition) (sa
 	if err != nil {
 		return sample{}, err
 	}
+	// For information, the same 16 clients append through two servers on the
+	// same database, and the raw inserts take memoryd's lock and positions.
 	two, err := b.pgAppendLoop(ctx, 2, b.cfg.dur)
 	if err != nil {
 		return sample{}, err

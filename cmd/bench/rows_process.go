@@ -6,14 +6,13 @@ import (
 	"time"
 )
 
-// The rows with absolute targets, on the memoryd process itself: its
+// The rows with absolute targets measure the memoryd process itself, its
 // memory serving the history and its start-up time.
 
 // measureRSS reads the history server's peak and current resident set
-// after the repetition's searches (serving them first if no search row
-// ran).
+// after the repetition's searches.
 func (b *bench) measureRSS(ctx context.Context, rep repetition) (sample, error) {
-	if b.searchedAt != rep.n { // rss alone: serve the searches first
+	if b.searchedAt != rep.n { // no search row ran, so serve the searches first
 		for _, needle := range []string{b.rare, b.common} {
 			if _, err := b.searchMemoryd(ctx, needle); err != nil {
 				return sample{}, err

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// readBody is a read8 request: notes_read_file of the ~4 KB note.
+// readBody is a read8 request, a notes_read_file of the ~4 KB note.
 func (b *bench) readBody() []byte {
 	return b.toolBody(b.notesTask, `{"path":"bench/read8.md"}`)
 }

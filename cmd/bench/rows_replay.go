@@ -17,7 +17,7 @@ func (b *bench) measureReplay(ctx context.Context, rep repetition) (sample, erro
 	var printed string
 	err := rep.pair(func() (err error) {
 		f, printed, err = b.replayMemoryd(ctx, rep.n)
-		syncFS() // untimed: the next half does not pay this one's writeback
+		syncFS() // untimed, so the next half does not pay this one's writeback
 		return err
 	}, func() error {
 		n, took, err := rawReplay(ctx, b.logPath, filepath.Join(b.scratch, "raw-replay.db"))
@@ -30,8 +30,8 @@ func (b *bench) measureReplay(ctx context.Context, rep repetition) (sample, erro
 	if err != nil {
 		return sample{}, err
 	}
-	// The replays wrote gigabytes: flush them now, so that the
-	// kernel's writeback does not take CPU from the row measured next.
+	// The replays wrote gigabytes. Flushing them now keeps the kernel's
+	// writeback from taking CPU from the row measured next.
 	syncFS()
 	n := float64(b.cfg.events)
 	s := sample{fig: n / f.Seconds(), ceil: n / c.Seconds(), ratio: c.Seconds() / f.Seconds(), printed: printed}
@@ -54,8 +54,7 @@ func (b *bench) replayNotes() string {
 }
 
 // replayMemoryd runs "memoryd replay LOG --db replayed-REP.db" and returns
-// its wall time and what it printed; the previous replayed database is
-// removed.
+// its wall time and what it printed.
 func (b *bench) replayMemoryd(ctx context.Context, rep int) (time.Duration, string, error) {
 	out := filepath.Join(b.scratch, fmt.Sprintf("replayed-%d.db", rep))
 	removeDB(out)
@@ -82,7 +81,7 @@ func (b *bench) replayMemoryd(ctx context.Context, rep int) (time.Duration, stri
 		return 0, "", fmt.Errorf("memoryd replay: %d events up to position %d, want %d", sum.Events, sum.LastPosition, b.cfg.events)
 	}
 	fmt.Fprintf(b.progress, "memoryd(replay) printed:\n%s", stdout.String())
-	if b.replayed != "" && b.replayed != out {
+	if b.replayed != "" && b.replayed != out { // the previous replayed database
 		removeDB(b.replayed)
 	}
 	b.replayed = out

@@ -22,8 +22,8 @@ func (b *bench) measureSearchEverywhere(ctx context.Context, rep repetition) (sa
 // measureSearch pairs one history_search_contents for needle with the
 // GLOB scan of the ceiling database, both warmed first.
 func (b *bench) measureSearch(ctx context.Context, rep repetition, needle string) (sample, error) {
-	// Warm: the page cache of a VM may have dropped the databases
-	// since the last repetition (the replay row writes gigabytes).
+	// The page cache of a VM may have dropped the databases since the last
+	// repetition, as the replay row writes gigabytes.
 	if _, err := b.searchMemoryd(ctx, needle); err != nil {
 		return sample{}, err
 	}
@@ -74,8 +74,7 @@ func (b *bench) searchEverywhereNotes() string {
 }
 
 // searchMemoryd runs history_search_contents for needle and checks the
-// count of results (1 for the rare needle, 0 for the common one, GLOB's
-// count for the one found everywhere).
+// count of results against wantHits.
 func (b *bench) searchMemoryd(ctx context.Context, needle string) (time.Duration, error) {
 	return b.searchOn(ctx, b.hist.url, needle)
 }
@@ -100,7 +99,7 @@ func (b *bench) searchOn(ctx context.Context, url, needle string) (time.Duration
 	if err := json.Unmarshal(raw, &res); err != nil || res.Details.NReturned == nil {
 		return 0, fmt.Errorf("history_search_contents: no details.n_returned (%v): %.200s", err, raw)
 	}
-	// The search stops after the first 20 matches: more says the rest
+	// The search stops after the first 20 matches, and more says the rest
 	// exist.
 	hits := b.wantHits(needle)
 	if got, want := *res.Details.NReturned+res.Details.Omitted, min(hits, 20); got != want || res.Details.More != (hits > 20) {

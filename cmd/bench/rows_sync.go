@@ -9,23 +9,21 @@ import (
 	"time"
 )
 
-// fxSyncTurn is a second memoryd on the history database, for the
-// sync-turn rows: one more turn of the history's session, in both forms
-// of POST /v1/history/sync. The rows write to the history, and the whole
-// form's 2 MB requests would raise the peak the rss row reads off the
-// history server; this server takes them instead (memoryd serves a
-// database other processes write to, docs/contract-notes.md).
+// fxSyncTurn is a second memoryd on the history database for the sync-turn
+// rows. The whole form's 2 MB requests would raise the peak the rss row
+// reads off the history server, so this server takes them instead. memoryd
+// serves a database other processes write to; see docs/contract-notes.md.
 var fxSyncTurn = &fixture{name: "sync server on the history", needs: []*fixture{fxHistory}, setup: (*bench).setupSyncTurn}
 
 // syncTurnsDelta and syncTurnsWhole are the turns one repetition of
-// sync-turn and sync-turn-whole times; the figure is their median.
+// sync-turn and sync-turn-whole times. The figure is their median.
 const (
 	syncTurnsDelta = 20
 	syncTurnsWhole = 5
 )
 
 // setupSyncTurn starts the sync server and learns the branch's revision
-// with an untimed whole sync of the branch (which changes nothing).
+// with an untimed whole sync of the branch, which changes nothing.
 func (b *bench) setupSyncTurn(ctx context.Context) error {
 	p, err := b.startMemoryd(ctx, "memoryd(sync)", filepath.Join(b.scratch, "history.db"))
 	if err != nil {
@@ -55,8 +53,8 @@ type syncAnswer struct {
 	Unchanged int   `json:"unchanged"`
 }
 
-// syncBody is a sync request of the history's agent carrying entry (nil:
-// none) and the branch: whole when delta is nil, else as the delta.
+// syncBody is a sync request of the history's agent carrying entry and the
+// branch. A nil entry sends none, and a nil delta sends the branch whole.
 func (b *bench) syncBody(entry []byte, delta any) ([]byte, error) {
 	var body bytes.Buffer
 	fmt.Fprintf(&body, `{"context":{"task_id":%q,"agent":"/root"},"entries":[%s],`, b.histTask, entry)
@@ -79,7 +77,7 @@ func (b *bench) syncBody(entry []byte, delta any) ([]byte, error) {
 	return body.Bytes(), nil
 }
 
-// syncTurn times one more turn: a new user message after the leaf, sent
+// syncTurn times one more turn, a new user message after the leaf, sent
 // with the branch whole or as a delta from the last revision. It returns
 // the time and the body's size.
 func (b *bench) syncTurn(ctx context.Context, whole bool) (time.Duration, int, error) {
@@ -111,8 +109,8 @@ func (b *bench) syncTurn(ctx context.Context, whole bool) (time.Duration, int, e
 	return took, len(body), nil
 }
 
-// measureSyncTurns times n turns in one form: the median, with the
-// slowest and the body size in the notes.
+// measureSyncTurns times n turns in one form, their median the figure.
+// The slowest and the body size go in the notes.
 func (b *bench) measureSyncTurns(ctx context.Context, rep repetition, whole bool, n int) (sample, error) {
 	var took []float64
 	var size int

@@ -5,18 +5,17 @@ import (
 	"time"
 )
 
-// fixture is something rows share and bench sets up once, before the
-// first repetition, if a selected row needs it: a server, a database, a
-// file. Its state is in bench's fields (a process it starts is in one
-// that closeAll stops).
+// fixture is a server, database or file that rows share, set up once if a
+// selected row needs it. Its state is in bench's fields, and closeAll stops
+// the processes it starts.
 type fixture struct {
 	name  string
 	needs []*fixture // set up before it
 	setup func(b *bench, ctx context.Context) error
 }
 
-// allFixtures are every fixture, in the order they are set up (a
-// fixture after those it needs).
+// allFixtures are every fixture, in the order they are set up.
+// A fixture comes after those it needs.
 var allFixtures = []*fixture{fxNotes, fxAppendWarm, fxBareAppend, fxDurable, fxRead8, fxHistory, fxSyncTurn, fxLog, fxReplayed, fxPostgres}
 
 // fixturesFor returns the fixtures the rows of cfg need, directly or

@@ -17,8 +17,8 @@ import (
 )
 
 // buildCeiling copies the rendered text of every history entry out of
-// memoryd's database (read-only) into ceiling.db table t, counts its bytes
-// and picks the needles.
+// memoryd's database into ceiling.db table t, counts its bytes and picks
+// the needles.
 func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	t0 := time.Now()
 	src, err := sql.Open("sqlite", eventlog.FileURI(histDB, url.Values{"mode": {"ro"}}))
@@ -33,17 +33,16 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		return err
 	}
 	dst.SetMaxOpenConns(1)
-	// One row per history item, its text as TEXT: the layout a plain
-	// implementation would search, and the one GLOB scans fastest (no
-	// conversion of each value).
+	// One row per history item holds its text as TEXT. That is the layout
+	// a plain implementation would search, and the one GLOB scans fastest,
+	// with no conversion of each value.
 	if _, err := dst.ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)"); err != nil {
 		dst.Close()
 		return err
 	}
-	// The texts memoryd searches: each stored entry rendered by the same
-	// function memoryd renders it with (history.Render), read from the raw
-	// entries memoryd keeps. If that column goes, this query fails and the
-	// run stops.
+	// The texts memoryd searches are its raw entries rendered by
+	// history.Render, as memoryd renders them. If that column goes, this
+	// query fails and the run stops.
 	rows, err := src.QueryContext(ctx, "SELECT raw FROM history_entries")
 	if err != nil {
 		dst.Close()
@@ -102,8 +101,8 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	}
 	b.ceiling = dst
 
-	// The needles: the rare one planted by sessiongen, and one that never
-	// occurs whose first byte is the most frequent letter of the text.
+	// The rare needle is the one sessiongen planted. The common one never
+	// occurs, and its first byte is the most frequent letter of the text.
 	b.rare = sessiongen.LargeRareNeedle
 	type bf struct {
 		c byte

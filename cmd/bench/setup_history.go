@@ -16,17 +16,15 @@ import (
 )
 
 // fxHistory is one memoryd serving a generated history of about
-// -history-bytes (search-*, rss), and the search ceiling built from it.
+// -history-bytes, and the search ceiling built from it.
 var fxHistory = &fixture{name: "history server and search ceiling", setup: (*bench).setupHistory}
 
-// maxSyncRequest bounds one history sync request body (memoryd's limit
-// is 8 MiB).
+// maxSyncRequest bounds one history sync request body, under memoryd's
+// limit of 8 MiB.
 const maxSyncRequest = 6_000_000
 
-// setupHistory generates a Pi session of about -history-bytes, syncs it
-// into memoryd over HTTP, copies the rendered item texts into the
-// ceiling database, restarts memoryd on the history and checks both
-// searches.
+// setupHistory syncs a Pi session of about -history-bytes into memoryd and
+// builds the search ceiling, then restarts memoryd and checks both searches.
 func (b *bench) setupHistory(ctx context.Context) error {
 	t0 := time.Now()
 	b.logf("history: generating %s of Pi session entries (sessiongen.Large)", mb(b.cfg.historyBytes))
@@ -56,8 +54,8 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	if b.histBranch, err = b.syncProbe(ctx, branch); err != nil {
 		return err
 	}
-	// The ingest's own peak, which the rss row (a restarted server) does
-	// not cover.
+	// The ingest's own peak, which the rss row does not cover, as it reads
+	// a restarted server.
 	hwm, rss, err := procMemory(b.hist.pid())
 	if err != nil {
 		return err
@@ -187,10 +185,9 @@ func (b *bench) syncHistory(ctx context.Context, sess sessiongen.Session) error 
 	return nil
 }
 
-// syncProbe times what a client pays per turn once the history is large:
-// three syncs of one new user message each, every one carrying the whole
-// branch as the contract requires (informational; the texts contain no
-// needle). It returns the branch with the probe's entries.
+// syncProbe times what a client pays per turn once the history is large.
+// It sends three syncs of one new user message, each carrying the whole
+// branch as the contract requires, and returns the branch with them.
 func (b *bench) syncProbe(ctx context.Context, branch []string) ([]string, error) {
 	known := make(map[string]bool, len(branch))
 	for _, id := range branch {
@@ -204,6 +201,7 @@ func (b *bench) syncProbe(ctx context.Context, branch []string) ([]string, error
 			id = fmt.Sprintf("%08x", len(known)+i)
 		}
 		known[id] = true
+		// The probe's text holds no needle.
 		entry := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2027-01-01T00:00:0%dZ","message":{"role":"user","content":"probe %d: one more turn","timestamp":%d}}`,
 			id, branch[len(branch)-1], i, i, 1798761600000+i)
 		branch = append(branch, id)

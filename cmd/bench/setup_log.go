@@ -9,7 +9,7 @@ import (
 	"github.com/memoryd/memoryd/internal/forensics"
 )
 
-// The event-log fixtures: the synthetic log replay replays, and a
+// The event-log fixtures are the synthetic log replay replays, and a
 // database replayed from it for startup.
 var (
 	fxLog      = &fixture{name: "event log", setup: (*bench).setupLog}
@@ -40,10 +40,10 @@ func (b *bench) setupLog(ctx context.Context) error {
 	return nil
 }
 
-// setupReplayed replays the log once, untimed, for the startup row,
-// unless the replay row runs: it comes before startup in every
-// repetition and leaves its database.
+// setupReplayed replays the log once, untimed, for the startup row.
 func (b *bench) setupReplayed(ctx context.Context) error {
+	// The replay row comes before startup in every repetition and leaves
+	// its database.
 	if b.cfg.has("replay") {
 		return nil
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// The notes fixtures: one memoryd on a notes database (append16, append1,
-// read8) and the bare servers that answer like it.
+// The notes fixtures are one memoryd on a notes database, for append16,
+// append1 and read8, and the bare servers that answer like it.
 var (
 	fxNotes      = &fixture{name: "notes server", setup: (*bench).setupNotes}
 	fxAppendWarm = &fixture{name: "append warm-up", needs: []*fixture{fxNotes}, setup: (*bench).warmAppends}

@@ -13,12 +13,12 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
 
-// The PostgreSQL fixture: a server (-postgres, else a private one started
-// with scripts/local-postgres in the scratch folder), a database on it
-// shared by two memoryd servers, and a second one for the raw ceiling.
+// fxPostgres is a PostgreSQL server with a database two memoryd servers
+// share, and a second database for the raw ceiling. The server is
+// -postgres, else a private one started with scripts/local-postgres.
 var fxPostgres = &fixture{name: "PostgreSQL and two memoryd servers on one database", setup: (*bench).setupPostgres}
 
-// setupPostgres starts (or takes) the PostgreSQL server, makes the two
+// setupPostgres starts or takes the PostgreSQL server, makes the two
 // databases, starts two memoryd servers on the first and attaches a task.
 func (b *bench) setupPostgres(ctx context.Context) error {
 	base := b.cfg.postgres
@@ -27,9 +27,9 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// A folder of its own in the system's temporary folder, not in the
-		// scratch one: run as root, the script serves it as an unprivileged
-		// user, who must be able to reach it.
+		// The server gets a folder of its own in the system's temporary
+		// folder, not in the scratch one. Run as root, the script serves it
+		// as an unprivileged user, who must be able to reach it.
 		dir, err := os.MkdirTemp("", "memoryd-bench-pg-")
 		if err != nil {
 			return err
@@ -85,8 +85,8 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 	return nil
 }
 
-// moduleFile is the path of a file of the memoryd module (the bench runs
-// inside it).
+// moduleFile is the path of a file of the memoryd module, which the bench
+// runs inside.
 func moduleFile(ctx context.Context, rel string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	gomod := strings.TrimSpace(string(out))

@@ -74,7 +74,7 @@ func loop(ctx context.Context, clients int, dur time.Duration, op func(ctx conte
 	return res, nil
 }
 
-// percentile returns the p-th percentile (0–100) of sorted durations.
+// percentile returns the p-th percentile of sorted durations, p from 0 to 100.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -99,8 +99,8 @@ func spreadOf(xs []float64) spread {
 	return spread{med, s[0], s[len(s)-1]}
 }
 
-// format writes "median [min–max]" with f (just the median for one
-// value); a unit all three share is written once, at the end.
+// format writes "median [min–max]" with f, or just the median for one value.
+// A unit all three share is written once, at the end.
 func (s spread) format(f func(float64) string) string {
 	if s.lo == s.hi {
 		return f(s.med)
@@ -156,7 +156,7 @@ func sig(x float64) string {
 	}
 }
 
-// ms formats seconds as milliseconds (or µs below 1 ms).
+// ms formats seconds as milliseconds, or microseconds below 1 ms.
 func ms(seconds float64) string {
 	if seconds == 0 {
 		return "0"
@@ -167,12 +167,12 @@ func ms(seconds float64) string {
 	return sig(seconds*1e3) + " ms"
 }
 
-// rate formats a rate in unit (e.g. "req/s").
+// rate formats a rate in unit, such as "req/s".
 func rate(unit string) func(float64) string {
 	return func(x float64) string { return num(x, 0) + " " + unit }
 }
 
-// mb formats bytes as MB (10^6 bytes).
+// mb formats bytes as MB of 10^6 bytes.
 func mb(n int64) string { return sig(float64(n)/1e6) + " MB" }
 
 // megabytes formats x, already in MB.

@@ -4,5 +4,5 @@ package main
 
 import "syscall"
 
-// syncFS flushes every file system's dirty pages to disk (sync(2)).
+// syncFS flushes every file system's dirty pages to disk.
 func syncFS() { syscall.Sync() }

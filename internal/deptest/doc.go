@@ -1,6 +1,7 @@
-// Package deptest holds memoryd's module-wide dependency rules: which
-// package may import which, each rule with its reason, checked by its
-// test against `go list` (see deptest_test.go). It has no code; package
-// comments of the whole module, and the relative links of the
-// repository's Markdown files (doclinks_test.go), are checked here too.
+// Package deptest holds memoryd's module-wide dependency rules.
+//
+// Each rule says which package may import which, with its reason, and
+// deptest_test.go checks them against `go list`. The package has no code.
+// Its tests also check the package comments of the whole module, and
+// doclinks_test.go the relative links of the repository's Markdown files.
 package deptest
