@@ -84,10 +84,11 @@ var rules = []rule{
 			"the binaries have no use for them, and memoryd ships no browser automation",
 	},
 	{
-		pkgs: []string{"internal/..."}, except: []string{"internal/api", "internal/inspector"}, banned: []string{"net/http"},
+		pkgs: []string{"internal/..."}, except: []string{"internal/api", "internal/inspector", "internal/mcpserver"}, banned: []string{"net/http"},
 		reason: "only internal/api, the web inspector it mounts (internal/inspector) and the commands speak HTTP: " +
 			"the domain's errors are its own vocabulary, mapped to statuses in one place (internal/api/errors.go, " +
-			"which the inspector is given)",
+			"which the inspector is given); the MCP server builds with it only because the MCP SDK carries its " +
+			"HTTP transport, and the rule below keeps it from importing net/http itself",
 	},
 	{
 		pkgs: []string{"internal/inspector"}, banned: []string{"internal/eventlog/...", "internal/projections/...", "internal/api/..."}, direct: true,
@@ -119,6 +120,11 @@ var rules = []rule{
 		pkgs: []string{"internal/api"}, banned: []string{"internal/eventlog/...", "internal/projections/..."}, direct: true,
 		reason: "HTTP speaks the domain's vocabulary (memory's commands, errors and reads): a handler that reached " +
 			"the store or the read models would skip the commands' checks and tie the wire to the storage (issue 18)",
+	},
+	{
+		pkgs: []string{"internal/mcpserver"}, banned: []string{"internal/eventlog/...", "internal/projections/...", "internal/api/...", "net/http"}, direct: true,
+		reason: "MCP is one more protocol over memory's commands: its calls go through the same memory code path as the " +
+			"HTTP routes, never a second implementation, and the transport (stdio, or HTTP mounted by api) is its caller's (issue 34)",
 	},
 	{
 		pkgs: []string{"cmd/server"}, banned: []string{"internal/eventlog/...", "internal/projections/..."}, direct: true,
