@@ -16,11 +16,23 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// Caller runs one tool call for the MCP session that received it. The
-// in-process server calls memory.Service.CallTool with the session's
-// bound task and agent; a stdio server started by a host posts to a
-// running memoryd.
-type Caller func(ctx context.Context, tool string, args json.RawMessage) (memory.ToolResult, error)
+// Caller runs one tool call. The in-process server finds the call's agent
+// and calls memory.Service.CallTool; a stdio server started by a host
+// would post to a running memoryd.
+type Caller func(ctx context.Context, call Call) (memory.ToolResult, error)
+
+// Call is one tools/call request.
+type Call struct {
+	Tool string
+	Args json.RawMessage
+	// HostCallID is the host's id of the call, from the request's _meta,
+	// or "". Claude Code sends its tool_use id as claudecode/toolUseId.
+	HostCallID string
+}
+
+// hostCallIDKey is the _meta key under which Claude Code sends the id of
+// the model's tool_use block.
+const hostCallIDKey = "claudecode/toolUseId"
 
 // Options configure New.
 type Options struct {
@@ -45,7 +57,11 @@ func New(call Caller, opts Options) *mcp.Server {
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: !tools.Writes(name)},
 		}
 		s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := call(ctx, name, req.Params.Arguments)
+			c := Call{Tool: name, Args: req.Params.Arguments}
+			if id, ok := req.Params.Meta[hostCallIDKey].(string); ok {
+				c.HostCallID = id
+			}
+			res, err := call(ctx, c)
 			if err != nil {
 				return errorResult(err, opts.ErrorBody), nil
 			}

@@ -37,10 +37,10 @@ func connect(t *testing.T) *session {
 	}
 	cc := memory.CallContext{TaskID: att.TaskID, Agent: att.Agent}
 	var calls atomic.Int64
-	call := func(ctx context.Context, tool string, args json.RawMessage) (memory.ToolResult, error) {
+	call := func(ctx context.Context, call mcpserver.Call) (memory.ToolResult, error) {
 		c := cc
 		c.CallID = fmt.Sprintf("mcp-%d", calls.Add(1))
-		return svc.CallTool(ctx, tool, c, args, "")
+		return svc.CallTool(ctx, call.Tool, c, call.Args, "")
 	}
 	server := mcpserver.New(call, mcpserver.Options{Version: "test", ErrorBody: func(err error) any {
 		_, body := api.ErrorEnvelope(err)

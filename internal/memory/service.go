@@ -20,6 +20,8 @@ type Service struct {
 	notes *projections.NoteCache
 	// preload loads filters in the background.
 	preload *preload
+	// hostCalls binds a host's tool calls to their agents.
+	hostCalls hostCalls
 	// afterCachedRead and syncToWriter are serviceOptions' test hooks.
 	afterCachedRead, syncToWriter func()
 }

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/tools"
+)
+
+// bearer adds the token to every request of an HTTP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// mcpClient connects the MCP SDK's client to /v1/mcp over streamable HTTP.
+func mcpClient(t *testing.T, ts *testServer, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{token: token, next: ts.Client().Transport}}
+	tr := &mcp.StreamableClientTransport{Endpoint: ts.URL + "/v1/mcp", HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// preToolUse posts Claude Code's PreToolUse hook for one call.
+func preToolUse(t *testing.T, ts *testServer, session, toolUseID, agentID string) {
+	t.Helper()
+	in := map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "tool_use_id": toolUseID,
+		"transcript_path": "/home/dev/.claude/projects/-home-dev-proj/" + session + ".jsonl", "cwd": "/home/dev/proj",
+		"tool_name": "mcp__memoryd__notes_write_file", "tool_input": map[string]any{}, "permission_mode": "default"}
+	if agentID != "" {
+		in["agent_id"] = agentID
+	}
+	b, _ := json.Marshal(in)
+	if st, body := ts.do(t, "POST", "/v1/hooks/claude-code", string(b)); st != http.StatusOK {
+		t.Fatalf("PreToolUse hook: %d %s", st, body)
+	}
+}
+
+// TestMCPCallsRunAsTheSessionTheirHookNamed: an MCP call over /v1/mcp runs
+// as the agent of the Claude Code session whose PreToolUse hook announced
+// its tool_use id; two sessions stay apart, a sub-agent's call runs as a
+// child agent, and a call no hook announced is refused.
+func TestMCPCallsRunAsTheSessionTheirHookNamed(t *testing.T) {
+	ts := newTestServer(t, nil)
+	cs, err := mcpClient(t, ts, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(toolUseID, text string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tools.NotesWriteFile,
+			Arguments: map[string]any{"path": "checkpoint.md", "text": text},
+			Meta:      mcp.Meta{"claudecode/toolUseId": toolUseID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	preToolUse(t, ts, "session-a", "toolu_a1", "")
+	preToolUse(t, ts, "session-b", "toolu_b1", "")
+	preToolUse(t, ts, "session-a", "toolu_a2", "a02dee9184452a481")
+	for _, c := range []struct{ id, text string }{{"toolu_a1", "a's plan"}, {"toolu_b1", "b's plan"}, {"toolu_a2", "a's helper"}} {
+		if res := write(c.id, c.text); res.IsError {
+			t.Fatalf("%s: %s", c.id, res.Content[0].(*mcp.TextContent).Text)
+		}
+	}
+	// Each write is an event of the session's task and agent, with the
+	// host's tool_use id as its call id.
+	evs, err := ts.store.Read(context.Background(), eventlog.Filter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := map[string]string{} // call id → task/agent
+	for _, ev := range evs {
+		if ev.Type != events.TypeNoteWritten {
+			continue
+		}
+		var p struct {
+			CallID string `json:"call_id"`
+		}
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			t.Fatal(err)
+		}
+		tasks[p.CallID] = ev.Stream // <task_id><agent>
+	}
+	a1, b1, a2 := tasks["toolu_a1"], tasks["toolu_b1"], tasks["toolu_a2"]
+	if a1 == "" || b1 == "" || a2 == "" || a1 == b1 || !strings.HasSuffix(a1, "/root") || !strings.HasSuffix(b1, "/root") ||
+		!strings.HasPrefix(a2, strings.TrimSuffix(a1, "/root")+"/root/") {
+		t.Errorf("the writes' task and agent by call id: %v", tasks)
+	}
+	// A call no hook announced, and one without the host's id, are refused.
+	for _, id := range []string{"toolu_unknown", ""} {
+		res := write(id, "x")
+		if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"code":"forbidden"`) {
+			t.Errorf("call %q: %+v", id, res)
+		}
+	}
+}
+
+// TestMCPNeedsTheToken: /v1/mcp is behind the bearer token like every /v1
+// route.
+func TestMCPNeedsTheToken(t *testing.T) {
+	ts := newTestServer(t, nil)
+	if _, err := mcpClient(t, ts, "wrong-token"); err == nil {
+		t.Fatal("an MCP client with a wrong token connected")
+	}
+	st, _, _ := ts.send(t, func() *http.Request {
+		r := ts.request(t, "POST", "/v1/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		r.Header.Del("Authorization")
+		return r
+	}())
+	if st != http.StatusUnauthorized {
+		t.Errorf("no token: status %d", st)
+	}
+}
+
+// TestClaudeCodeHookRefusesBadInput: a hook body is checked as strictly as
+// any request; unknown fields are let through, wrong types are not.
+func TestClaudeCodeHookRefusesBadInput(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"hook_event_name":"PreToolUse","session_id":"s","tool_use_id":"t","transcript_path":"/t.jsonl","new_field":1}`, 200},
+		{`{"hook_event_name":"Stop","session_id":"s"}`, 200},
+		{`{"hook_event_name":"PreToolUse","session_id":"s"}`, 400},
+		{`{"hook_event_name":"PreToolUse","session_id":"s","tool_use_id":"t","transcript_path":"relative.jsonl"}`, 400},
+		{`{"hook_event_name":"PreToolUse","session_id":1,"tool_use_id":"t"}`, 400},
+		{`{"hook_event_name":"PreToolUse","session_id":"s","session_id":"s2","tool_use_id":"t"}`, 400},
+	} {
+		if st, b := ts.do(t, "POST", "/v1/hooks/claude-code", c.body); st != c.want {
+			t.Errorf("%s: %d %s, want %d", c.body, st, b, c.want)
+		}
+	}
+}
