@@ -55,6 +55,8 @@ const env = { ...process.env, MEMORYD_BIN: await memorydBinary() };
 const clientNode = process.env.npm_node_execpath || process.execPath;
 const suites = [
   { name: "@memoryd/client", node: clientNode, dir: "typescript" },
+  // The real claude CLI (a native binary from npm) with memoryd's MCP tools and hook.
+  { name: "claude-code", node: clientNode, dir: "claude-code" },
 ];
 const pi = piNode();
 if (pi) {

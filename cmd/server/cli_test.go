@@ -104,6 +104,7 @@ var verbSamples = map[string]struct{ flags, pos [][]string }{
 	"tasks":          {flags: [][]string{{"--db", "m.db"}, {"--limit", "2"}, {"--before", "9"}}},
 	"inspect":        {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},
 	"stop":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--wait", "5s"}}},
+	"hook":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}, pos: [][]string{{"claude-code"}}},
 	"version":        {}, // no flags nor arguments: nothing to order
 }
 

@@ -49,6 +49,7 @@ var verbs = []*verb{
 	&tasksVerb,
 	&inspectVerb,
 	&stopVerb,
+	&hookVerb,
 	&versionVerb,
 }
 

@@ -1,5 +1,5 @@
 // Scripted Anthropic-Messages-compatible model server for driving the real `claude` CLI offline.
-// Usage: node model-server.mjs [port] [logfile]
+// Usage: node model-server.mjs [port] [logfile]   (port 0: a free one, printed as {"port":N} on stdout)
 //   env MS_PORT (default 8787), MS_LOG (default $CC/logs/model-requests.jsonl)
 // Every request (method, path, headers, parsed body) is appended to the log as one JSON line.
 // POST /v1/messages answers (streaming SSE if body.stream, else plain JSON) according to rules (first match wins,
@@ -112,4 +112,8 @@ const server = http.createServer((req, res) => {
     res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'scripted server: ' + url } }));
   });
 });
-server.listen(port, '127.0.0.1', () => console.error(`model-server listening on 127.0.0.1:${port}, log ${logFile}`));
+server.listen(port, '127.0.0.1', () => {
+  // Port 0 takes a free port: the first line on stdout says which.
+  console.log(JSON.stringify({ port: server.address().port }));
+  console.error(`model-server listening on 127.0.0.1:${server.address().port}, log ${logFile}`);
+});

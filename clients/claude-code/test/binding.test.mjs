@@ -1,0 +1,146 @@
+// The real `claude` CLI (npm @anthropic-ai/claude-code) against a scripted
+// Anthropic-Messages server (testdata/claude-code/model-server.mjs) and a real
+// memoryd: memoryd's tools over MCP at /v1/mcp, and Claude Code's PreToolUse
+// hook `memoryd hook claude-code`, which names each MCP call before it runs, so
+// that the call runs as its own session's agent (docs/claude-code.md, §6).
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+
+import { repoRoot, startMemoryd, waitFloorMs } from "../../testing/memoryd.mjs";
+
+const claudeBin = join(repoRoot, "clients", "node_modules", ".bin", "claude");
+const modelServer = join(repoRoot, "testdata", "claude-code", "model-server.mjs");
+
+let md;
+let model;
+let dir;
+
+/** Starts the scripted model server on a free port; resolves {port, stop()}. */
+async function startModelServer(log) {
+  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (s) => (stderr += s));
+  const port = await new Promise((res, rej) => {
+    let out = "";
+    const timer = setTimeout(() => rej(new Error(`the model server printed no port; stderr:\n${stderr}`)), waitFloorMs);
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (s) => {
+      out += s;
+      const m = /^\{"port":(\d+)\}$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        res(Number(m[1]));
+      }
+    });
+    child.once("exit", (code) => rej(new Error(`the model server exited (${code}); stderr:\n${stderr}`)));
+  });
+  return { port, stop: () => child.kill() };
+}
+
+/** A fresh HOME for claude: onboarding done, the folder trusted, the hooks given. */
+function claudeHome(name, project, hooks) {
+  const home = join(dir, name);
+  mkdirSync(join(home, ".claude"), { recursive: true });
+  writeFileSync(join(home, ".claude.json"), JSON.stringify({
+    hasCompletedOnboarding: true,
+    customApiKeyResponses: { approved: ["sk-ant-dummy"], rejected: [] },
+    projects: { [project]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+  }));
+  writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ hooks }));
+  return home;
+}
+
+/** memoryd's PreToolUse hook for its MCP tools (docs/API.md, the hook verb). */
+function memorydHooks() {
+  const addr = new URL(md.url).host;
+  return {
+    PreToolUse: [{ matcher: "mcp__memoryd__.*", hooks: [{ type: "command", command: `${md.bin} hook claude-code --addr ${addr}` }] }],
+  };
+}
+
+/** Runs `claude -p prompt` in project with HOME home; resolves {code, stdout, stderr}. */
+function claude(home, project, prompt) {
+  const mcp = join(dir, "mcp.json");
+  writeFileSync(mcp, JSON.stringify({
+    mcpServers: { memoryd: { type: "http", url: `${md.url}/v1/mcp`, headers: { Authorization: `Bearer ${md.token}` } } },
+  }));
+  const env = {
+    ...process.env, HOME: home, MEMORYD_TOKEN: md.token,
+    ANTHROPIC_BASE_URL: `http://127.0.0.1:${model.port}`, ANTHROPIC_API_KEY: "sk-ant-dummy",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1",
+  };
+  const args = ["-p", prompt, "--mcp-config", mcp, "--allowedTools", "mcp__memoryd__notes_write_file,mcp__memoryd__notes_read_file"];
+  return new Promise((res, rej) => {
+    // The timeout only ends a hung CLI; a run that works returns at once.
+    execFile(claudeBin, args, { cwd: project, env, timeout: 5 * waitFloorMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== "number") return rej(err);
+      res({ code: err ? err.code : 0, stdout, stderr });
+    });
+  });
+}
+
+const writeNote = (text) => `CALL_TOOL mcp__memoryd__notes_write_file ${JSON.stringify({ path: "checkpoint.md", text })}`;
+
+async function get(path) {
+  const r = await fetch(md.url + path, { headers: { Authorization: `Bearer ${md.token}` } });
+  assert.equal(r.status, 200, `GET ${path}`);
+  return r.json();
+}
+
+/** The note.written events, as {stream, callId, text}. */
+async function noteWrites() {
+  const { events } = await get("/v1/events?limit=5000");
+  return events.filter((e) => e.type === "note.written").map((e) => ({ stream: e.stream, callId: e.data.call_id, text: e.data.text }));
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "memoryd-claude-"));
+  md = await startMemoryd();
+  model = await startModelServer(join(dir, "model.jsonl"));
+});
+
+after(async () => {
+  model?.stop();
+  await md?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test("an MCP call from the real claude runs as its session's agent, and two sessions in one folder stay apart", async () => {
+  const project = join(dir, "project");
+  mkdirSync(project, { recursive: true });
+  const home = claudeHome("home", project, memorydHooks());
+  for (const text of ["session one's fact: 42", "session two's fact: 7"]) {
+    const r = await claude(home, project, writeNote(text));
+    assert.equal(r.code, 0, `claude -p: ${r.stderr}`);
+    assert.match(r.stdout, /TOOL_RESULT_SEEN: \{"path":"\/root\/notes\/checkpoint\.md","bytes":\d+,"created":true,"revision":1\}/);
+  }
+  const { tasks } = await get("/v1/tasks");
+  const sessions = tasks.flatMap((t) => t.agents.map((a) => ({ task: t.task_id, agent: a.agent, key: a.session_key, file: a.session_file })));
+  assert.equal(sessions.length, 2, JSON.stringify(sessions));
+  for (const s of sessions) {
+    assert.equal(s.agent, "/root");
+    assert.match(s.key, /^claude-code\/[0-9a-f-]{36}$/);
+    assert.ok(s.file.startsWith(join(home, ".claude", "projects")) && s.file.endsWith(".jsonl"), s.file);
+  }
+  assert.notEqual(sessions[0].task, sessions[1].task);
+  // Each note is in its own session's task, written with Claude Code's tool_use id as its call id.
+  const writes = await noteWrites();
+  assert.equal(writes.length, 2);
+  assert.notEqual(writes[0].stream, writes[1].stream);
+  for (const w of writes) assert.match(w.callId, /^toolu_/);
+});
+
+test("without memoryd's hook, the real claude's MCP call is refused and the model is told why", async () => {
+  const project = join(dir, "unhooked");
+  mkdirSync(project, { recursive: true });
+  const home = claudeHome("home-unhooked", project, {});
+  const before = (await noteWrites()).length;
+  const r = await claude(home, project, writeNote("nobody's fact"));
+  assert.equal(r.code, 0, `claude -p: ${r.stderr}`);
+  assert.match(r.stdout, /TOOL_RESULT_SEEN: .*"code":"forbidden".*memoryd does not know this call/);
+  assert.equal((await noteWrites()).length, before, "a call no hook announced wrote a note");
+});
