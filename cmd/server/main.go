@@ -50,6 +50,7 @@ var verbs = []*verb{
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,
+	&mcpVerb,
 	&versionVerb,
 }
 

@@ -151,3 +151,21 @@ func TestClaudeCodeHookRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestToolCallByHostCallID: POST /v1/tools/{name} runs a call a hook
+// announced by its host call id alone, as /v1/mcp does; an unannounced id
+// is forbidden, and an id beside a context is refused.
+func TestToolCallByHostCallID(t *testing.T) {
+	ts := newTestServer(t, nil)
+	preToolUse(t, ts, "session-h", "toolu_h1", "")
+	st, b := ts.do(t, "POST", "/v1/tools/notes_write_file", `{"host_call_id":"toolu_h1","arguments":{"path":"a.md","text":"x"}}`)
+	if st != http.StatusOK || !strings.Contains(string(b), `"path":"/root/notes/a.md"`) {
+		t.Fatalf("by host call id: %d %s", st, b)
+	}
+	if st, b := ts.do(t, "POST", "/v1/tools/notes_read_file", `{"host_call_id":"toolu_nobody","arguments":{"path":"a.md"}}`); st != http.StatusForbidden {
+		t.Errorf("an unannounced id: %d %s", st, b)
+	}
+	if st, b := ts.do(t, "POST", "/v1/tools/notes_read_file", `{"host_call_id":"toolu_h1","context":{"task_id":"T","agent":"/root"},"arguments":{"path":"a.md"}}`); st != http.StatusBadRequest {
+		t.Errorf("an id and a context: %d %s", st, b)
+	}
+}

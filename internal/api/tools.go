@@ -18,10 +18,12 @@ func handleToolsList() http.HandlerFunc {
 	}
 }
 
-// toolCallRequest is the body of POST /v1/tools/{name}.
+// toolCallRequest is the body of POST /v1/tools/{name}. HostCallID, an
+// addition, names a call a host's hook announced, in place of a context.
 type toolCallRequest struct {
-	Context   memory.CallContext `json:"context"`
-	Arguments json.RawMessage    `json:"arguments"`
+	Context    memory.CallContext `json:"context"`
+	Arguments  json.RawMessage    `json:"arguments"`
+	HostCallID string             `json:"host_call_id"`
 }
 
 // handleToolCall handles "POST /v1/tools/{name}".
@@ -38,7 +40,21 @@ func handleToolCall(log *slog.Logger, svc *memory.Service, m *metrics) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		res, err := svc.CallTool(r.Context(), name, req.Context, req.Arguments, requestID(r.Context()))
+		cc, reqID := req.Context, requestID(r.Context())
+		if req.HostCallID != "" {
+			if cc != (memory.CallContext{}) {
+				writeError(w, r, log, httpErr(errBadRequest, "give context or host_call_id, not both"))
+				return
+			}
+			var err error
+			if cc, err = svc.HostCall(req.HostCallID); err != nil {
+				code, _ := failure(r, err)
+				m.toolCalls.WithLabelValues(name, code).Inc()
+				writeError(w, r, log, err)
+				return
+			}
+		}
+		res, err := svc.CallTool(r.Context(), name, cc, req.Arguments, reqID)
 		if err != nil {
 			code, _ := failure(r, err)
 			m.toolCalls.WithLabelValues(name, code).Inc()

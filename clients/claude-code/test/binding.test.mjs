@@ -62,16 +62,23 @@ function memorydHooks() {
   };
 }
 
+/** memoryd as Claude Code's MCP server: over HTTP with the token, or `memoryd mcp` on stdio without it. */
+function mcpServer(transport) {
+  if (transport === "stdio") return { type: "stdio", command: md.bin, args: ["mcp", "--addr", new URL(md.url).host] };
+  return { type: "http", url: `${md.url}/v1/mcp`, headers: { Authorization: `Bearer ${md.token}` } };
+}
+
 /** Runs `claude -p prompt` in project with HOME home; resolves {code, stdout, stderr}. */
-function claude(home, project, prompt) {
+function claude(home, project, prompt, transport = "http") {
   const mcp = join(dir, "mcp.json");
-  writeFileSync(mcp, JSON.stringify({
-    mcpServers: { memoryd: { type: "http", url: `${md.url}/v1/mcp`, headers: { Authorization: `Bearer ${md.token}` } } },
-  }));
+  writeFileSync(mcp, JSON.stringify({ mcpServers: { memoryd: mcpServer(transport) } }));
   const env = {
     ...process.env, HOME: home, MEMORYD_TOKEN: md.token,
     ANTHROPIC_BASE_URL: `http://127.0.0.1:${model.port}`, ANTHROPIC_API_KEY: "sk-ant-dummy",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1",
+    // claude -p connects its MCP servers without waiting for them unless this is falsy, and a prompt sent
+    // before memoryd's server is connected is sent without its tools (docs/claude-code.md, §8).
+    MCP_CONNECTION_NONBLOCKING: "0",
   };
   const args = ["-p", prompt, "--mcp-config", mcp, "--allowedTools", "mcp__memoryd__notes_write_file,mcp__memoryd__notes_read_file"];
   return new Promise((res, rej) => {
@@ -132,6 +139,21 @@ test("an MCP call from the real claude runs as its session's agent, and two sess
   assert.equal(writes.length, 2);
   assert.notEqual(writes[0].stream, writes[1].stream);
   for (const w of writes) assert.match(w.callId, /^toolu_/);
+});
+
+test("memoryd mcp on stdio serves the real claude the same tools, bound by the same hook", async () => {
+  const project = join(dir, "stdio");
+  mkdirSync(project, { recursive: true });
+  const home = claudeHome("home-stdio", project, memorydHooks());
+  const before = await noteWrites();
+  const r = await claude(home, project, writeNote("a fact over stdio"), "stdio");
+  assert.equal(r.code, 0, `claude -p: ${r.stderr}`);
+  assert.match(r.stdout, /TOOL_RESULT_SEEN: \{"path":"\/root\/notes\/checkpoint\.md","bytes":\d+,"created":true,"revision":1\}/);
+  const added = (await noteWrites()).filter((w) => !before.some((b) => b.callId === w.callId));
+  assert.equal(added.length, 1);
+  assert.equal(added[0].text, "a fact over stdio");
+  assert.match(added[0].callId, /^toolu_/);
+  assert.ok(!before.some((b) => b.stream === added[0].stream), "the stdio session wrote into another session's task");
 });
 
 test("without memoryd's hook, the real claude's MCP call is refused and the model is told why", async () => {
