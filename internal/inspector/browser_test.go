@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -42,6 +43,19 @@ func js[T any](t *testing.T, ctx context.Context, expr string) T {
 	return v
 }
 
+// style evaluates expr, which reads computed styles, once the page has
+// loaded. An element is visible as soon as the document is parsed, but its
+// stylesheet may still be loading on a slow machine, and until it is the
+// computed styles are the browser's defaults.
+func style[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === "complete"`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("browser: the page did not finish loading: %v", err)
+	}
+	return js[T](t, ctx, expr)
+}
+
 // textOf is the text content of the first element matching sel, spaces
 // collapsed.
 func textOf(t *testing.T, ctx context.Context, sel string) string {
@@ -70,7 +84,7 @@ func browserLogin(t *testing.T, ctx context.Context, s *uiServer) {
 // Content-Security-Policy: the body has its background.
 func styled(t *testing.T, ctx context.Context) {
 	t.Helper()
-	color := js[string](t, ctx, `getComputedStyle(document.body).backgroundColor`)
+	color := style[string](t, ctx, `getComputedStyle(document.body).backgroundColor`)
 	if color != "rgb(250, 251, 252)" {
 		t.Errorf("body background %q: style.css is not applied", color)
 	}
@@ -189,7 +203,7 @@ func TestBrowserTimeline(t *testing.T) {
 	if plot.W < 300 || plot.H < 100 {
 		t.Errorf("the tokens plot is %.0fx%.0f px", plot.W, plot.H)
 	}
-	thresholds := js[[]string](t, ctx, `['thr-reminder', 'thr-fallback', 'thr-hard'].map(c => { const l = document.querySelector('#tokens-plot .' + c); return l ? l.dataset.tokens + ' ' + getComputedStyle(l).stroke : c + ' missing'; })`)
+	thresholds := style[[]string](t, ctx, `['thr-reminder', 'thr-fallback', 'thr-hard'].map(c => { const l = document.querySelector('#tokens-plot .' + c); return l ? l.dataset.tokens + ' ' + getComputedStyle(l).stroke : c + ' missing'; })`)
 	if want := []string{"75000 rgb(204, 153, 0)", "87500 rgb(221, 68, 0)", "95000 rgb(170, 0, 0)"}; !slices.Equal(thresholds, want) {
 		t.Errorf("threshold lines %q, want %q", thresholds, want)
 	}
@@ -199,7 +213,7 @@ func TestBrowserTimeline(t *testing.T) {
 	}
 	// The usage line stops at the rollover: w1's three reports are one
 	// line; w2's single report is a point only.
-	lines := js[[]string](t, ctx, `[...document.querySelectorAll('#tokens-plot polyline.usage')].map(l => l.dataset.window + ' ' + l.points.numberOfItems + ' ' + getComputedStyle(l).stroke)`)
+	lines := style[[]string](t, ctx, `[...document.querySelectorAll('#tokens-plot polyline.usage')].map(l => l.dataset.window + ' ' + l.points.numberOfItems + ' ' + getComputedStyle(l).stroke)`)
 	if want := []string{"w1 3 rgb(16, 96, 192)"}; !slices.Equal(lines, want) {
 		t.Errorf("usage lines %q, want %q", lines, want)
 	}
@@ -214,7 +228,7 @@ func TestBrowserTimeline(t *testing.T) {
 	if got := textOf(t, ctx, ".event#p"+pos+" .event-type"); got != "lifecycle.rollover_committed" {
 		t.Errorf("event @%s shown as %q", pos, got)
 	}
-	target := js[string](t, ctx, `(() => { const r = document.querySelector(':target'); return r ? r.id + ' ' + getComputedStyle(r).backgroundColor : ''; })()`)
+	target := style[string](t, ctx, `(() => { const r = document.querySelector(':target'); return r ? r.id + ' ' + getComputedStyle(r).backgroundColor : ''; })()`)
 	if target != "p"+pos+" rgb(255, 255, 204)" {
 		t.Errorf("the linked event is not highlighted: %q", target)
 	}
@@ -269,7 +283,7 @@ func TestBrowserNoteAsOf(t *testing.T) {
 		chromedp.Click(chromedp.CSS(".diff-prev")),
 		chromedp.WaitVisible(chromedp.CSS("#diff")),
 	)
-	diff := js[[]string](t, ctx, `[...document.querySelectorAll('#diff .diff-line')].map(l => l.textContent + ' ' + getComputedStyle(l).backgroundColor)`)
+	diff := style[[]string](t, ctx, `[...document.querySelectorAll('#diff .diff-line')].map(l => l.textContent + ' ' + getComputedStyle(l).backgroundColor)`)
 	want := []string{"= # plan rgba(0, 0, 0, 0)", "= alpha rgba(0, 0, 0, 0)", "- beta rgb(255, 221, 221)", "+ gamma rgb(221, 255, 221)", "= ship it rgba(0, 0, 0, 0)"}
 	if !slices.Equal(diff, want) {
 		t.Errorf("diff shown %q, want %q", diff, want)
@@ -299,7 +313,7 @@ func TestBrowserHistorySearch(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#search-form button")),
 		chromedp.WaitVisible(chromedp.CSS("#search-results")),
 	)
-	hits := js[[]string](t, ctx, `[...document.querySelectorAll('#search-results .hit')].map(h => h.querySelector('.role').textContent + ': ' + [...h.querySelectorAll('mark')].map(m => m.textContent + ' ' + getComputedStyle(m).backgroundColor).join(', '))`)
+	hits := style[[]string](t, ctx, `[...document.querySelectorAll('#search-results .hit')].map(h => h.querySelector('.role').textContent + ': ' + [...h.querySelectorAll('mark')].map(m => m.textContent + ' ' + getComputedStyle(m).backgroundColor).join(', '))`)
 	if want := []string{"user: capacitor rgb(255, 255, 85)", "assistant: capacitor rgb(255, 255, 85)"}; !slices.Equal(hits, want) {
 		t.Errorf("hits shown %q, want %q", hits, want)
 	}
