@@ -8,7 +8,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { memorydBinary } from "../testing/memoryd.mjs";
+import { hangGuardMs, memorydBinary } from "../testing/memoryd.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -71,7 +71,7 @@ let failed = !pi;
 for (const s of suites) {
   console.log(`\n== ${s.name} (node ${version(s.node)})`);
   const files = testFiles(join(s.dir, "test"));
-  const r = spawnSync(s.node, ["--test", "--test-concurrency=1", "--test-timeout=300000", "--test-reporter=spec", ...files], {
+  const r = spawnSync(s.node, ["--test", "--test-concurrency=1", `--test-timeout=${2 * hangGuardMs}`, "--test-reporter=spec", ...files], {
     cwd: root,
     env,
     stdio: "inherit",

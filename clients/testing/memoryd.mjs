@@ -149,3 +149,9 @@ export async function freePort() {
  * machine a test is slow instead of failing.
  */
 export const waitFloorMs = 60_000;
+
+/**
+ * How long one test may run before it is taken for hung and failed. It bounds
+ * a hang, not a duration: on a slow, loaded machine a test is slow, not failed.
+ */
+export const hangGuardMs = 30 * 60_000;

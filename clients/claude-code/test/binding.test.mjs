@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { repoRoot, startMemoryd, waitFloorMs } from "../../testing/memoryd.mjs";
+import { hangGuardMs, repoRoot, startMemoryd, waitFloorMs } from "../../testing/memoryd.mjs";
 
 const claudeBin = join(repoRoot, "clients", "node_modules", ".bin", "claude");
 const modelServer = join(repoRoot, "testdata", "claude-code", "model-server.mjs");
@@ -83,7 +83,7 @@ function claude(home, project, prompt, transport = "http") {
   const args = ["-p", prompt, "--mcp-config", mcp, "--allowedTools", "mcp__memoryd__notes_write_file,mcp__memoryd__notes_read_file"];
   return new Promise((res, rej) => {
     // The timeout only ends a hung CLI; a run that works returns at once.
-    execFile(claudeBin, args, { cwd: project, env, timeout: 5 * waitFloorMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    execFile(claudeBin, args, { cwd: project, env, timeout: hangGuardMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       if (err && typeof err.code !== "number") return rej(err);
       res({ code: err ? err.code : 0, stdout, stderr });
     });

@@ -10,7 +10,7 @@ import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, optionsFromEnv } from "../dist/index.js";
-import { freePort, memorydBinary, memorydPerFile } from "../../testing/memoryd.mjs";
+import { freePort, hangGuardMs, memorydBinary, memorydPerFile } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
 let md;
@@ -37,7 +37,7 @@ function stepsModel(steps, onResult) {
 }
 
 
-test("new_context: terminates the batch, rolls over at the settled boundary and continues in w2", { timeout: 60_000 }, async () => {
+test("new_context: terminates the batch, rolls over at the settled boundary and continues in w2", { timeout: hangGuardMs }, async () => {
   const traces = [];
   const results = [];
   const extension = createMemorydExtension({ client, onTrace: (event, data) => traces.push({ event, ...data }) });
@@ -87,7 +87,7 @@ test("new_context: terminates the batch, rolls over at the settled boundary and 
   }
 });
 
-test("new_context in a session too small to compact: Pi refuses, the extension reports rollover/fail", { timeout: 60_000 }, async () => {
+test("new_context in a session too small to compact: Pi refuses, the extension reports rollover/fail", { timeout: hangGuardMs }, async () => {
   const traces = [];
   const extension = createMemorydExtension({ client, onTrace: (event, data) => traces.push({ event, ...data }) });
   const { session } = await createPiSession({ extension, model: stepsModel([["new_context", {}]]) });
@@ -109,7 +109,7 @@ test("new_context in a session too small to compact: Pi refuses, the extension r
   }
 });
 
-test("a rollover prepared by a process that ended is reported aborted when the session attaches again", { timeout: 60_000 }, async () => {
+test("a rollover prepared by a process that ended is reported aborted when the session attaches again", { timeout: hangGuardMs }, async () => {
   // An earlier process attached, asked for a new context, prepared the
   // rollover and ended before its compaction: nothing will commit it.
   const key = `/sessions/abandoned-${process.pid}-${Date.now()}.jsonl`;
@@ -144,7 +144,7 @@ test("a rollover prepared by a process that ended is reported aborted when the s
   }
 });
 
-test("a child session joins its parent's task through the task option and shares notes", { timeout: 60_000 }, async () => {
+test("a child session joins its parent's task through the task option and shares notes", { timeout: hangGuardMs }, async () => {
   const parentTraces = [];
   const parent = await createPiSession({
     extension: createMemorydExtension({ client, onTrace: (event, data) => parentTraces.push({ event, ...data }) }),
@@ -191,7 +191,7 @@ test("a child session joins its parent's task through the task option and shares
   }
 });
 
-test("the heartbeat follows /healthz with an authenticated request: only those hold off memoryd's --idle-exit", { timeout: 60_000 }, async () => {
+test("the heartbeat follows /healthz with an authenticated request: only those hold off memoryd's --idle-exit", { timeout: hangGuardMs }, async () => {
   const asked = [];
   const recording = (url, init) => {
     asked.push(`${init?.method ?? "GET"} ${new URL(url).pathname} ${init?.headers?.Authorization ? "with the token" : "without"}`);
@@ -218,7 +218,7 @@ test("the heartbeat follows /healthz with an authenticated request: only those h
   }
 });
 
-test("memoryd unreachable: the tools exist but fail with a clear error; nothing is written locally", { timeout: 60_000 }, async () => {
+test("memoryd unreachable: the tools exist but fail with a clear error; nothing is written locally", { timeout: hangGuardMs }, async () => {
   const port = await freePort();
   const results = [];
   const { session, dir } = await createPiSession({
@@ -242,7 +242,7 @@ test("memoryd unreachable: the tools exist but fail with a clear error; nothing 
   }
 });
 
-test("spawn: the extension starts the memoryd binary when nothing listens and waits for it", { timeout: 90_000 }, async () => {
+test("spawn: the extension starts the memoryd binary when nothing listens and waits for it", { timeout: hangGuardMs }, async () => {
   const port = await freePort();
   const bin = await memorydBinary();
   const traces = [];
@@ -284,7 +284,7 @@ test("spawn: the extension starts the memoryd binary when nothing listens and wa
   }
 });
 
-test("Pi's own loader loads the package entry (package.json pi.extensions: extension.js, which loads dist/extension.js) configured from the environment", { timeout: 60_000 }, async () => {
+test("Pi's own loader loads the package entry (package.json pi.extensions: extension.js, which loads dist/extension.js) configured from the environment", { timeout: hangGuardMs }, async () => {
   const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
   const entry = join(pkg, JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).pi.extensions[0]);
   const saved = { url: process.env.MEMORYD_URL, token: process.env.MEMORYD_TOKEN };

@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, NO_KEPT_ENTRY } from "../dist/index.js";
-import { memorydPerFile, repoRoot, runMemoryd } from "../../testing/memoryd.mjs";
+import { hangGuardMs, memorydPerFile, repoRoot, runMemoryd } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxText, fauxToolCall, textOf, waitFor } from "./harness.mjs";
 
 let md;
@@ -47,7 +47,7 @@ function jsonLines(text) {
     .map((l) => JSON.parse(l));
 }
 
-test("a Pi session is fenced at the fallback, checkpoints, rolls over and recovers from history", { timeout: 120_000 }, async () => {
+test("a Pi session is fenced at the fallback, checkpoints, rolls over and recovers from history", { timeout: hangGuardMs }, async () => {
   const traces = [];
   const extension = createMemorydExtension({
     client,

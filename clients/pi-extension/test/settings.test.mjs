@@ -24,7 +24,7 @@ import {
   tokenBudgetDisabled,
   warnOnce,
 } from "../dist/settings.js";
-import { memorydPerFile } from "../../testing/memoryd.mjs";
+import { hangGuardMs, memorydPerFile } from "../../testing/memoryd.mjs";
 
 const MODEL = { provider: "anthropic", id: "claude-sonnet-4" };
 
@@ -347,7 +347,7 @@ test("attachBudget warns once per process: a stderr line outside the TUI, a noti
 let client;
 memorydPerFile(MemorydClient, (_md, c) => (client = c));
 
-test("memoryd accepts every budget the settings allow, records it, and records a changed budget on a re-attach", { timeout: 60_000 }, async () => {
+test("memoryd accepts every budget the settings allow, records it, and records a changed budget on a re-attach", { timeout: hangGuardMs }, async () => {
   const key = `/sessions/settings-${process.pid}.jsonl`;
   const edge = attachFields({
     reminderRemainingPercent: 0.999,

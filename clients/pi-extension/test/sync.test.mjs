@@ -9,7 +9,7 @@ import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension } from "../dist/index.js";
-import { memorydPerFile } from "../../testing/memoryd.mjs";
+import { hangGuardMs, memorydPerFile } from "../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage } from "./harness.mjs";
 
 let md;
@@ -35,7 +35,7 @@ async function memorydBranch(ids) {
   }
 }
 
-test("history sync: whole at the first sync, then deltas; a stale base falls back to the whole branch", { timeout: 60_000 }, async () => {
+test("history sync: whole at the first sync, then deltas; a stale base falls back to the whole branch", { timeout: hangGuardMs }, async () => {
   const traces = [];
   const extension = createMemorydExtension({ client, onTrace: (event, data) => traces.push({ event, ...data }) });
   let n = 0;

@@ -21,7 +21,7 @@ import {
   isStaleBase,
   tokenFilePath,
 } from "../dist/index.js";
-import { startMemoryd } from "../../testing/memoryd.mjs";
+import { startMemoryd, waitFloorMs } from "../../testing/memoryd.mjs";
 
 // A 1x1 PNG.
 const PNG =
@@ -32,7 +32,7 @@ let client;
 
 before(async () => {
   md = await startMemoryd({ args: ["--max-body", String(1 << 20)] });
-  client = new MemorydClient({ baseUrl: md.url, token: md.token, timeoutMs: 10_000 });
+  client = new MemorydClient({ baseUrl: md.url, token: md.token, timeoutMs: waitFloorMs });
 });
 
 after(async () => {

@@ -33,6 +33,7 @@ import {
   overflowPendingScript,
   shortFallbackScript,
 } from "./scenarios.mjs";
+import { hangGuardMs } from "../../../testing/memoryd.mjs";
 
 const memoryd = memorydForPi();
 const memorydEnv = () => memoryd.env();
@@ -80,7 +81,7 @@ function assertOneFallbackNoReminder(requests, stderr) {
   assert.ok(asked.length >= 1, "the model saw the fallback");
 }
 
-test("print mode: fallback, checkpoint, Pi's threshold compaction, and the new window's turn before pi exits", { timeout: 120_000 }, async () => {
+test("print mode: fallback, checkpoint, Pi's threshold compaction, and the new window's turn before pi exits", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(fallbackScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -95,7 +96,7 @@ test("print mode: fallback, checkpoint, Pi's threshold compaction, and the new w
   }
 });
 
-test("JSON mode: Pi's threshold compaction rolls over and the w2 turn follows in the event stream", { timeout: 120_000 }, async () => {
+test("JSON mode: Pi's threshold compaction rolls over and the w2 turn follows in the event stream", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(fallbackScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -116,7 +117,7 @@ test("JSON mode: Pi's threshold compaction rolls over and the w2 turn follows in
   }
 });
 
-test("RPC mode: one prompt command, the fallback rollover and the w2 turn", { timeout: 120_000 }, async () => {
+test("RPC mode: one prompt command, the fallback rollover and the w2 turn", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(fallbackScript);
   const setup = freshSetup(model.url, BIG_FILES);
   const rpc = startRpc(setup, { env: memorydEnv() });
@@ -133,7 +134,7 @@ test("RPC mode: one prompt command, the fallback rollover and the w2 turn", { ti
   }
 });
 
-test("print mode: new_context above Pi's threshold rolls over with a continuation too", { timeout: 120_000 }, async () => {
+test("print mode: new_context above Pi's threshold rolls over with a continuation too", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(newContextNearFullScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -149,7 +150,7 @@ test("print mode: new_context above Pi's threshold rolls over with a continuatio
   }
 });
 
-test("print mode: an overflow while new_context is pending rolls over for the request, with its continuation", { timeout: 120_000 }, async () => {
+test("print mode: an overflow while new_context is pending rolls over for the request, with its continuation", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(overflowPendingScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -170,7 +171,7 @@ test("print mode: an overflow while new_context is pending rolls over for the re
   }
 });
 
-test("print mode: a checkpoint whose rollover Pi refuses lifts the fence and the model is told", { timeout: 120_000 }, async () => {
+test("print mode: a checkpoint whose rollover Pi refuses lifts the fence and the model is told", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(shortFallbackScript);
   const setup = freshSetup(model.url);
   try {

@@ -11,7 +11,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { freePort, memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
+import { freePort, hangGuardMs, memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
 import { attaches, healthz, killMemoryd, servingPids, waitFor } from "../start/pi-cli.mjs";
 import { lastResults, startModelServer, textOf } from "./model-server.mjs";
 import { freshSetup, startRpc, traced } from "./pi-cli.mjs";
@@ -88,15 +88,15 @@ async function killedMidSession(heartbeat) {
   }
 }
 
-test("memoryd killed mid-session: the heartbeat starts it again and attaches the session again; the next tool call works", { timeout: 120_000 }, () =>
+test("memoryd killed mid-session: the heartbeat starts it again and attaches the session again; the next tool call works", { timeout: hangGuardMs }, () =>
   killedMidSession("1s"),
 );
 
-test("memoryd killed mid-session, no heartbeat (MEMORYD_HEARTBEAT=0): the next tool call starts it again and works", { timeout: 120_000 }, () =>
+test("memoryd killed mid-session, no heartbeat (MEMORYD_HEARTBEAT=0): the next tool call starts it again and works", { timeout: hangGuardMs }, () =>
   killedMidSession("0"),
 );
 
-test("memoryd stopped mid-session with MEMORYD_AUTOSTART=0: one line, a clear tool failure, then attached again when it is back", { timeout: 120_000 }, async () => {
+test("memoryd stopped mid-session with MEMORYD_AUTOSTART=0: one line, a clear tool failure, then attached again when it is back", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(noteScript("while-down.md"));
   const setup = freshSetup(model.url);
   let md = await startMemoryd();

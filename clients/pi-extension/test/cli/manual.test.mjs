@@ -14,6 +14,7 @@ import { waitFor } from "../start/pi-cli.mjs";
 import { startModelServer, textOf } from "./model-server.mjs";
 import { freshSetup, memorydForPi, startRpc, traced } from "./pi-cli.mjs";
 import { BIG_FILES, READ_DONE, hasManual, held, lastIsManual, manualScript } from "./scenarios.mjs";
+import { hangGuardMs } from "../../../testing/memoryd.mjs";
 
 const memoryd = memorydForPi();
 const memorydEnv = () => memoryd.env();
@@ -30,7 +31,7 @@ async function ask(rpc, message) {
 const answers = (events) =>
   events.filter((e) => e.type === "message_end" && e.message.role === "assistant").map((e) => textOf(e.message).trim()).filter((t) => t !== "");
 
-test("RPC compact: a checkpoint turn that ends without a save cancels the manual request; the request leaves the model's context", { timeout: 120_000 }, async () => {
+test("RPC compact: a checkpoint turn that ends without a save cancels the manual request; the request leaves the model's context", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(manualScript(() => ({ text: "Nothing worth saving yet." })));
   const setup = freshSetup(model.url, BIG_FILES);
   const rpc = startRpc(setup, { env: memorydEnv() });
@@ -69,7 +70,7 @@ test("RPC compact: a checkpoint turn that ends without a save cancels the manual
   }
 });
 
-test("a manual request left by a pi killed during its checkpoint turn is cancelled when pi -c attaches", { timeout: 120_000 }, async () => {
+test("a manual request left by a pi killed during its checkpoint turn is cancelled when pi -c attaches", { timeout: hangGuardMs }, async () => {
   const reply = held();
   const model = await startModelServer(manualScript(() => reply.promise));
   const setup = freshSetup(model.url, BIG_FILES);

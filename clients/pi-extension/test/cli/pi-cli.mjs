@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { MemorydClient } from "@memoryd/client";
-import { memorydPerFile, waitFloorMs } from "../../../testing/memoryd.mjs";
+import { hangGuardMs, memorydPerFile, waitFloorMs } from "../../../testing/memoryd.mjs";
 
 /** The folder of the pi package this workspace installed (its main is dist/index.js). */
 function packageDir(name) {
@@ -81,7 +81,9 @@ export function piArgs(args) {
  * Runs pi to its exit (print or JSON mode). Resolves { code, signal, stdout, stderr };
  * rejects if it has not exited within timeoutMs (it is then killed).
  */
-export function runPi(setup, args, { env = {}, timeoutMs = 60_000 } = {}) {
+export function runPi(setup, args, { env = {}, timeoutMs = hangGuardMs } = {}) {
+  // The limit only ends a hung pi: a loaded machine makes a run slow, not failed.
+  timeoutMs = Math.max(timeoutMs, hangGuardMs);
   const child = spawn(process.execPath, piArgs(args), { cwd: setup.cwd, env: piEnv(setup, env), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";

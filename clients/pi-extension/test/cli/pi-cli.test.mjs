@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { TOOL_NAMES } from "@memoryd/client";
-import { freePort } from "../../../testing/memoryd.mjs";
+import { freePort, hangGuardMs } from "../../../testing/memoryd.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
 import { assertCleanStderr, freshSetup, jsonLines, memorydForPi, runPi, startRpc, traced } from "./pi-cli.mjs";
 import {
@@ -83,7 +83,7 @@ function sessionEntries(setup) {
   return jsonLines(readFileSync(files[0], "utf8"));
 }
 
-test("print mode: new_context rolls over and the model continues in w2 before pi exits (Pi's defaults)", { timeout: 120_000 }, async () => {
+test("print mode: new_context rolls over and the model continues in w2 before pi exits (Pi's defaults)", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(rolloverScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -103,7 +103,7 @@ test("print mode: new_context rolls over and the model continues in w2 before pi
   }
 });
 
-test("JSON mode: the rollover and the new window's turn are in the event stream", { timeout: 120_000 }, async () => {
+test("JSON mode: the rollover and the new window's turn are in the event stream", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(rolloverScript);
   const setup = freshSetup(model.url, BIG_FILES);
   try {
@@ -122,7 +122,7 @@ test("JSON mode: the rollover and the new window's turn are in the event stream"
   }
 });
 
-test("RPC mode: the rollover and the new window's turn follow one prompt command", { timeout: 120_000 }, async () => {
+test("RPC mode: the rollover and the new window's turn follow one prompt command", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(rolloverScript);
   const setup = freshSetup(model.url, BIG_FILES);
   const rpc = startRpc(setup, { env: memorydEnv() });
@@ -138,7 +138,7 @@ test("RPC mode: the rollover and the new window's turn follow one prompt command
   }
 });
 
-test("print mode, a session too small to compact: the model's next request says the window was not reset", { timeout: 120_000 }, async () => {
+test("print mode, a session too small to compact: the model's next request says the window was not reset", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(smallScript);
   const setup = freshSetup(model.url);
   try {
@@ -163,7 +163,7 @@ test("print mode, a session too small to compact: the model's next request says 
 });
 
 
-test("print mode, memoryd unreachable: the tool result tells the model memoryd is not available", { timeout: 120_000 }, async () => {
+test("print mode, memoryd unreachable: the tool result tells the model memoryd is not available", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer((body) =>
     body.messages.at(-1).role === "tool" ? { text: "noted" } : { calls: [["notes_write_file", { path: "checkpoint.md", text: "x" }]] },
   );

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { TOOL_NAMES } from "@memoryd/client";
-import { freePort, memorydBinary } from "../../../testing/memoryd.mjs";
+import { freePort, hangGuardMs, memorydBinary } from "../../../testing/memoryd.mjs";
 import { healthz } from "../start/pi-cli.mjs";
 import { conversation, startModelServer, textOf } from "./model-server.mjs";
 import { MODEL, PROVIDER, freshSetup, memorydForPi, runPi, traced } from "./pi-cli.mjs";
@@ -37,7 +37,7 @@ async function registeredBudget(stderr) {
   return registered.data.budget;
 }
 
-test("settings.json tokenBudget (with a per-model override and an invalid value) is the budget memoryd's attach recorded", { timeout: 120_000 }, async () => {
+test("settings.json tokenBudget (with a per-model override and an invalid value) is the budget memoryd's attach recorded", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(() => ({ text: "hello" }));
   const setup = setupWith(model.url, {
     reminderRemainingFloorTokens: 30000,
@@ -71,7 +71,7 @@ test("settings.json tokenBudget (with a per-model override and an invalid value)
   }
 });
 
-test("PI_TOKEN_BUDGET_DISABLED=1: the model gets none of memoryd's tools and no memoryd is started", { timeout: 120_000 }, async () => {
+test("PI_TOKEN_BUDGET_DISABLED=1: the model gets none of memoryd's tools and no memoryd is started", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(() => ({ text: "plain" }));
   const setup = freshSetup(model.url);
   const url = `http://127.0.0.1:${await freePort()}`;
@@ -96,7 +96,7 @@ test("PI_TOKEN_BUDGET_DISABLED=1: the model gets none of memoryd's tools and no 
   }
 });
 
-test("hardRolloverUsedTokens crossed by the session's usage: due hard_rollover, and the fallback checkpoint message reaches the model", { timeout: 120_000 }, async () => {
+test("hardRolloverUsedTokens crossed by the session's usage: due hard_rollover, and the fallback checkpoint message reaches the model", { timeout: hangGuardMs }, async () => {
   const fallbackTag = '<context_window_fallback window_id="w1"/>';
   const model = await startModelServer((body) => {
     const conv = conversation(body);

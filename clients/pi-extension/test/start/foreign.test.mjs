@@ -13,7 +13,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
+import { hangGuardMs, memorydBinary, startMemoryd } from "../../../testing/memoryd.mjs";
 import { lastResults, startModelServer } from "../cli/model-server.mjs";
 import { freshSetup, runPi, traced } from "../cli/pi-cli.mjs";
 
@@ -64,7 +64,7 @@ async function promptOnce(env) {
   }
 }
 
-test("another HTTP server on memoryd's address: one line naming it and how to choose another port, no start, no probe per request", { timeout: 120_000 }, async () => {
+test("another HTTP server on memoryd's address: one line naming it and how to choose another port, no start, no probe per request", { timeout: hangGuardMs }, async () => {
   const foreign = await startForeignServer();
   try {
     const { stderr, result } = await promptOnce({ MEMORYD_URL: foreign.url });
@@ -87,7 +87,7 @@ test("another HTTP server on memoryd's address: one line naming it and how to ch
 const unprovenFix =
   "if it is your memoryd, set MEMORYD_TOKEN to its token; otherwise another program holds its port: stop it, or choose another port for memoryd \\(MEMORYD_ADDR=127\\.0\\.0\\.1:<port>, or MEMORYD_URL when it is set\\)";
 
-test("a memoryd that does not prove it holds the token (another token), or no token: one line, no start", { timeout: 120_000 }, async () => {
+test("a memoryd that does not prove it holds the token (another token), or no token: one line, no start", { timeout: hangGuardMs }, async () => {
   const md = await startMemoryd();
   const url = escape(md.url);
   try {
@@ -129,7 +129,7 @@ async function startRogue() {
   return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((r) => (server.close(r), server.closeAllConnections())) };
 }
 
-test("a rogue answering like memoryd on its address (port squatting) gets neither the token nor the session; the user is told", { timeout: 120_000 }, async () => {
+test("a rogue answering like memoryd on its address (port squatting) gets neither the token nor the session; the user is told", { timeout: hangGuardMs }, async () => {
   const rogue = await startRogue();
   try {
     const { stderr, result } = await promptOnce({ MEMORYD_URL: rogue.url, MEMORYD_TOKEN: "the-users-secret-token" });

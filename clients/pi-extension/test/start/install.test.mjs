@@ -15,7 +15,7 @@ import { test } from "node:test";
 
 import { PACKAGED_PLATFORMS } from "../../dist/options.js";
 import { TARGETS, hostTarget, pack, platformPackage } from "../../../scripts/pack.mjs";
-import { freePort, repoRoot } from "../../../testing/memoryd.mjs";
+import { freePort, hangGuardMs, repoRoot } from "../../../testing/memoryd.mjs";
 import { fileInTarball, startRegistry } from "../../../testing/registry.mjs";
 import { startModelServer } from "../cli/model-server.mjs";
 import { logLines, piEnv, sandbox, servingPids, startPi, killMemoryd } from "./pi-cli.mjs";
@@ -62,7 +62,7 @@ test("the extension looks for a package on exactly the platforms pack.mjs makes 
 
 const toolNames = JSON.parse(readFileSync(join(repoRoot, "internal", "tools", "specs.json"), "utf8")).map((t) => t.name);
 
-test("pi install npm:@memoryd/pi-extension brings memoryd inside the package: no Go, no memoryd on PATH, pi -p has the tools", { timeout: 600_000, skip: hostTarget() ? false : `no memoryd package is made for ${process.platform}-${process.arch}` }, async () => {
+test("pi install npm:@memoryd/pi-extension brings memoryd inside the package: no Go, no memoryd on PATH, pi -p has the tools", { timeout: hangGuardMs, skip: hostTarget() ? false : `no memoryd package is made for ${process.platform}-${process.arch}` }, async () => {
   const box = sandbox();
   for (const d of [box.agent, box.home, box.work]) mkdirSync(d, { recursive: true });
   const release = mkdtempSync(join(tmpdir(), "memoryd-release-"));

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 
-import { freePort, memorydBinary } from "../../../testing/memoryd.mjs";
+import { freePort, hangGuardMs, memorydBinary } from "../../../testing/memoryd.mjs";
 import { attaches, extensionDir, healthz, killMemoryd, logLines, piEnv, sandbox, servingPids, startPi, waitFor } from "./pi-cli.mjs";
 
 const execFileP = promisify(execFile);
@@ -24,7 +24,7 @@ function setUp() {
   return box;
 }
 
-test("two pi processes started at once share one automatically started memoryd, which outlives the first", { timeout: 120_000 }, async () => {
+test("two pi processes started at once share one automatically started memoryd, which outlives the first", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   const url = `http://127.0.0.1:${await freePort()}`;
   const env = piEnv(box, { MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: url });
@@ -54,7 +54,7 @@ test("two pi processes started at once share one automatically started memoryd, 
   }
 });
 
-test("npm pack of the extension installs with pi install into a fresh agent folder and loads", { timeout: 300_000 }, async () => {
+test("npm pack of the extension installs with pi install into a fresh agent folder and loads", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   const packDir = mkdtempSync(join(tmpdir(), "memoryd-pack-"));
   const url = `http://127.0.0.1:${await freePort()}`;
@@ -84,7 +84,7 @@ test("npm pack of the extension installs with pi install into a fresh agent fold
   }
 });
 
-test("pi install from a git URL clones this repository, builds the extension (prepare) and loads it", { timeout: 300_000 }, async () => {
+test("pi install from a git URL clones this repository, builds the extension (prepare) and loads it", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   const served = mkdtempSync(join(tmpdir(), "memoryd-git-"));
   const url = `http://127.0.0.1:${await freePort()}`;
@@ -121,7 +121,7 @@ test("pi install from a git URL clones this repository, builds the extension (pr
 const unreachableLines = (stderr, why = "MEMORYD_AUTOSTART=0 turns starting it off; start memoryd yourself \\(memoryd serve\\), or unset MEMORYD_AUTOSTART") =>
   (stderr.match(new RegExp(`^\\[memoryd\\] nothing answers at http://127\\.0\\.0\\.1:\\d+, and memoryd was not started: ${why}; the memory tools fail until then$`, "gm")) ?? []).length;
 
-test("no memoryd binary anywhere: the user's line says none was found and where to put one", { timeout: 120_000 }, async () => {
+test("no memoryd binary anywhere: the user's line says none was found and where to put one", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   // PATH holds only an empty folder: no memoryd on it, and no MEMORYD_BIN nor MEMORYD_SPAWN.
   const env = piEnv(box, { PATH: box.work, MEMORYD_URL: `http://127.0.0.1:${await freePort()}` });
@@ -140,7 +140,7 @@ test("no memoryd binary anywhere: the user's line says none was found and where 
   }
 });
 
-test("an extension installed unbuilt says so: pi install of a checkout without dist/ and pi tell the user, once", { timeout: 120_000 }, async () => {
+test("an extension installed unbuilt says so: pi install of a checkout without dist/ and pi tell the user, once", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   // The package as a clone has it before npm run build: package.json, its entry, no dist/.
   const pkg = join(box.root, "unbuilt");
@@ -163,7 +163,7 @@ test("an extension installed unbuilt says so: pi install of a checkout without d
   }
 });
 
-test("memoryd unreachable (MEMORYD_AUTOSTART=0): one stderr line in RPC, print and JSON mode", { timeout: 120_000 }, async () => {
+test("memoryd unreachable (MEMORYD_AUTOSTART=0): one stderr line in RPC, print and JSON mode", { timeout: hangGuardMs }, async () => {
   const box = setUp();
   const env = piEnv(box, { MEMORYD_AUTOSTART: "0", MEMORYD_BIN: await memorydBinary(), MEMORYD_URL: `http://127.0.0.1:${await freePort()}` });
   try {
@@ -188,7 +188,7 @@ test("memoryd unreachable (MEMORYD_AUTOSTART=0): one stderr line in RPC, print a
   }
 });
 
-test("two starts racing for one address: the loser cannot bind, exits, and both find the winner healthy", { timeout: 60_000 }, async () => {
+test("two starts racing for one address: the loser cannot bind, exits, and both find the winner healthy", { timeout: hangGuardMs }, async () => {
   const { spawnMemoryd } = await import("../../dist/index.js");
   const box = setUp();
   const addr = `127.0.0.1:${await freePort()}`;

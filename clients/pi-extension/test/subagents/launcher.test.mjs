@@ -12,7 +12,7 @@ import { test } from "node:test";
 import { MemorydClient } from "@memoryd/client";
 import { createMemorydExtension, createTokenBudgetExtension, getTokenBudgetTask, subagentChildEntry } from "../../dist/index.js";
 import { findParentTask, SubagentsAdapter } from "../../dist/subagents.js";
-import { memorydPerFile } from "../../../testing/memoryd.mjs";
+import { hangGuardMs, memorydPerFile } from "../../../testing/memoryd.mjs";
 import { createPiSession, fauxAssistantMessage, fauxToolCall, textOf } from "../harness.mjs";
 
 let md;
@@ -40,7 +40,7 @@ function collect() {
   return { traces, onTrace: (event, data) => traces.push({ event, ...data }), attached: () => traces.find((t) => t.event === "attached") };
 }
 
-test("getTokenBudgetTask and createTokenBudgetExtension: the launcher's children join the parent's task", { timeout: 60_000 }, async () => {
+test("getTokenBudgetTask and createTokenBudgetExtension: the launcher's children join the parent's task", { timeout: hangGuardMs }, async () => {
   let launcherPi;
   const parentTrace = collect();
   const parent = await createPiSession({
@@ -94,7 +94,7 @@ test("getTokenBudgetTask and createTokenBudgetExtension: the launcher's children
   }
 });
 
-test("getTokenBudgetTask: undefined in a session without the memoryd extension", { timeout: 60_000 }, async () => {
+test("getTokenBudgetTask: undefined in a session without the memoryd extension", { timeout: hangGuardMs }, async () => {
   let launcherPi;
   const { session } = await createPiSession({ extraExtensions: [(pi) => (launcherPi = pi)], model: stepsModel([]) });
   try {
@@ -104,7 +104,7 @@ test("getTokenBudgetTask: undefined in a session without the memoryd extension",
   }
 });
 
-test("the child entry with no session of this process registered: the session is a task of its own", { timeout: 60_000 }, async () => {
+test("the child entry with no session of this process registered: the session is a task of its own", { timeout: hangGuardMs }, async () => {
   assert.equal(subagentChildEntry, fileURLToPath(new URL("../../dist/subagent-child.js", import.meta.url)));
   const saved = { ...process.env };
   Object.assign(process.env, { MEMORYD_URL: md.url, MEMORYD_TOKEN: md.token, MEMORYD_AUTOSTART: "0" });

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 
 import { MemorydClient } from "@memoryd/client";
-import { startMemoryd } from "../../../testing/memoryd.mjs";
+import { hangGuardMs, startMemoryd } from "../../../testing/memoryd.mjs";
 import { lastResults, startModelServer, textOf } from "../cli/model-server.mjs";
 import { freshSetup, MODEL, PROVIDER, runPi, traced } from "../cli/pi-cli.mjs";
 
@@ -28,11 +28,11 @@ const PLAN = "plan: review the parser\n";
 const CHILD_TASK = "Review it (child marker CHILD-4409).";
 const REPORT = "report: the parser is fine\n";
 
-test("a child started by pi-subagents joins the parent's task (the agent's subagentOnlyExtensions), and the two read each other's notes and history", { timeout: 180_000 }, () =>
+test("a child started by pi-subagents joins the parent's task (the agent's subagentOnlyExtensions), and the two read each other's notes and history", { timeout: hangGuardMs }, () =>
   delegate({ agentFields: [`subagentOnlyExtensions: ${childEntry}`] }),
 );
 
-test("every agent's child joins through Pi's settings: subagents.defaultExtensions names the child entry", { timeout: 180_000 }, () =>
+test("every agent's child joins through Pi's settings: subagents.defaultExtensions names the child entry", { timeout: hangGuardMs }, () =>
   delegate({ settings: { subagents: { defaultExtensions: [childEntry] } } }),
 );
 

@@ -21,6 +21,7 @@ import { startModelServer, textOf } from "../cli/model-server.mjs";
 import { freshSetup, memorydForPi, runPi, traced } from "../cli/pi-cli.mjs";
 import { BIG_FILES, NEAR_FULL, PROMPT, READ_DONE, fallbackScript, hasManual, held, inW2, lastIsManual, manualScript, rolloverScript } from "../cli/scenarios.mjs";
 import { requireTmux, startTui } from "./tmux.mjs";
+import { hangGuardMs } from "../../../testing/memoryd.mjs";
 
 before(requireTmux);
 const memoryd = memorydForPi();
@@ -98,14 +99,14 @@ async function recoveredInTui(script, check) {
   }
 }
 
-test("TUI: after new_context one compaction block shows the window reset (Pi's, with the real token count) and memoryd's footer names w1 → w2 and the reason", { timeout: 120_000 }, () =>
+test("TUI: after new_context one compaction block shows the window reset (Pi's, with the real token count) and memoryd's footer names w1 → w2 and the reason", { timeout: hangGuardMs }, () =>
   recoveredInTui(rolloverScript, async (tui) => {
     const [usage] = traced(tui.stderr(), "usage").filter((u) => u.tokens_used > 30_000).slice(-1);
     await assertOneResetShown(tui, "the model called new_context", new RegExp(usage.tokens_used.toLocaleString("en-US")));
   }),
 );
 
-test("TUI: the fallback rollover Pi's threshold compaction carries out is followed by the new window's turn", { timeout: 120_000 }, () =>
+test("TUI: the fallback rollover Pi's threshold compaction carries out is followed by the new window's turn", { timeout: hangGuardMs }, () =>
   recoveredInTui(fallbackScript, async (tui) => {
     const stderr = tui.stderr();
     assert.deepEqual(traced(stderr, "continue").map((c) => [c.reason, c.compaction]), [["fallback", "threshold"]], stderr);
@@ -114,7 +115,7 @@ test("TUI: the fallback rollover Pi's threshold compaction carries out is follow
   }),
 );
 
-test("TUI: a manual /compact runs the checkpoint turn inside the one compaction, with no 'Compaction cancelled'", { timeout: 120_000 }, async () => {
+test("TUI: a manual /compact runs the checkpoint turn inside the one compaction, with no 'Compaction cancelled'", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(manualScript(() => ({ calls: [["notes_write_file", { path: "checkpoint.md", text: "manual checkpoint" }]] })));
   const setup = freshSetup(model.url, BIG_FILES);
   const tui = await afterReads(setup);
@@ -149,7 +150,7 @@ test("TUI: a manual /compact runs the checkpoint turn inside the one compaction,
   }
 });
 
-test("TUI: a manual checkpoint request dropped with Escape is cancelled in memoryd and gone from the next request", { timeout: 120_000 }, () =>
+test("TUI: a manual checkpoint request dropped with Escape is cancelled in memoryd and gone from the next request", { timeout: hangGuardMs }, () =>
   duringHeldCheckpoint(async ({ tui, model }) => {
     tui.keys("Escape");
     await tui.waitUntil(() => traced(tui.stderr(), "manual_cancelled").length > 0, 30_000, "the manual cancel");
@@ -165,7 +166,7 @@ test("TUI: a manual checkpoint request dropped with Escape is cancelled in memor
   }),
 );
 
-test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY; pi -c does not see the request", { timeout: 120_000 }, () =>
+test("TUI: quitting (Ctrl+C twice) during the checkpoint turn leaves memoryd READY; pi -c does not see the request", { timeout: hangGuardMs }, () =>
   duringHeldCheckpoint(async ({ tui, model, setup }) => {
     const armed = await stateOf(tui.stderr());
     assert.deepEqual([armed.phase, armed.fence_active], ["MANUAL_AWAITING", true]);
@@ -219,7 +220,7 @@ async function treeTo(tui, text) {
   tui.keys("Enter"); // No summary
 }
 
-test("TUI: /tree with the fence on: the fence follows the branch now in context (the fallback again above its threshold, lifted below it)", { timeout: 120_000 }, async () => {
+test("TUI: /tree with the fence on: the fence follows the branch now in context (the fallback again above its threshold, lifted below it)", { timeout: hangGuardMs }, async () => {
   const model = await startModelServer(treeScript);
   const setup = freshSetup(model.url);
   const tui = startTui(setup, { env: memorydEnv() });
