@@ -51,16 +51,9 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	if len(body) > maxHookInput {
 		return fmt.Errorf("the hook's input is over %d bytes", maxHookInput)
 	}
-	h := probe(ctx, addr)
-	if !h.memoryd {
-		return fmt.Errorf("no memoryd answers on %s: start it (memoryd serve) before the agent", addr)
-	}
-	token, err := existingToken(in.getenv, db)
+	token, err := agentToken(ctx, in, addr, db, "sending it the hook")
 	if err != nil {
 		return err
-	}
-	if err := checkProof(ctx, addr, token); err != nil {
-		return fmt.Errorf("%s is held by %s, which %v: not sending it the hook", addr, h.describe(addr), err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/hooks/claude-code", bytes.NewReader(body))
 	if err != nil {
@@ -82,4 +75,22 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	}
 	_, err = in.stdout.Write(answer)
 	return err
+}
+
+// agentToken returns the token for the memoryd on addr, once that memoryd
+// proved it holds it. A coding agent's hook and MCP server use it; doing
+// names what is not done otherwise.
+func agentToken(ctx context.Context, in *invocation, addr, db, doing string) (string, error) {
+	h := probe(ctx, addr)
+	if !h.memoryd {
+		return "", fmt.Errorf("no memoryd answers on %s: start it (memoryd serve) before the agent", addr)
+	}
+	token, err := existingToken(in.getenv, db)
+	if err != nil {
+		return "", err
+	}
+	if err := checkProof(ctx, addr, token); err != nil {
+		return "", fmt.Errorf("%s is held by %s, which %v: not %s", addr, h.describe(addr), err, doing)
+	}
+	return token, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -45,16 +44,9 @@ and sends it only to a memoryd that proved it holds it (GET /v1/proof), as memor
 // serveMCP serves the tools of the memoryd on addr over MCP on the
 // invocation's stdin and stdout until the host closes them.
 func serveMCP(ctx context.Context, in *invocation, addr, db string) error {
-	h := probe(ctx, addr)
-	if !h.memoryd {
-		return fmt.Errorf("no memoryd answers on %s: start it (memoryd serve) before the agent", addr)
-	}
-	token, err := existingToken(in.getenv, db)
+	token, err := agentToken(ctx, in, addr, db, "serving its tools")
 	if err != nil {
 		return err
-	}
-	if err := checkProof(ctx, addr, token); err != nil {
-		return fmt.Errorf("%s is held by %s, which %v: not serving its tools", addr, h.describe(addr), err)
 	}
 	client := &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}
 	call := func(ctx context.Context, c mcpserver.Call) (memory.ToolResult, error) {
