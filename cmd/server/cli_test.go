@@ -106,6 +106,7 @@ var verbSamples = map[string]struct{ flags, pos [][]string }{
 	"stop":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--wait", "5s"}}},
 	"hook":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}, pos: [][]string{{"claude-code"}}},
 	"mcp":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}},
+	"setup":          {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--bin", "m.db"}}, pos: [][]string{{"claude-code"}}},
 	"version":        {}, // no flags nor arguments: nothing to order
 }
 

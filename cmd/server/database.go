@@ -39,6 +39,22 @@ func checkDatabase(db string) error {
 		"an SQLite file whose name begins so is given as ./postgres:..."}
 }
 
+// databaseFolder is the folder of the database db, serve's by default, in
+// which its token file lives; for a PostgreSQL database it is the default
+// data folder.
+func databaseFolder(getenv func(string) string, db string) (string, error) {
+	var err error
+	if db == "" {
+		if db, err = defaultDBPath(getenv); err != nil {
+			return "", err
+		}
+	}
+	if file, ok := memory.ParseLocation(db).File(); ok {
+		return filepath.Dir(file), nil
+	}
+	return defaultDataDir(getenv)
+}
+
 // defaultDataDir returns $XDG_DATA_HOME/memoryd, else
 // ~/.local/share/memoryd.
 func defaultDataDir(getenv func(string) string) (string, error) {

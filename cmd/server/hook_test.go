@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"maps"
+	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 // TestHook: memoryd hook claude-code passes a PreToolUse hook's input to
@@ -26,7 +33,7 @@ func TestHook(t *testing.T) {
 		return out.String(), err
 	}
 	pre := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_use_id":"toolu_1","transcript_path":"/home/dev/s1.jsonl","tool_name":"mcp__memoryd__notes_read_file"}`
-	if out, err := hook(getenv, "claude-code", pre); err != nil || out != "{}\n" {
+	if out, err := hook(getenv, "claude-code", pre); err != nil || out != "" {
 		t.Errorf("PreToolUse: %q, %v", out, err)
 	}
 	if _, err := hook(getenv, "claude-code", `{"hook_event_name":"PreToolUse","session_id":"s1"}`); err == nil || !strings.Contains(err.Error(), "refused the hook: 400") {
@@ -48,4 +55,191 @@ func TestHook(t *testing.T) {
 	if _, err := hook(getenv, "claude-code", pre); err == nil || !strings.Contains(err.Error(), "no memoryd answers") {
 		t.Errorf("nothing listening: %v", err)
 	}
+}
+
+// TestHookSyncsTheTranscript: each hook syncs what the session's
+// transcript gained as the task's history, so the history tools find a
+// literal said before a compaction; a later hook sends only new lines; a
+// sub-agent's transcript becomes its child agent's history; and
+// SessionStart after the compaction answers the bootstrap naming the
+// windows and the recovery tools.
+func TestHookSyncsTheTranscript(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	getenv := env(map[string]string{"HOME": dir})
+	s := startServe(t, db, getenv)
+	addr := strings.TrimPrefix(s.url, "http://")
+	token, err := existingToken(getenv, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := apiClient{addr: addr, token: token, http: http.DefaultClient}
+	hook := func(input map[string]any) string {
+		t.Helper()
+		b, _ := json.Marshal(input)
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"hook", "claude-code", "--addr", addr, "--db", db}, getenv, bytes.NewReader(b), &out, io.Discard); err != nil {
+			t.Fatalf("hook %v: %v", input["hook_event_name"], err)
+		}
+		return out.String()
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude-code", "transcripts", "compacted.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	const sid = "f48df3d1-3211-4b79-8999-9dd300c9cd8c"
+	path := filepath.Join(dir, "projects", "-home-dev-proj", sid+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The first 20 lines: the fact, a tool call, no compaction yet.
+	if err := os.WriteFile(path, bytes.Join(lines[:20], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]any{"session_id": sid, "transcript_path": path, "cwd": "/home/dev/proj"}
+	with := func(kv ...any) map[string]any {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	hook(with("hook_event_name", "Stop"))
+	var att memory.AttachResult
+	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "claude-code/" + sid}, &att); err != nil {
+		t.Fatal(err)
+	}
+	cc := memory.CallContext{TaskID: att.TaskID, Agent: att.Agent}
+	search := func(literal string) []any {
+		t.Helper()
+		var res struct {
+			Details struct {
+				Matches []any `json:"results"`
+			} `json:"details"`
+		}
+		if err := client.post(context.Background(), "/v1/tools/history_search_contents", map[string]any{"context": cc,
+			"arguments": map[string]any{"query": literal}}, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Details.Matches
+	}
+	if m := search("swordfish"); len(m) != 1 {
+		t.Fatalf("the fact before any compaction: %v", m)
+	}
+	if out := hook(with("hook_event_name", "SessionStart", "source", "resume")); out != "" {
+		t.Errorf("resuming a session never compacted answered %q, want nothing: its conversation is whole", out)
+	}
+	before := historyEvents(t, client)
+	hook(with("hook_event_name", "Stop"))
+	if after := historyEvents(t, client); after != before {
+		t.Errorf("a hook with nothing new appended %d history events", after-before)
+	}
+	// A /compact: Claude Code runs SessionStart before it writes the
+	// boundary, and the bootstrap names the window the boundary opens;
+	// asked again once the boundary and its summary are written, it names
+	// the same one.
+	boundary := slices.IndexFunc(lines, func(l []byte) bool { return bytes.Contains(l, []byte(`"subtype":"compact_boundary"`)) })
+	for _, upTo := range []int{boundary, boundary + 2} {
+		if err := os.WriteFile(path, bytes.Join(lines[:upTo], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := hook(with("hook_event_name", "SessionStart", "source", "compact"))
+		var answer struct {
+			Output struct {
+				Event   string `json:"hookEventName"`
+				Context string `json:"additionalContext"`
+			} `json:"hookSpecificOutput"`
+		}
+		if err := json.Unmarshal([]byte(out), &answer); err != nil || answer.Output.Event != "SessionStart" {
+			t.Fatalf("SessionStart answered %q (%v)", out, err)
+		}
+		for _, want := range []string{"Current context window id: w2", "Previous context window id: w1", "history_search_contents", "FACT: the password is swordfish"} {
+			if !strings.Contains(answer.Output.Context, want) {
+				t.Errorf("lines up to %d: the bootstrap lacks %q:\n%s", upTo, want, answer.Output.Context)
+			}
+		}
+	}
+	// The rest, more turns after the compaction.
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook(with("hook_event_name", "Stop"))
+	var windows struct {
+		Details struct {
+			Windows []struct {
+				WindowID string `json:"window_id"`
+			} `json:"windows"`
+		} `json:"details"`
+	}
+	if err := client.post(context.Background(), "/v1/tools/history_list_windows", map[string]any{"context": cc, "arguments": map[string]any{}}, &windows); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(windows.Details.Windows); n != 2 {
+		t.Errorf("%d windows after one compaction, want 2: %+v", n, windows.Details.Windows)
+	}
+	if m := search("swordfish"); len(m) != 1 {
+		t.Errorf("the fact after the compaction: %v", m)
+	}
+	if out := hook(with("hook_event_name", "SessionStart", "source", "startup")); out != "" {
+		t.Errorf("SessionStart startup answered %q", out)
+	}
+
+	// A sub-agent's hook syncs its own transcript into a child agent.
+	sub, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude-code", "transcripts", "with-subagent", "subagents", "agent-a02dee9184452a481.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subPath := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents", "agent-a02dee9184452a481.jsonl")
+	if err := os.MkdirAll(filepath.Dir(subPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(subPath, sub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook(with("hook_event_name", "SubagentStop", "agent_id", "a02dee9184452a481", "agent_transcript_path", subPath))
+	var child memory.AttachResult
+	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "claude-code/" + sid + "/a02dee9184452a481",
+		"task": map[string]any{"task_id": att.TaskID}}, &child); err != nil {
+		t.Fatal(err)
+	}
+	var read struct {
+		Details struct {
+			Matches []any `json:"results"`
+		} `json:"details"`
+	}
+	if err := client.post(context.Background(), "/v1/tools/history_search_contents", map[string]any{"context": cc,
+		"arguments": map[string]any{"query": "from subagent", "agent_name": child.Agent}}, &read); err != nil {
+		t.Fatal(err)
+	}
+	if len(read.Details.Matches) == 0 {
+		t.Errorf("the parent finds nothing in its sub-agent %s's history", child.Agent)
+	}
+}
+
+// historyEvents counts the log's history events.
+func historyEvents(t *testing.T, c apiClient) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+c.addr+"/v1/events?limit=1000", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range page.Events {
+		if strings.HasPrefix(e.Type, "history.") {
+			n++
+		}
+	}
+	return n
 }

@@ -51,6 +51,7 @@ var verbs = []*verb{
 	&stopVerb,
 	&hookVerb,
 	&mcpVerb,
+	&setupVerb,
 	&versionVerb,
 }
 

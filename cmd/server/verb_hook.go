@@ -3,15 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // maxHookInput bounds a hook's input, which names a session and a call.
 const maxHookInput = 1 << 20
+
+// hookSyncTimeout bounds each request of a transcript's sync, which may
+// carry megabytes of a long session on its first run.
+const hookSyncTimeout = 5 * time.Minute
 
 var hookVerb = verb{
 	name:     "hook",
@@ -41,8 +48,10 @@ refuses the input, or none listening, is an error (exit 1): the host shows it an
 	},
 }
 
-// passHook posts the hook input on stdin to memoryd's hook route and
-// copies the answer to stdout.
+// passHook syncs the session's transcript named by the hook input on
+// stdin, then posts the input to memoryd's hook route and copies the
+// answer to stdout. A failed sync does not stop the hook: the call it
+// announces still runs, and the next hook syncs what this one did not.
 func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	body, err := io.ReadAll(io.LimitReader(in.stdin, maxHookInput+1))
 	if err != nil {
@@ -51,10 +60,20 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	if len(body) > maxHookInput {
 		return fmt.Errorf("the hook's input is over %d bytes", maxHookInput)
 	}
+	var input claudeCodeInput
+	if err := json.Unmarshal(body, &input); err != nil {
+		return fmt.Errorf("the hook's input is not a JSON object: %w", err)
+	}
 	token, err := agentToken(ctx, in, addr, db, "sending it the hook")
 	if err != nil {
 		return err
 	}
+	dir, err := databaseFolder(in.getenv, db)
+	if err != nil {
+		return err
+	}
+	client := apiClient{addr: addr, token: token, http: &http.Client{Timeout: hookSyncTimeout}}
+	syncErr := syncClaudeCode(ctx, client, filepath.Join(dir, "claude-code"), input)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/hooks/claude-code", bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -73,8 +92,17 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the memoryd on %s refused the hook: %d %s", addr, resp.StatusCode, strings.TrimSpace(string(answer)))
 	}
-	_, err = in.stdout.Write(answer)
-	return err
+	// Claude Code shows a hook's output in places, so an empty answer
+	// prints nothing.
+	if !bytes.Equal(bytes.TrimSpace(answer), []byte("{}")) {
+		if _, err := in.stdout.Write(answer); err != nil {
+			return err
+		}
+	}
+	if syncErr != nil {
+		return fmt.Errorf("the session's history is not up to date in memoryd: %w", syncErr)
+	}
+	return nil
 }
 
 // agentToken returns the token for the memoryd on addr, once that memoryd

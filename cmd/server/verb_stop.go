@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/memoryd/memoryd/internal/api"
-	"github.com/memoryd/memoryd/internal/memory"
 )
 
 var stopVerb = verb{
@@ -104,18 +103,9 @@ func existingToken(getenv func(string) string, db string) (string, error) {
 	if t := getenv("MEMORYD_TOKEN"); t != "" {
 		return t, nil
 	}
-	var err error
-	if db == "" {
-		if db, err = defaultDBPath(getenv); err != nil {
-			return "", err
-		}
-	}
-	file, ok := memory.ParseLocation(db).File()
-	dir := filepath.Dir(file)
-	if !ok {
-		if dir, err = defaultDataDir(getenv); err != nil {
-			return "", err
-		}
+	dir, err := databaseFolder(getenv, db)
+	if err != nil {
+		return "", err
 	}
 	path := filepath.Join(dir, "token")
 	b, err := readTokenFile(path)

@@ -28,7 +28,7 @@ func handleClaudeCodeHook(log *slog.Logger, svc *memory.Service) http.HandlerFun
 			v   *string
 		}{
 			{"hook_event_name", &h.Event}, {"session_id", &h.SessionID}, {"transcript_path", &h.TranscriptPath},
-			{"tool_use_id", &h.ToolUseID}, {"agent_id", &h.AgentID},
+			{"tool_use_id", &h.ToolUseID}, {"agent_id", &h.AgentID}, {"source", &h.Source},
 		} {
 			switch v := in[f.key].(type) {
 			case nil:
@@ -39,11 +39,17 @@ func handleClaudeCodeHook(log *slog.Logger, svc *memory.Service) http.HandlerFun
 				return
 			}
 		}
-		if err := svc.HandleClaudeCodeHook(r.Context(), h, requestID(r.Context())); err != nil {
+		answer, err := svc.HandleClaudeCodeHook(r.Context(), h, requestID(r.Context()))
+		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		encode(w, http.StatusOK, map[string]any{})
+		// The answer is the hook's output as Claude Code reads it.
+		out := map[string]any{}
+		if answer.AdditionalContext != "" {
+			out["hookSpecificOutput"] = map[string]any{"hookEventName": h.Event, "additionalContext": answer.AdditionalContext}
+		}
+		encode(w, http.StatusOK, out)
 	}
 }
 

@@ -127,6 +127,11 @@ var rules = []rule{
 			"HTTP routes, never a second implementation, and the transport (stdio, or HTTP mounted by api) is its caller's (issue 34)",
 	},
 	{
+		pkgs: []string{"internal/claudecode"}, banned: []string{"internal/eventlog/...", "internal/projections/...", "internal/memory/...", "internal/api/...", "net/http", "os"}, direct: true,
+		reason: "reading a Claude Code transcript is pure conversion into Pi-shaped entries, so it converts the same " +
+			"way on every run and the service never reads a client's files: the hook that owns the file syncs what it reads (issue 34)",
+	},
+	{
 		pkgs: []string{"cmd/server"}, banned: []string{"internal/eventlog/...", "internal/projections/..."}, direct: true,
 		reason: "the server command wires and parses flags; opening, importing and verifying a database are the " +
 			"domain's (issue 18)",

@@ -23,6 +23,9 @@ const (
 
 // bootstrapInput is everything the bootstrap text is made of.
 type bootstrapInput struct {
+	// host is "" for Pi's rollover, or claude-code for a Claude Code
+	// session after its own compaction or a resume.
+	host                           string
 	agent, reason                  string
 	firstWindow, current, previous string
 	requests                       []requestLine
@@ -97,8 +100,12 @@ func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]reque
 // in testdata/bootstrap pin its output.
 func renderBootstrap(in bootstrapInput) string {
 	var b strings.Builder
-	b.WriteString(history.ResetMarker + "\n")
-	b.WriteString("This is a context-window reset notice, NOT a conversation summary. The previous context window was closed and none of its conversation is kept here.\n\n")
+	if in.host == "claude-code" {
+		b.WriteString("memoryd keeps this session's whole transcript as read-only history and your notes, through its tools (mcp__memoryd__*). A summary loses details: recover them from there, not from memory.\n\n")
+	} else {
+		b.WriteString(history.ResetMarker + "\n")
+		b.WriteString("This is a context-window reset notice, NOT a conversation summary. The previous context window was closed and none of its conversation is kept here.\n\n")
+	}
 	fmt.Fprintf(&b, "Agent: %s\n", in.agent)
 	fmt.Fprintf(&b, "First context window id: %s\n", in.firstWindow)
 	fmt.Fprintf(&b, "Current context window id: %s\n", in.current)
@@ -109,10 +116,18 @@ func renderBootstrap(in bootstrapInput) string {
 
 	b.WriteString("Recovery protocol:\n")
 	b.WriteString("1. Read your notes checkpoint first (for example notes_read_file with path checkpoint.md).\n")
-	fmt.Fprintf(&b, "2. For missing details use history: read a known item directly with history_read_item (window_id and item_id), or find it first: history_list_items with window_id %s and role user for the requirements, history_search_contents with a keyword for evidence, then history_read_item with the offset_chars and limit_chars it returned.\n", in.previous)
+	previous := in.previous
+	if previous == "" && in.host == "claude-code" {
+		previous = in.current
+	}
+	fmt.Fprintf(&b, "2. For missing details use history: read a known item directly with history_read_item (window_id and item_id), or find it first: history_list_items with window_id %s and role user for the requirements, history_search_contents with a keyword for evidence, then history_read_item with the offset_chars and limit_chars it returned.\n", previous)
 	b.WriteString("3. Do not ask the user again for anything you can recover from notes or history.\n")
-	b.WriteString("4. A reminder or fallback whose source_context_window_id is not the current window is stale: ignore it.\n")
-	b.WriteString("5. Take incremental notes while you work so you do not miss important info. Call new_context after saving your checkpoint.\n\n")
+	if in.host == "claude-code" {
+		b.WriteString("4. Take incremental notes while you work (notes_append_to_file, notes_write_file), so a compaction loses nothing you need.\n\n")
+	} else {
+		b.WriteString("4. A reminder or fallback whose source_context_window_id is not the current window is stale: ignore it.\n")
+		b.WriteString("5. Take incremental notes while you work so you do not miss important info. Call new_context after saving your checkpoint.\n\n")
+	}
 
 	b.WriteString("Recent user requests (oldest first; read one with history_read_item):\n")
 	if len(in.requests) == 0 {
@@ -137,7 +152,11 @@ func renderBootstrap(in bootstrapInput) string {
 	}
 	b.WriteString("\n")
 
-	fmt.Fprintf(&b, "Existing notes for %s at this context-window reset (newest first; bodies are not included):\n", in.agent)
+	if in.host == "claude-code" {
+		fmt.Fprintf(&b, "Existing notes for %s (newest first; bodies are not included):\n", in.agent)
+	} else {
+		fmt.Fprintf(&b, "Existing notes for %s at this context-window reset (newest first; bodies are not included):\n", in.agent)
+	}
 	switch {
 	case in.notesErr != nil:
 		b.WriteString("The notes index is unavailable right now; use notes_list_files_by_prefix and notes_search_contents to find your notes.\n")

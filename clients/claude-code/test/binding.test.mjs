@@ -4,55 +4,20 @@
 // hook `memoryd hook claude-code`, which names each MCP call before it runs, so
 // that the call runs as its own session's agent (docs/claude-code.md, §6).
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { hangGuardMs, repoRoot, startMemoryd, waitFloorMs } from "../../testing/memoryd.mjs";
-
-const claudeBin = join(repoRoot, "clients", "node_modules", ".bin", "claude");
-const modelServer = join(repoRoot, "testdata", "claude-code", "model-server.mjs");
+import { startMemoryd } from "../../testing/memoryd.mjs";
+import { claude as runClaude, claudeHome as home0, startModelServer } from "../harness.mjs";
 
 let md;
 let model;
 let dir;
 
-/** Starts the scripted model server on a free port; resolves {port, stop()}. */
-async function startModelServer(log) {
-  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr.on("data", (s) => (stderr += s));
-  const port = await new Promise((res, rej) => {
-    let out = "";
-    const timer = setTimeout(() => rej(new Error(`the model server printed no port; stderr:\n${stderr}`)), waitFloorMs);
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (s) => {
-      out += s;
-      const m = /^\{"port":(\d+)\}$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    });
-    child.once("exit", (code) => rej(new Error(`the model server exited (${code}); stderr:\n${stderr}`)));
-  });
-  return { port, stop: () => child.kill() };
-}
-
-/** A fresh HOME for claude: onboarding done, the folder trusted, the hooks given. */
-function claudeHome(name, project, hooks) {
-  const home = join(dir, name);
-  mkdirSync(join(home, ".claude"), { recursive: true });
-  writeFileSync(join(home, ".claude.json"), JSON.stringify({
-    hasCompletedOnboarding: true,
-    customApiKeyResponses: { approved: ["sk-ant-dummy"], rejected: [] },
-    projects: { [project]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
-  }));
-  writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ hooks }));
-  return home;
-}
+/** A fresh HOME for claude with these hooks. */
+const claudeHome = (name, project, hooks) => home0(dir, name, project, { hooks });
 
 /** memoryd's PreToolUse hook for its MCP tools (docs/API.md, the hook verb). */
 function memorydHooks() {
@@ -62,32 +27,10 @@ function memorydHooks() {
   };
 }
 
-/** memoryd as Claude Code's MCP server: over HTTP with the token, or `memoryd mcp` on stdio without it. */
-function mcpServer(transport) {
-  if (transport === "stdio") return { type: "stdio", command: md.bin, args: ["mcp", "--addr", new URL(md.url).host] };
-  return { type: "http", url: `${md.url}/v1/mcp`, headers: { Authorization: `Bearer ${md.token}` } };
-}
-
-/** Runs `claude -p prompt` in project with HOME home; resolves {code, stdout, stderr}. */
+/** Runs `claude -p prompt` in project with HOME home. */
 function claude(home, project, prompt, transport = "http") {
-  const mcp = join(dir, "mcp.json");
-  writeFileSync(mcp, JSON.stringify({ mcpServers: { memoryd: mcpServer(transport) } }));
-  const env = {
-    ...process.env, HOME: home, MEMORYD_TOKEN: md.token,
-    ANTHROPIC_BASE_URL: `http://127.0.0.1:${model.port}`, ANTHROPIC_API_KEY: "sk-ant-dummy",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1",
-    // claude -p connects its MCP servers without waiting for them unless this is falsy, and a prompt sent
-    // before memoryd's server is connected is sent without its tools (docs/claude-code.md, §8).
-    MCP_CONNECTION_NONBLOCKING: "0",
-  };
-  const args = ["-p", prompt, "--mcp-config", mcp, "--allowedTools", "mcp__memoryd__notes_write_file,mcp__memoryd__notes_read_file"];
-  return new Promise((res, rej) => {
-    // The timeout only ends a hung CLI; a run that works returns at once.
-    execFile(claudeBin, args, { cwd: project, env, timeout: hangGuardMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== "number") return rej(err);
-      res({ code: err ? err.code : 0, stdout, stderr });
-    });
-  });
+  const args = ["-p", prompt, "--allowedTools", "mcp__memoryd__notes_write_file,mcp__memoryd__notes_read_file"];
+  return runClaude({ md, port: model.port, home, project, args, transport, mcpConfig: join(dir, "mcp.json") });
 }
 
 const writeNote = (text) => `CALL_TOOL mcp__memoryd__notes_write_file ${JSON.stringify({ path: "checkpoint.md", text })}`;

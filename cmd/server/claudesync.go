@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memoryd/memoryd/internal/claudecode"
+	"github.com/memoryd/memoryd/internal/memory"
+)
+
+// Bounds of one sync request the hook sends: the service takes at most
+// memory.MaxSyncEntries entries, and bodies of 8 MiB by default.
+const (
+	syncChunkEntries = memory.MaxSyncEntries
+	syncChunkBytes   = 4 << 20
+)
+
+// apiClient calls the /v1 routes of a memoryd that proved it holds token.
+type apiClient struct {
+	addr, token string
+	http        *http.Client
+}
+
+// apiError is a refusal by the service, with its error envelope's fields.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	reason  string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message)
+}
+
+// post sends body as JSON to route and decodes a 200 answer into out.
+func (c apiClient) post(ctx context.Context, route string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addr+route, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var env struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Message string         `json:"message"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(answer, &env)
+		reason, _ := env.Error.Details["reason"].(string)
+		return &apiError{status: resp.StatusCode, code: env.Error.Code, message: env.Error.Message, reason: reason}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(answer, out)
+}
+
+// transcriptSync is one Claude Code transcript synced into one agent.
+type transcriptSync struct {
+	client     apiClient
+	cursorDir  string // the hook's cursors, 0700
+	attach     memory.AttachRequest
+	transcript string
+}
+
+// syncedCursor is a transcript's cursor file: how far it was read, and
+// into which agent at which branch revision.
+type syncedCursor struct {
+	TaskID   string            `json:"task_id"`
+	Agent    string            `json:"agent"`
+	Revision *int64            `json:"revision"`
+	Usage    int64             `json:"usage_reported"`
+	Cursor   claudecode.Cursor `json:"cursor"`
+}
+
+// run attaches the session, syncs what the transcript gained since the
+// last run and reports the context it fills. It returns the agent.
+func (s transcriptSync) run(ctx context.Context) (memory.CallContext, error) {
+	var att memory.AttachResult
+	if err := s.client.post(ctx, "/v1/sessions/attach", s.attach, &att); err != nil {
+		return memory.CallContext{}, fmt.Errorf("attach %s: %w", s.attach.SessionKey, err)
+	}
+	cc := memory.CallContext{TaskID: att.TaskID, Agent: att.Agent}
+	f, err := openCursor(s.cursorDir, s.attach.SessionKey+"\x00"+s.transcript)
+	if err != nil {
+		return cc, err
+	}
+	defer f.Close() // also unlocks
+	var saved syncedCursor
+	if b, err := io.ReadAll(f); err == nil && len(b) > 0 {
+		if json.Unmarshal(b, &saved) != nil || saved.TaskID != att.TaskID || saved.Agent != att.Agent {
+			saved = syncedCursor{} // another database, or a file not ours: start again
+		}
+	}
+	next, err := s.sync(ctx, cc, saved)
+	if err != nil {
+		return cc, err
+	}
+	if u := next.Cursor.Usage; u != nil && u.ContextTokens() != saved.Usage {
+		used := u.ContextTokens()
+		if err := s.client.post(ctx, "/v1/lifecycle/usage", map[string]any{"context": cc, "tokens_used": used}, nil); err != nil {
+			return cc, fmt.Errorf("report the context used: %w", err)
+		}
+		next.Usage = used
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return cc, err
+	}
+	if err := f.Truncate(0); err != nil {
+		return cc, err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return cc, err
+	}
+	return cc, nil
+}
+
+// sync reads the transcript past the saved cursor and sends what is new,
+// reading it whole again when it was rewound or memoryd's branch is not
+// the one the cursor remembers.
+func (s transcriptSync) sync(ctx context.Context, cc memory.CallContext, saved syncedCursor) (syncedCursor, error) {
+	f, err := os.Open(s.transcript)
+	if err != nil {
+		return saved, fmt.Errorf("read the transcript: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return saved, err
+	}
+	batch, err := claudecode.Read(f, st.Size(), saved.Cursor)
+	if errors.Is(err, claudecode.ErrRewound) {
+		saved = syncedCursor{TaskID: saved.TaskID, Agent: saved.Agent}
+		batch, err = claudecode.Read(f, st.Size(), claudecode.Cursor{})
+	}
+	if err != nil {
+		return saved, fmt.Errorf("read the transcript %s: %w", s.transcript, err)
+	}
+	rev, err := s.send(ctx, cc, batch, saved.Revision)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.reason == memory.SyncReasonStaleBase {
+		rev, err = s.send(ctx, cc, batch, nil)
+	}
+	if err != nil {
+		return saved, fmt.Errorf("sync the transcript %s: %w", s.transcript, err)
+	}
+	return syncedCursor{TaskID: cc.TaskID, Agent: cc.Agent, Revision: rev, Usage: saved.Usage, Cursor: batch.Cursor}, nil
+}
+
+// send syncs a batch's entries in requests within the service's bounds,
+// the branch with the last: as a delta from base, or whole without one.
+func (s transcriptSync) send(ctx context.Context, cc memory.CallContext, b claudecode.Batch, base *int64) (*int64, error) {
+	if len(b.Entries) == 0 && base != nil && b.Keep == len(b.Branch) {
+		return base, nil
+	}
+	var chunks [][]json.RawMessage
+	var cur []json.RawMessage
+	size := 0
+	for _, e := range b.Entries {
+		if len(cur) > 0 && (len(cur) == syncChunkEntries || size+len(e.Raw) > syncChunkBytes) {
+			chunks, cur, size = append(chunks, cur), nil, 0
+		}
+		cur, size = append(cur, e.Raw), size+len(e.Raw)
+	}
+	chunks = append(chunks, cur)
+	var res memory.SyncResult
+	for i, entries := range chunks {
+		req := map[string]any{"context": cc, "entries": nonNil(entries)}
+		if i == len(chunks)-1 {
+			if base != nil {
+				keep := int64(b.Keep)
+				req["delta"] = map[string]any{"base_revision": *base, "keep": keep, "append": nonNil(b.Branch[b.Keep:])}
+			} else {
+				req["branch"] = nonNil(b.Branch)
+			}
+		}
+		if err := s.client.post(ctx, "/v1/history/sync", req, &res); err != nil {
+			return nil, err
+		}
+	}
+	return &res.Revision, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// openCursor opens, creating it if needed, the user's own cursor file for
+// key in dir, and locks it against the host's other hooks.
+func openCursor(dir, key string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the hook's folder: %w", err)
+	}
+	sum := sha256.Sum256([]byte(key))
+	path := filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
+	f, err := openPrivate(path)
+	if err != nil {
+		return nil, fmt.Errorf("open the transcript's cursor: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the transcript's cursor: %w", err)
+	}
+	return f, nil
+}
+
+// claudeCodeInput is the part of a Claude Code hook's input the hook verb
+// reads itself.
+type claudeCodeInput struct {
+	Event               string `json:"hook_event_name"`
+	SessionID           string `json:"session_id"`
+	TranscriptPath      string `json:"transcript_path"`
+	AgentID             string `json:"agent_id"`
+	AgentTranscriptPath string `json:"agent_transcript_path"`
+}
+
+// syncClaudeCode syncs the session's transcript and, for a sub-agent's
+// hook, the sub-agent's own, before the hook itself is passed on.
+func syncClaudeCode(ctx context.Context, c apiClient, cursorDir string, in claudeCodeInput) error {
+	if in.SessionID == "" || in.TranscriptPath == "" || !filepath.IsAbs(in.TranscriptPath) {
+		return nil
+	}
+	if _, err := os.Stat(in.TranscriptPath); errors.Is(err, os.ErrNotExist) {
+		return nil // a session that has written nothing yet
+	}
+	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath,
+		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID, SessionID: in.SessionID, SessionFile: in.TranscriptPath}}
+	cc, err := root.run(ctx)
+	if err != nil || in.AgentID == "" || strings.ContainsAny(in.AgentID, `/\`) {
+		return err
+	}
+	path := in.AgentTranscriptPath
+	if path == "" || !filepath.IsAbs(path) {
+		path = filepath.Join(strings.TrimSuffix(in.TranscriptPath, ".jsonl"), "subagents", "agent-"+in.AgentID+".jsonl")
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil // a sub-agent that has written nothing yet
+	}
+	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path,
+		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID + "/" + in.AgentID, SessionID: in.SessionID,
+			SessionFile: path, Task: &memory.TaskRef{TaskID: cc.TaskID}}}
+	_, err = sub.run(ctx)
+	return err
+}

@@ -1,0 +1,21 @@
+//go:build !unix
+
+package main
+
+import (
+	"io/fs"
+	"os"
+)
+
+// openPrivate opens or creates the file at path, refusing a symbolic link.
+// On Windows the file has its folder's access list.
+func openPrivate(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// lockFile does nothing here: hooks of one session may then sync at once,
+// which the service's conflict check turns into a whole resync.
+func lockFile(*os.File) error { return nil }
