@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,5 +74,71 @@ func TestImportSessionRefusals(t *testing.T) {
 	}
 	if after := fxExport(t, "--db", db); !bytes.Equal(after, before) {
 		t.Errorf("the refused import-session changed the database:\n%s", after[min(len(before), len(after)):])
+	}
+}
+
+// TestImportSessionClaudeCode: import-session --format claude-code imports
+// a Claude Code transcript under the hooks' session key, its compaction as
+// a second window and its sub-agent's transcript as a child agent; a
+// second import stores nothing new.
+func TestImportSessionClaudeCode(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	src := filepath.Join("..", "..", "testdata", "claude-code", "transcripts")
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compacted := filepath.Join(dir, "f48df3d1-3211-4b79-8999-9dd300c9cd8c.jsonl")
+	copyFile(filepath.Join(src, "compacted.jsonl"), compacted)
+	withSub := filepath.Join(dir, "0d4eecf6-23f6-4ef1-b0a1-05fda90e0bbf.jsonl")
+	copyFile(filepath.Join(src, "with-subagent", "session.jsonl"), withSub)
+	copyFile(filepath.Join(src, "with-subagent", "subagents", "agent-a02dee9184452a481.jsonl"),
+		filepath.Join(dir, "0d4eecf6-23f6-4ef1-b0a1-05fda90e0bbf", "subagents", "agent-a02dee9184452a481.jsonl"))
+	type result struct {
+		TaskID     string `json:"task_id"`
+		SessionKey string `json:"session_key"`
+		Stored     int    `json:"stored"`
+		Branch     int    `json:"branch"`
+		Window     string `json:"current_window_id"`
+		SubAgents  []struct {
+			Agent  string `json:"agent"`
+			Stored int    `json:"stored"`
+		} `json:"sub_agents"`
+	}
+	importIt := func(path string) result {
+		t.Helper()
+		out, stderr, err := fxRun(t, nil, "import-session", "--db", db, "--format", "claude-code", path)
+		if err != nil {
+			t.Fatalf("import-session %s: %v\n%s", path, err, stderr)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return r
+	}
+	r := importIt(compacted)
+	if r.SessionKey != "claude-code/f48df3d1-3211-4b79-8999-9dd300c9cd8c" || r.Window != "w2" || r.Stored == 0 || r.Branch == 0 {
+		t.Errorf("the compacted session: %+v", r)
+	}
+	if again := importIt(compacted); again.Stored != 0 || again.TaskID != r.TaskID {
+		t.Errorf("imported again: %+v, first %+v", again, r)
+	}
+	s := importIt(withSub)
+	if len(s.SubAgents) != 1 || s.SubAgents[0].Stored == 0 || !strings.HasPrefix(s.SubAgents[0].Agent, "/root/") || s.TaskID == r.TaskID {
+		t.Errorf("the session with a sub-agent: %+v", s)
+	}
+	if _, _, err := fxRun(t, nil, "import-session", "--db", db, "--format", "codex", withSub); err == nil {
+		t.Error("an unknown format was accepted")
 	}
 }

@@ -12,23 +12,63 @@ import (
 
 var importSessionVerb = verb{
 	name:     "import-session",
-	synopsis: "import-session --db F SESSION.jsonl",
-	summary:  "attach a Pi session file as a task, its entries and branch synced",
+	synopsis: "import-session --db F [--format pi|claude-code] SESSION.jsonl",
+	summary:  "attach a Pi or Claude Code session file as a task, its entries and branch synced",
 	about: `
-Reads a Pi session file and stores it in the database --db (created if missing) as a new task whose
-session key is the file's absolute path: attaches it, syncs every entry and the branch from its last
-entry to the root, all in one transaction. A refused entry stores nothing and names its line. Prints
-the attach and sync result as JSON.`,
-	args: []arg{{name: "SESSION.jsonl", about: "a Pi session file (its first line is the session header)"}},
+Reads a session file and stores it in the database --db (created if missing) as a task: attaches it,
+syncs every entry and the branch from its last entry to the root, in one transaction. A refused entry
+stores nothing and names its line. Prints the attach and sync result as JSON.
+
+--format pi (the default) reads a Pi session file, whose session key is the file's absolute path.
+--format claude-code reads a Claude Code transcript (~/.claude/projects/<folder>/<session id>.jsonl)
+as its hooks sync it (docs/claude-code.md), under their session key claude-code/<session id>, so a
+session from before memoryd setup claude-code continues in the same task; its sub-agents'
+transcripts (<session id>/subagents/agent-<id>.jsonl) become child agents. Importing again stores
+only what is new.`,
+	args: []arg{{name: "SESSION.jsonl", about: "a Pi session file (its first line is the session header), or a Claude Code transcript"}},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to create or add to (env MEMORYD_DB)")
+		format := fs.String("format", "pi", "the session file's `FORMAT`: pi or claude-code")
 		return func(ctx context.Context, in *invocation) error {
 			if *db == "" {
 				return &usageError{"import-session needs --db F (or MEMORYD_DB): the database to import into"}
 			}
-			return runImportSession(ctx, *db, in.args[0], in)
+			switch *format {
+			case "pi":
+				return runImportSession(ctx, *db, in.args[0], in)
+			case "claude-code":
+				return runImportClaudeCode(ctx, *db, in.args[0], in)
+			}
+			return &usageError{fmt.Sprintf("--format %q: the formats are pi and claude-code", *format)}
 		}
 	},
+}
+
+// runImportClaudeCode imports a Claude Code transcript and its
+// sub-agents' as a task, all or nothing.
+func runImportClaudeCode(ctx context.Context, db, file string, in *invocation) (err error) {
+	path, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	svc, closeDB, err := openAllOrNothing(ctx, db, in.stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { closeDB(err != nil) }()
+	report, done := progress(in.stderr, "import-session", "entries", -1)
+	res, err := forensics.ImportClaudeCodeSession(ctx, svc, path, report)
+	done()
+	if err != nil {
+		return err
+	}
+	if err := svc.Close(); err != nil {
+		return err
+	}
+	return writeJSON(in.stdout, res)
 }
 
 // runImportSession attaches a Pi session file as a task and syncs its
