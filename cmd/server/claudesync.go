@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -245,14 +246,49 @@ type claudeCodeInput struct {
 	AgentTranscriptPath string `json:"agent_transcript_path"`
 }
 
+// claudeCodeProjects is the folder Claude Code keeps its transcripts in:
+// projects/ in CLAUDE_CONFIG_DIR, else in ~/.claude.
+func claudeCodeProjects(getenv func(string) string) string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return filepath.Join(d, "projects")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".claude", "projects")
+	}
+	return ""
+}
+
+// checkTranscript refuses a transcript path that is not a JSONL file of
+// the user's under Claude Code's projects folder, so a hook input can
+// point the sync nowhere else. A file not there yet is no error: exists
+// says whether to read it.
+func checkTranscript(projects, path string) (exists bool, err error) {
+	clean := filepath.Clean(path)
+	if projects == "" || !filepath.IsAbs(path) || !strings.HasPrefix(clean, filepath.Clean(projects)+string(filepath.Separator)) ||
+		filepath.Ext(clean) != ".jsonl" {
+		return false, fmt.Errorf("%s is not a transcript under %s: not read", path, projects)
+	}
+	fi, err := os.Lstat(clean)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() || !ownedByUser(fi) {
+		return false, fmt.Errorf("%s is not a regular file of yours: not read", path)
+	}
+	return true, nil
+}
+
 // syncClaudeCode syncs the session's transcript and, for a sub-agent's
 // hook, the sub-agent's own, before the hook itself is passed on.
-func syncClaudeCode(ctx context.Context, c apiClient, cursorDir string, in claudeCodeInput) error {
-	if in.SessionID == "" || in.TranscriptPath == "" || !filepath.IsAbs(in.TranscriptPath) {
+func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string, in claudeCodeInput) error {
+	if in.SessionID == "" || in.TranscriptPath == "" {
 		return nil
 	}
-	if _, err := os.Stat(in.TranscriptPath); errors.Is(err, os.ErrNotExist) {
-		return nil // a session that has written nothing yet
+	if ok, err := checkTranscript(projects, in.TranscriptPath); !ok {
+		return err // nil for a session that has written nothing yet
 	}
 	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath,
 		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID, SessionID: in.SessionID, SessionFile: in.TranscriptPath}}
@@ -261,11 +297,11 @@ func syncClaudeCode(ctx context.Context, c apiClient, cursorDir string, in claud
 		return err
 	}
 	path := in.AgentTranscriptPath
-	if path == "" || !filepath.IsAbs(path) {
+	if path == "" {
 		path = filepath.Join(strings.TrimSuffix(in.TranscriptPath, ".jsonl"), "subagents", "agent-"+in.AgentID+".jsonl")
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil // a sub-agent that has written nothing yet
+	if ok, err := checkTranscript(projects, path); !ok {
+		return err // nil for a sub-agent that has written nothing yet
 	}
 	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path,
 		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID + "/" + in.AgentID, SessionID: in.SessionID,

@@ -38,3 +38,9 @@ func openPrivate(path string) (*os.File, error) {
 func lockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 }
+
+// ownedByUser reports whether this process's user owns the file.
+func ownedByUser(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

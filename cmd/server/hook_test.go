@@ -32,9 +32,20 @@ func TestHook(t *testing.T) {
 		err := run(context.Background(), []string{"hook", host, "--addr", addr, "--db", db}, getenv, strings.NewReader(input), &out, io.Discard)
 		return out.String(), err
 	}
-	pre := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_use_id":"toolu_1","transcript_path":"/home/dev/s1.jsonl","tool_name":"mcp__memoryd__notes_read_file"}`
+	preWith := func(transcript string) string {
+		b, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": "s1", "tool_use_id": "toolu_1",
+			"transcript_path": transcript, "tool_name": "mcp__memoryd__notes_read_file"})
+		return string(b)
+	}
+	// A session that has written no transcript yet.
+	pre := preWith(filepath.Join(dir, ".claude", "projects", "-home-dev", "s1.jsonl"))
 	if out, err := hook(getenv, "claude-code", pre); err != nil || out != "" {
 		t.Errorf("PreToolUse: %q, %v", out, err)
+	}
+	// A transcript_path outside Claude Code's projects folder is not read.
+	outside := filepath.Join(dir, "m.db")
+	if _, err := hook(getenv, "claude-code", preWith(outside)); err == nil || !strings.Contains(err.Error(), "is not a transcript under") {
+		t.Errorf("a transcript_path outside ~/.claude/projects: %v", err)
 	}
 	if _, err := hook(getenv, "claude-code", `{"hook_event_name":"PreToolUse","session_id":"s1"}`); err == nil || !strings.Contains(err.Error(), "refused the hook: 400") {
 		t.Errorf("an input memoryd refuses: %v", err)
@@ -89,7 +100,7 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	const sid = "f48df3d1-3211-4b79-8999-9dd300c9cd8c"
-	path := filepath.Join(dir, "projects", "-home-dev-proj", sid+".jsonl")
+	path := filepath.Join(dir, ".claude", "projects", "-home-dev-proj", sid+".jsonl")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
