@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -253,4 +254,100 @@ func historyEvents(t *testing.T, c apiClient) int {
 		}
 	}
 	return n
+}
+
+// TestHookSyncsAsImportDoes: a transcript synced by hooks as it grows, a
+// few lines at a time, and the same transcript imported whole give the
+// same history: the same windows, the same items in each, the same text
+// of each item. Every cut of the compacted transcript's lines into runs
+// of 1 to 9 lines is taken once.
+func TestHookSyncsAsImportDoes(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude-code", "transcripts", "compact-unpersisted-parent.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	const sid = "8f0c0f47-0000-4000-8000-000000000001"
+	for step := 1; step <= 9; step += 4 {
+		t.Run(fmt.Sprintf("every %d lines", step), func(t *testing.T) {
+			dir := t.TempDir()
+			dbA, dbB := filepath.Join(dir, "hooks.db"), filepath.Join(dir, "import.db")
+			getenv := env(map[string]string{"HOME": dir})
+			s := startServe(t, dbA, getenv)
+			addr := strings.TrimPrefix(s.url, "http://")
+			path := filepath.Join(dir, ".claude", "projects", "-p", sid+".jsonl")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for end := 0; ; end = min(end+step, len(lines)) {
+				if err := os.WriteFile(path, bytes.Join(lines[:end], nil), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				in, _ := json.Marshal(map[string]any{"hook_event_name": "Stop", "session_id": sid, "transcript_path": path})
+				if err := run(context.Background(), []string{"hook", "claude-code", "--addr", addr, "--db", dbA}, getenv, bytes.NewReader(in), io.Discard, io.Discard); err != nil {
+					t.Fatalf("hook at line %d: %v", end, err)
+				}
+				if end == len(lines) {
+					break
+				}
+			}
+			if err := s.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			var imported struct {
+				TaskID string `json:"task_id"`
+			}
+			if err := json.Unmarshal([]byte(fxMust(t, "import-session", "--db", dbB, "--format", "claude-code", path)), &imported); err != nil {
+				t.Fatal(err)
+			}
+			var tasks struct {
+				Tasks []struct {
+					TaskID string `json:"task_id"`
+				} `json:"tasks"`
+			}
+			if err := json.Unmarshal([]byte(fxMust(t, "tasks", "--db", dbA)), &tasks); err != nil || len(tasks.Tasks) != 1 {
+				t.Fatalf("tasks of the hooks' database: %v %+v", err, tasks)
+			}
+			history := func(db, task string) string {
+				call := func(tool, args string) string {
+					return fxMust(t, "call", "--db", db, "--task", task, tool, args)
+				}
+				var b strings.Builder
+				windows := call("history_list_windows", `{"limit":200}`)
+				b.WriteString(windows)
+				var w struct {
+					Details struct {
+						Windows []struct {
+							WindowID string `json:"window_id"`
+						} `json:"windows"`
+					} `json:"details"`
+				}
+				if err := json.Unmarshal([]byte(windows), &w); err != nil || len(w.Details.Windows) < 2 {
+					t.Fatalf("windows %v: %s", err, windows)
+				}
+				for _, win := range w.Details.Windows {
+					items := call("history_list_items", fmt.Sprintf(`{"window_id":%q,"limit":200}`, win.WindowID))
+					b.WriteString(items)
+					var it struct {
+						Details struct {
+							Items []struct {
+								ItemID string `json:"item_id"`
+							} `json:"items"`
+						} `json:"details"`
+					}
+					if err := json.Unmarshal([]byte(items), &it); err != nil {
+						t.Fatal(err)
+					}
+					for _, item := range it.Details.Items {
+						b.WriteString(call("history_read_item", fmt.Sprintf(`{"window_id":%q,"item_id":%q}`, win.WindowID, item.ItemID)))
+					}
+				}
+				return b.String()
+			}
+			a, b := history(dbA, tasks.Tasks[0].TaskID), history(dbB, imported.TaskID)
+			if a != b {
+				t.Fatalf("the hooks' history differs from the import's:\nhooks:  %s\nimport: %s", a, b)
+			}
+		})
+	}
 }
