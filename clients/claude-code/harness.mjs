@@ -10,9 +10,12 @@ import { hangGuardMs, repoRoot, waitFloorMs } from "../testing/memoryd.mjs";
 export const claudeBin = join(repoRoot, "clients", "node_modules", ".bin", "claude");
 const modelServer = join(repoRoot, "testdata", "claude-code", "model-server.mjs");
 
-/** Starts the scripted model server on a free port, logging each request to log; resolves {port, stop()}. */
-export async function startModelServer(log) {
-  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Starts the scripted model server on a free port, logging each request to log, with env added to its
+ * environment (MS_INPUT_TOKENS=N: every answer reports N input tokens); resolves {port, stop()}.
+ */
+export async function startModelServer(log, env = {}) {
+  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let stderr = "";
   child.stderr.on("data", (s) => (stderr += s));
   const port = await new Promise((res, rej) => {
@@ -56,7 +59,7 @@ export function mcpServer(md, transport) {
  * stdout, stderr}. With mcpConfig, memoryd md is its MCP server over transport, given in that file;
  * without, claude uses the servers of its settings.
  */
-export function claude({ md, port, home, project, args, transport = "http", mcpConfig }) {
+export function claude({ md, port, home, project, args, transport = "http", mcpConfig, env: extra = {} }) {
   const flags = [];
   if (mcpConfig) {
     writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { memoryd: mcpServer(md, transport) } }));
@@ -69,6 +72,7 @@ export function claude({ md, port, home, project, args, transport = "http", mcpC
     // claude -p connects its MCP servers without waiting for them unless this is falsy, and a prompt sent
     // before memoryd's server is connected is sent without its tools (docs/claude-code.md, §8).
     MCP_CONNECTION_NONBLOCKING: "0",
+    ...extra,
   };
   return new Promise((res, rej) => {
     // The timeout only ends a hung CLI; a run that works returns at once.
