@@ -110,7 +110,7 @@ func existingToken(getenv func(string) string, db string) (string, error) {
 	path := filepath.Join(dir, "token")
 	b, err := readTokenFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no token file at %s: give the token of the memoryd to stop in MEMORYD_TOKEN, or its database with --db", path)
+		return "", fmt.Errorf("no token file at %s: give the token of the memoryd in MEMORYD_TOKEN, or its database with --db", path)
 	}
 	if err != nil {
 		return "", err
