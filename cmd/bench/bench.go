@@ -50,6 +50,11 @@ type bench struct {
 	appendBytes   int    // size of memoryd's append response
 	appendFile    string // memoryd's append response, which both answer with
 
+	// mcp-read1 and hook-sync: a Claude Code HOME whose projects folder
+	// holds the hook's transcripts, and hook-sync's transcript.
+	hookHome, transcriptDir string
+	transcript              [][]byte
+
 	// search-rare, search-common, search-everywhere and rss share one
 	// memoryd serving the history.
 	hist       *proc

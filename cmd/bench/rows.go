@@ -142,6 +142,23 @@ var allRows = []*row{
 		fig: ms, ceil: ms, target: 1.3, targetText: "≤ 1.3×",
 	},
 	{
+		name: "mcp-read1",
+		help: "one client's notes_read_file p50 over MCP (/v1/mcp), vs the\n" +
+			"same call over the HTTP route with host_call_id (≤ 1.3×)",
+		needs:   []*fixture{fxClaudeCode},
+		measure: (*bench).measureMCPRead1, notes: (*bench).mcpRead1Notes,
+		fig: ms, ceil: ms, target: 1.3, targetText: "≤ 1.3×",
+	},
+	{
+		name: "hook-sync",
+		help: "memoryd hook claude-code syncing one turn appended to a\n" +
+			"10,000-entry transcript, exec to exit, p50; the whole\n" +
+			"transcript's first sync reported         (≤ 100 ms)",
+		needs:   []*fixture{fxClaudeCode},
+		measure: (*bench).measureHookSync, notes: (*bench).hookSyncNotes,
+		fig: ms, target: 0.1, targetText: "≤ 100 ms",
+	},
+	{
 		name:    "rss",
 		help:    "peak RSS of the server serving the history     (≤ 150 MB)",
 		needs:   []*fixture{fxHistory},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/tools"
 )
 
 // OpenOptions configure Open.
@@ -70,7 +71,8 @@ func Open(ctx context.Context, db string, opts OpenOptions) (*Service, error) {
 	s := newServiceWith(store, serviceOptions{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
 		afterCachedRead: opts.afterCachedRead, syncToWriter: opts.syncToWriter})
 	s.owned = true
-	if opts.PreloadChunkFilters {
+	if opts.PreloadChunkFilters { // a serving service: warm what the first calls need
+		go tools.Prepare()
 		s.startPreload(opts.preload, opts.Logger)
 	}
 	return s, nil

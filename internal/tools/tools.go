@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -48,23 +49,35 @@ type Spec struct {
 	Result json.RawMessage `json:"result"`
 }
 
-var (
-	specs         []Spec
-	schemas       = map[string]*jsonschema.Schema{}
-	resultSchemas = map[string]*jsonschema.Schema{}
-)
+var specs []Spec
 
 func init() {
 	if err := json.Unmarshal(specsJSON, &specs); err != nil {
 		panic("tools: specs.json: " + err.Error())
 	}
+}
+
+// compiledSchemas are the tools' argument and result schemas, compiled.
+type compiledSchemas struct {
+	args, results map[string]*jsonschema.Schema
+}
+
+// schemas compiles the schemas on first use, not at start: the verbs
+// that never validate (a hook, memoryd mcp, version) start without it.
+var schemas = sync.OnceValue(func() compiledSchemas {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	out := compiledSchemas{args: map[string]*jsonschema.Schema{}, results: map[string]*jsonschema.Schema{}}
 	for _, s := range specs {
-		schemas[s.Name] = compile(c, s.Name, "", s.Parameters)
-		resultSchemas[s.Name] = compile(c, s.Name, ".result", s.Result)
+		out.args[s.Name] = compile(c, s.Name, "", s.Parameters)
+		out.results[s.Name] = compile(c, s.Name, ".result", s.Result)
 	}
-}
+	return out
+})
+
+// Prepare compiles the schemas now, so that the first call does not wait
+// for it. A service calls it as it starts.
+func Prepare() { schemas() }
 
 // compile compiles one schema of tool; a schema that does not compile is
 // a defect of specs.json.
@@ -88,7 +101,9 @@ func compile(c *jsonschema.Compiler, tool, suffix string, schema json.RawMessage
 func Specs() []Spec { return slices.Clone(specs) }
 
 // Known reports whether name is one of the tools.
-func Known(name string) bool { _, ok := schemas[name]; return ok }
+func Known(name string) bool {
+	return slices.ContainsFunc(specs, func(s Spec) bool { return s.Name == name })
+}
 
 // Writes reports whether the tool appends events, as the notes writes and
 // new_context do. The other tools only read.
@@ -133,7 +148,7 @@ func Decode(tool string, args json.RawMessage, v any) error {
 
 // parse decodes args and validates them against the schema of tool.
 func parse(tool string, args json.RawMessage) (any, error) {
-	sch, ok := schemas[tool]
+	sch, ok := schemas().args[tool]
 	if !ok {
 		return nil, fmt.Errorf("tools: unknown tool %q", tool)
 	}
@@ -219,7 +234,7 @@ func set(f reflect.Value, v any) error {
 // ValidateResult checks details, the JSON of a result's details, against
 // the result schema of tool.
 func ValidateResult(tool string, details []byte) error {
-	sch, ok := resultSchemas[tool]
+	sch, ok := schemas().results[tool]
 	if !ok {
 		return fmt.Errorf("tools: unknown tool %q", tool)
 	}
