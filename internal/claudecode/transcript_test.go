@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 func transcript(t *testing.T, name string) []byte {
@@ -101,7 +103,7 @@ func TestCompactedTranscript(t *testing.T) {
 // reads, and in many small ones: the entries and the branch are those of
 // one whole read, and each read keeps the branch before it.
 func TestReadInPiecesIsReadWhole(t *testing.T) {
-	for _, name := range []string{"compacted.jsonl", "with-subagent/session.jsonl", "compact-unpersisted-parent.jsonl"} {
+	for _, name := range []string{"compacted.jsonl", "with-subagent/session.jsonl", "compact-unpersisted-parent.jsonl", "every-type.jsonl"} {
 		data := transcript(t, name)
 		whole := readAll(t, data)
 		for cut := 0; cut <= len(data); cut += 97 {
@@ -214,5 +216,65 @@ func TestCompactionOfAnEntryNotInTheFile(t *testing.T) {
 	}
 	if got := b.Branch[len(b.Branch)-1]; got != b.Entries[len(b.Entries)-1].ID {
 		t.Fatalf("the branch ends at %s, not at the last line", got)
+	}
+}
+
+// TestEveryEntryType reads a transcript with every line and block type
+// seen (docs/claude-code.md, §4) and renders each entry as history does:
+// records without a uuid become nothing, attachments and system records
+// no item, images stay images, thinking stays out of the text, each tool
+// result answers its call, memoryd's own tool keeps its Pi name, the
+// compaction opens a window and its summary follows it on the branch.
+func TestEveryEntryType(t *testing.T) {
+	b := readAll(t, transcript(t, "every-type.jsonl"))
+	want := []string{"a1", "u1", "u2", "u3#0", "u3", "u4", "u5", "u6", "u7", "u8", "c1", "s1", "u9"}
+	if !slices.Equal(b.Branch, want) {
+		t.Fatalf("branch %v, want %v", b.Branch, want)
+	}
+	if b.Skipped != 0 || len(b.Entries) != len(want) {
+		t.Fatalf("%d entries, %d skipped", len(b.Entries), b.Skipped)
+	}
+	r := map[string]history.Rendered{}
+	for _, e := range b.Entries {
+		r[e.ID] = history.Render(e.Raw)
+	}
+	for _, id := range []string{"a1", "u5", "u6", "u8"} {
+		if r[id].Item {
+			t.Errorf("%s is an item: %+v", id, r[id])
+		}
+	}
+	check := func(id, role, text string, images int) {
+		t.Helper()
+		got := r[id]
+		if !got.Item || got.Role != role || !strings.Contains(got.Text, text) || got.Images != images {
+			t.Errorf("%s: %+v, want a %s item with %q and %d images", id, got, role, text, images)
+		}
+	}
+	check("u1", "user", "look at this picture\n[image]", 1)
+	check("u2", "assistant", "It is a tiny PNG.", 0)
+	check("u3#0", "tool", "README.md\nmain.go", 0)
+	check("u3", "tool", `{"path":"/root/notes/a.md"}`, 1)
+	check("u4", "assistant", "Done.", 0)
+	check("u7", "user", "local-command-caveat", 0)
+	check("c1", "user", "Conversation compacted", 0)
+	check("s1", "user", "a PNG was described", 0)
+	check("u9", "user", "and now?", 0)
+	if strings.Contains(r["u2"].Text, "SECRET_THOUGHT") || strings.Contains(r["u2"].Text, "opaque") {
+		t.Errorf("thinking in the text: %q", r["u2"].Text)
+	}
+	if got := r["u2"].Calls; len(got) != 2 || got[0] != (history.Call{ID: "toolu_1", Name: "Bash"}) || got[1] != (history.Call{ID: "toolu_2", Name: "notes_write_file"}) {
+		t.Errorf("calls %+v", got)
+	}
+	if r["u3#0"].ToolCallID != "toolu_1" || r["u3"].ToolCallID != "toolu_2" {
+		t.Errorf("tool results answer %q and %q", r["u3#0"].ToolCallID, r["u3"].ToolCallID)
+	}
+	if !r["c1"].Compaction || r["c1"].Control {
+		t.Errorf("the boundary: %+v", r["c1"])
+	}
+	if len(history.Images(b.Entries[1].Raw)) != 1 {
+		t.Error("the user's image is not kept")
+	}
+	if u := b.Cursor.Usage; u == nil || u.ContextTokens() != 230 {
+		t.Errorf("the last usage: %+v", u)
 	}
 }
