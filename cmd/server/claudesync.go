@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/claudecode"
@@ -89,6 +90,21 @@ type transcriptSync struct {
 	cursorDir  string // the hook's cursors, 0700
 	attach     memory.AttachRequest
 	transcript string
+	// contextWindow is the context, in tokens, the session's usage fills.
+	contextWindow int64
+}
+
+// defaultClaudeContextWindow is the context window of Claude Code's
+// models unless a 1M-token one was chosen; CLAUDE_CODE_AUTO_COMPACT_WINDOW
+// gives the window Claude Code compacts at, which memoryd then uses.
+const defaultClaudeContextWindow = 200_000
+
+// claudeContextWindow is the window the hooks report usage against.
+func claudeContextWindow(getenv func(string) string) int64 {
+	if n, err := strconv.ParseInt(getenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return defaultClaudeContextWindow
 }
 
 // syncedCursor is a transcript's cursor file: how far it was read, and
@@ -126,7 +142,8 @@ func (s transcriptSync) run(ctx context.Context) (memory.CallContext, error) {
 	}
 	if u := next.Cursor.Usage; u != nil && u.ContextTokens() != saved.Usage {
 		used := u.ContextTokens()
-		if err := s.client.post(ctx, "/v1/lifecycle/usage", map[string]any{"context": cc, "tokens_used": used}, nil); err != nil {
+		report := map[string]any{"context": cc, "tokens_used": used, "context_window": s.contextWindow}
+		if err := s.client.post(ctx, "/v1/lifecycle/usage", report, nil); err != nil {
 			return cc, fmt.Errorf("report the context used: %w", err)
 		}
 		next.Usage = used
@@ -283,14 +300,14 @@ func checkTranscript(projects, path string) (exists bool, err error) {
 
 // syncClaudeCode syncs the session's transcript and, for a sub-agent's
 // hook, the sub-agent's own, before the hook itself is passed on.
-func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string, in claudeCodeInput) error {
+func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string, window int64, in claudeCodeInput) error {
 	if in.SessionID == "" || in.TranscriptPath == "" {
 		return nil
 	}
 	if ok, err := checkTranscript(projects, in.TranscriptPath); !ok {
 		return err // nil for a session that has written nothing yet
 	}
-	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath,
+	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath, contextWindow: window,
 		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID, SessionID: in.SessionID, SessionFile: in.TranscriptPath}}
 	cc, err := root.run(ctx)
 	if err != nil || in.AgentID == "" || strings.ContainsAny(in.AgentID, `/\`) {
@@ -303,7 +320,7 @@ func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string
 	if ok, err := checkTranscript(projects, path); !ok {
 		return err // nil for a sub-agent that has written nothing yet
 	}
-	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path,
+	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path, contextWindow: window,
 		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID + "/" + in.AgentID, SessionID: in.SessionID,
 			SessionFile: path, Task: &memory.TaskRef{TaskID: cc.TaskID}}}
 	_, err = sub.run(ctx)

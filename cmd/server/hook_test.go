@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/claudecode"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -138,6 +139,29 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 	}
 	if m := search("swordfish"); len(m) != 1 {
 		t.Fatalf("the fact before any compaction: %v", m)
+	}
+	// get_context_remaining answers from the last assistant line's usage.
+	var remaining struct {
+		Details struct {
+			Remaining *int64 `json:"remaining_tokens"`
+		} `json:"details"`
+	}
+	if err := client.post(context.Background(), "/v1/tools/get_context_remaining", map[string]any{"context": cc, "arguments": map[string]any{}}, &remaining); err != nil {
+		t.Fatal(err)
+	}
+	var last claudecode.Usage // the usage of the last assistant line of the 20
+	for _, l := range lines[:20] {
+		var v struct {
+			Message struct {
+				Usage *claudecode.Usage `json:"usage"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(l, &v) == nil && v.Message.Usage != nil {
+			last = *v.Message.Usage
+		}
+	}
+	if r := remaining.Details.Remaining; r == nil || *r != 200_000-last.ContextTokens() {
+		t.Errorf("remaining tokens %v, want the 200,000-token default window less the last usage, %d", r, last.ContextTokens())
 	}
 	if out := hook(with("hook_event_name", "SessionStart", "source", "resume")); out != "" {
 		t.Errorf("resuming a session never compacted answered %q, want nothing: its conversation is whole", out)

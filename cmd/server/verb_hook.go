@@ -73,7 +73,7 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 		return err
 	}
 	client := apiClient{addr: addr, token: token, http: &http.Client{Timeout: hookSyncTimeout}}
-	syncErr := syncClaudeCode(ctx, client, filepath.Join(dir, "claude-code"), claudeCodeProjects(in.getenv), input)
+	syncErr := syncClaudeCode(ctx, client, filepath.Join(dir, "claude-code"), claudeCodeProjects(in.getenv), claudeContextWindow(in.getenv), input)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/hooks/claude-code", bytes.NewReader(body))
 	if err != nil {
 		return err
