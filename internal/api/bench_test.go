@@ -155,3 +155,54 @@ func BenchmarkHostileRefusal(b *testing.B) {
 		})
 	}
 }
+
+// mcpReadBench is a Claude Code session's ~4 KB note behind a host call
+// id its hook bound, and the two ways to read it: an MCP tools/call at
+// /v1/mcp and the route with host_call_id.
+func mcpReadBench(b *testing.B) (client *http.Client, mcpURL, mcpBody, routeURL, routeBody string) {
+	b.Helper()
+	ts, client, _ := benchServer(b)
+	if st, body := ts.do(b, "POST", "/v1/hooks/claude-code", `{"hook_event_name":"PreToolUse","session_id":"bench","tool_use_id":"toolu_bench"}`); st != http.StatusOK {
+		b.Fatalf("hook: %d %s", st, body)
+	}
+	text := strings.Repeat("line: the quick brown fox jumps over the lazy dog\n", 80)
+	write := fmt.Sprintf(`{"host_call_id":"toolu_bench","arguments":{"path":"read.md","text":%q}}`, text)
+	if err := post(client, ts.URL+"/v1/tools/notes_write_file", write); err != nil {
+		b.Fatal(err)
+	}
+	return client, ts.URL + "/v1/mcp",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes_read_file","arguments":{"path":"read.md"},"_meta":{"claudecode/toolUseId":"toolu_bench"}}}`,
+		ts.URL + "/v1/tools/notes_read_file", `{"host_call_id":"toolu_bench","arguments":{"path":"read.md"}}`
+}
+
+// BenchmarkNoteReadMCP: one client's notes_read_file over MCP's streamable
+// HTTP transport (the mcp-read1 bench row's figure).
+func BenchmarkNoteReadMCP(b *testing.B) {
+	client, url, body, _, _ := mcpReadBench(b)
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(msg), `"isError":true`) {
+			b.Fatalf("%d %s", resp.StatusCode, msg)
+		}
+	}
+}
+
+// BenchmarkNoteReadHostCall: the same read over the route with
+// host_call_id (the mcp-read1 bench row's ceiling).
+func BenchmarkNoteReadHostCall(b *testing.B) {
+	client, _, _, url, body := mcpReadBench(b)
+	for b.Loop() {
+		if err := post(client, url, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
