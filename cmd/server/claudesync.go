@@ -256,11 +256,10 @@ func openCursor(dir, key string) (*os.File, error) {
 // claudeCodeInput is the part of a Claude Code hook's input the hook verb
 // reads itself.
 type claudeCodeInput struct {
-	Event               string `json:"hook_event_name"`
-	SessionID           string `json:"session_id"`
-	TranscriptPath      string `json:"transcript_path"`
-	AgentID             string `json:"agent_id"`
-	AgentTranscriptPath string `json:"agent_transcript_path"`
+	Event          string `json:"hook_event_name"`
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	AgentID        string `json:"agent_id"`
 }
 
 // claudeCodeProjects is the folder Claude Code keeps its transcripts in:
@@ -313,10 +312,9 @@ func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string
 	if err != nil || in.AgentID == "" || strings.ContainsAny(in.AgentID, `/\`) {
 		return err
 	}
-	path := in.AgentTranscriptPath
-	if path == "" {
-		path = filepath.Join(strings.TrimSuffix(in.TranscriptPath, ".jsonl"), "subagents", "agent-"+in.AgentID+".jsonl")
-	}
+	// The path the service attaches the sub-agent with, on PreToolUse too,
+	// which names no sub-agent transcript.
+	path := claudecode.SubagentTranscript(in.TranscriptPath, in.AgentID)
 	if ok, err := checkTranscript(projects, path); !ok {
 		return err // nil for a sub-agent that has written nothing yet
 	}

@@ -169,7 +169,7 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 	before := historyEvents(t, client)
 	hook(with("hook_event_name", "Stop"))
 	if after := historyEvents(t, client); after != before {
-		t.Errorf("a hook with nothing new appended %d history events", after-before)
+		t.Errorf("a hook with nothing new appended %d events", after-before)
 	}
 	// A /compact: Claude Code runs SessionStart before it writes the
 	// boundary, and the bootstrap names the window the boundary opens;
@@ -234,6 +234,14 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook(with("hook_event_name", "SubagentStop", "agent_id", "a02dee9184452a481", "agent_transcript_path", subPath))
+	// A sub-agent's PreToolUse and SubagentStop attach it alike: hooks
+	// with nothing new append nothing.
+	before = historyEvents(t, client)
+	hook(with("hook_event_name", "PreToolUse", "agent_id", "a02dee9184452a481", "tool_use_id", "toolu_sub_2"))
+	hook(with("hook_event_name", "SubagentStop", "agent_id", "a02dee9184452a481", "agent_transcript_path", subPath))
+	if after := historyEvents(t, client); after != before {
+		t.Errorf("a sub-agent's hooks with nothing new appended %d events", after-before)
+	}
 	var child memory.AttachResult
 	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "claude-code/" + sid + "/a02dee9184452a481",
 		"task": map[string]any{"task_id": att.TaskID}}, &child); err != nil {
@@ -253,7 +261,8 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 	}
 }
 
-// historyEvents counts the log's history events.
+// historyEvents counts the log's events other than audit records: what
+// syncs and attaches append.
 func historyEvents(t *testing.T, c apiClient) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+c.addr+"/v1/events?limit=1000", nil)
@@ -273,7 +282,7 @@ func historyEvents(t *testing.T, c apiClient) int {
 	}
 	n := 0
 	for _, e := range page.Events {
-		if strings.HasPrefix(e.Type, "history.") {
+		if !strings.HasPrefix(e.Type, "audit.") {
 			n++
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -20,6 +21,12 @@ import (
 // MCP server is registered as memoryd. History names them without it, as
 // Pi does, so memoryd's own records stay hidden by default.
 const ToolPrefix = "mcp__memoryd__"
+
+// SubagentTranscript is the transcript of a session's sub-agent, beside
+// the session's own: <session>/subagents/agent-<id>.jsonl.
+func SubagentTranscript(session, agentID string) string {
+	return filepath.Join(strings.TrimSuffix(session, ".jsonl"), "subagents", "agent-"+agentID+".jsonl")
+}
 
 // Entry is one Pi-shaped session entry made from a transcript line.
 type Entry struct {

@@ -62,7 +62,12 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 	if err != nil {
 		return AttachResult{}, err
 	}
-	var res AttachResult
+	// A session that comes back unchanged, as a host's hooks do before
+	// every call, is answered from a snapshot, without the writer.
+	res, unchanged, err := s.attachUnchanged(ctx, req, budget)
+	if err != nil || unchanged {
+		return res, err
+	}
 	err = s.store.Update(ctx, requestID, func(tx *eventlog.Tx) error {
 		var err error
 		res, err = s.attachIn(ctx, tx, req, budget)
@@ -72,6 +77,32 @@ func (s *Service) Attach(ctx context.Context, req AttachRequest, requestID strin
 		return AttachResult{}, err
 	}
 	return res, nil
+}
+
+// attachUnchanged answers an attach of a known session whose task, id,
+// file and budget are those it has, which appends nothing.
+func (s *Service) attachUnchanged(ctx context.Context, req AttachRequest, budget events.Budget) (res AttachResult, unchanged bool, err error) {
+	err = s.read(ctx, func(r *projections.Reader) error {
+		known, err := r.AgentBySessionKey(ctx, req.SessionKey)
+		if errors.Is(err, projections.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if (req.Task != nil && req.Task.TaskID != known.TaskID) || known.SessionID != req.SessionID ||
+			known.SessionFile != req.SessionFile || !sameBudget(known.Budget, budget) {
+			return nil // the writer decides: a conflict, or a re-attach
+		}
+		res = AttachResult{TaskID: known.TaskID, Agent: known.Agent, Resumed: true}
+		if res.RegisteredAgents, err = r.TaskAgents(ctx, res.TaskID); err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, res.TaskID, res.Agent)
+		res.WindowID, unchanged = st.WindowID, err == nil
+		return err
+	})
+	return res, unchanged, err
 }
 
 // attachIn is Attach in tx, with req's budget resolved.

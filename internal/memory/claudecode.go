@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 
+	"github.com/memoryd/memoryd/internal/claudecode"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -53,6 +55,9 @@ func (s *Service) HandleClaudeCodeHook(ctx context.Context, h ClaudeCodeHook, re
 	default:
 		return ClaudeCodeAnswer{}, nil
 	}
+	if strings.ContainsAny(h.AgentID, `/\`) || strings.Contains(h.AgentID, "..") {
+		return ClaudeCodeAnswer{}, invalidf("agent_id must not contain a path separator or ..")
+	}
 	if h.TranscriptPath != "" && !filepath.IsAbs(h.TranscriptPath) {
 		return ClaudeCodeAnswer{}, invalidf("transcript_path must be an absolute path")
 	}
@@ -70,8 +75,12 @@ func (s *Service) HandleClaudeCodeHook(ctx context.Context, h ClaudeCodeHook, re
 	}
 	cc := CallContext{TaskID: root.TaskID, Agent: root.Agent}
 	if h.AgentID != "" {
+		file := ""
+		if h.TranscriptPath != "" {
+			file = claudecode.SubagentTranscript(h.TranscriptPath, h.AgentID)
+		}
 		child, err := s.Attach(ctx, AttachRequest{SessionKey: claudeCodeKey(h.SessionID, h.AgentID), SessionID: h.SessionID,
-			SessionFile: h.TranscriptPath, Task: &TaskRef{TaskID: root.TaskID}}, requestID)
+			SessionFile: file, Task: &TaskRef{TaskID: root.TaskID}}, requestID)
 		if err != nil {
 			return ClaudeCodeAnswer{}, err
 		}
