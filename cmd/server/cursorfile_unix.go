@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -43,4 +44,28 @@ func lockFile(f *os.File) error {
 func ownedByUser(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Getuid()
+}
+
+// openAppendPrivate opens or creates the user's own file at path for
+// appending, 0600, following no symbolic link.
+func openAppendPrivate(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || !ownedByUser(fi)) {
+		err = fmt.Errorf("%s is not a regular file of yours", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// detach starts cmd in a session of its own, so it outlives the hook and
+// the host's signals to the hook's process group.
+func detach(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }

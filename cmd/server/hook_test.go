@@ -65,7 +65,10 @@ func TestHook(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 	s.done <- nil // for the cleanup
-	if _, err := hook(getenv, "claude-code", pre); err == nil || !strings.Contains(err.Error(), "no memoryd answers") {
+	// The test binary cannot serve, so the hook may not start one here;
+	// the real CLI's tests see it start memoryd (autostart.test.mjs).
+	noStart := env(map[string]string{"HOME": dir, "MEMORYD_AUTOSTART": "0"})
+	if _, err := hook(noStart, "claude-code", pre); err == nil || !strings.Contains(err.Error(), "no memoryd answers") {
 		t.Errorf("nothing listening: %v", err)
 	}
 }

@@ -25,12 +25,15 @@ var hookVerb = verb{
 	synopsis: "hook HOST [--addr HOST:PORT] [--db F]",
 	summary:  "pass a coding agent's hook input (stdin) to the memoryd on --addr",
 	about: `
-Reads the input a coding agent gives a command hook on stdin and passes it to the memoryd that
-listens on --addr, which answers on stdout. HOST is the agent: claude-code, whose PreToolUse hook
-names each MCP call before it runs, so that memoryd runs the call as that session's agent
-(docs/claude-code.md). The memoryd must first prove that it holds this user's token (GET /v1/proof),
-as memoryd stop does; the token is MEMORYD_TOKEN, else the file token beside --db. A memoryd that
-refuses the input, or none listening, is an error (exit 1): the host shows it and goes on.`,
+Reads the input a coding agent gives a command hook on stdin. HOST is the agent: claude-code. The
+hook first syncs what the session's transcript (and a sub-agent's) gained since its last run as the
+task's history, then passes the input to the memoryd that listens on --addr and prints its answer:
+PreToolUse names each MCP call before it runs, so that memoryd runs the call as that session's agent;
+SessionStart after a compaction answers memoryd's bootstrap (docs/claude-code.md). The memoryd must
+first prove that it holds this user's token (GET /v1/proof), as memoryd stop does; the token is
+MEMORYD_TOKEN, else the file token beside --db. With nothing on a loopback --addr, the hook starts
+memoryd there, as the Pi extension does (unless MEMORYD_AUTOSTART=0). A memoryd that refuses the
+input, or none listening, is an error (exit 1): the host shows it and goes on.`,
 	args: []arg{{name: "HOST", about: "the coding agent whose hook this is: claude-code"}},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "the address of the memoryd, `HOST:PORT` (env MEMORYD_ADDR)")
@@ -110,8 +113,17 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 // names what is not done otherwise.
 func agentToken(ctx context.Context, in *invocation, addr, db, doing string) (string, error) {
 	h := probe(ctx, addr)
+	if !h.answered && autostart(in.getenv, addr) {
+		if err := startShared(ctx, in.getenv, addr, db); err != nil {
+			return "", err
+		}
+		h = probe(ctx, addr)
+	}
 	if !h.memoryd {
-		return "", fmt.Errorf("no memoryd answers on %s: start it (memoryd serve) before the agent", addr)
+		if !h.answered {
+			return "", fmt.Errorf("no memoryd answers on %s: start it (memoryd serve), or let the hook start it (MEMORYD_AUTOSTART is 0, or the address is not loopback)", addr)
+		}
+		return "", fmt.Errorf("%s is held by %s, not by a memoryd: not %s", addr, h.describe(addr), doing)
 	}
 	token, err := existingToken(in.getenv, db)
 	if err != nil {

@@ -27,7 +27,9 @@ itself. Each call goes to the memoryd that listens on --addr (POST /v1/tools/NAM
 of the call, so it runs as the agent the host's hook bound it to (memoryd hook; docs/claude-code.md),
 and answers what that route answers, byte for byte. The host's
 configuration then holds no token: this process reads MEMORYD_TOKEN, else the file token beside --db,
-and sends it only to a memoryd that proved it holds it (GET /v1/proof), as memoryd stop does.`,
+and sends it only to a memoryd that proved it holds it (GET /v1/proof), as memoryd stop does. With
+nothing on a loopback --addr, it starts memoryd there first, as the hook does (unless
+MEMORYD_AUTOSTART=0).`,
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "the address of the memoryd, `HOST:PORT` (env MEMORYD_ADDR)")
 		db := fs.String("db", "", "the database whose token to use, `F` (env MEMORYD_DB; default the one serve uses)")
