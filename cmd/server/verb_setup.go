@@ -127,6 +127,12 @@ var ourHook = regexp.MustCompile(`["']? hook claude-code( |$)`)
 
 const claudeCodePermission = "mcp__memoryd"
 
+// hookTimeoutSeconds is the hooks' timeout in Claude Code's settings, in
+// place of its default of 60 s: the first sync of a long session sends
+// megabytes (2 s for 10,000 entries here), and a hook killed midway starts
+// over at the next one.
+const hookTimeoutSeconds = 600
+
 func setupClaudeCode(in *invocation, f claudeCodeSettings, exe, addr string) error {
 	command := shellQuote(exe) + " hook claude-code --addr " + addr
 	if err := editJSON(f.mcp, func(doc map[string]any) {
@@ -142,7 +148,7 @@ func setupClaudeCode(in *invocation, f claudeCodeSettings, exe, addr string) err
 	if err := editJSON(f.settings, func(doc map[string]any) {
 		hooks := withoutOurHooks(doc)
 		for _, h := range claudeCodeHookEvents {
-			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command}}}
+			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command, "timeout": hookTimeoutSeconds}}}
 			if h.matcher != "" {
 				group["matcher"] = h.matcher
 			}
