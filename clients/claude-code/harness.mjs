@@ -72,6 +72,8 @@ export function claude({ md, port, home, project, args, transport = "http", mcpC
     // claude -p connects its MCP servers without waiting for them unless this is falsy, and a prompt sent
     // before memoryd's server is connected is sent without its tools (docs/claude-code.md, §8).
     MCP_CONNECTION_NONBLOCKING: "0",
+    // The test's memoryd is the one: no hook starts another (autostart.test.mjs tests that).
+    MEMORYD_AUTOSTART: "0",
     ...extra,
   };
   return new Promise((res, rej) => {

@@ -34,19 +34,31 @@ async function until(what, done) {
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/** The prompt's input line: the last line that starts with the prompt sign. */
+const inputLine = (s) => s.split("\n").filter((l) => l.startsWith("❯")).at(-1) ?? "";
+
 /**
  * Types a line into claude, presses Enter and waits until claude took it: the line is above an empty
- * prompt. A bare slash command is entered once its line shows in the command menu, since an Enter before
- * that completes the command's name instead of running it.
+ * prompt. A bare slash command is entered once its line shows in the command menu; if the Enter only
+ * completed the command's name in the input (as it may while the menu is still settling), Enter again
+ * runs it.
  */
 async function type(line) {
   tmux("send-keys", "-t", pane, "-l", line);
   await until(`"${line}" typed`, () => screen().includes(line));
-  if (/^\/[\w-]+$/.test(line)) await until(`${line} in the menu`, () => new RegExp(`^${escape(line)}\\s{2,}\\S`, "m").test(screen()));
+  const slash = /^\/[\w-]+$/.test(line);
+  if (slash) await until(`${line} in the menu`, () => new RegExp(`^${escape(line)}\\s{2,}\\S`, "m").test(screen()));
   tmux("send-keys", "-t", pane, "Enter");
+  let pressed = Date.now();
   await until(`"${line}" entered`, () => {
     const s = screen();
-    return new RegExp(`^❯ ${escape(line)}`, "m").test(s) && /^❯\s*$/m.test(s);
+    if (new RegExp(`^❯ ${escape(line)}`, "m").test(s) && /^❯\s*$/m.test(s)) return true;
+    const completed = slash && inputLine(s).startsWith(`❯ ${line} `) && !new RegExp(`^${escape(line)}\\s{2,}\\S`, "m").test(s);
+    if (completed && Date.now() - pressed > 1000) {
+      tmux("send-keys", "-t", pane, "Enter");
+      pressed = Date.now();
+    }
+    return false;
   });
 }
 
@@ -57,11 +69,23 @@ async function noteWrites() {
   return events.filter((e) => e.type === "note.written").map((e) => ({ stream: e.stream, callId: e.data.call_id, text: e.data.text }));
 }
 
-/** Has the model write text into a.md, and waits for the write. */
+/** How many times the scripted model answered without a tool call on the screen. */
+const plainReplies = () => screen().split("SCRIPTED_REPLY").length - 1;
+
+/**
+ * Has the model write text into a.md, and waits for the write. A prompt sent before claude connected
+ * its MCP servers (a slow start) reaches the model without memoryd's tools, and the scripted model
+ * answers it in plain text: the prompt is then sent again.
+ */
 async function writeNote(text) {
   const n = (await noteWrites()).length;
-  await type(`CALL_TOOL mcp__memoryd__notes_write_file ${JSON.stringify({ path: "a.md", text })}`);
-  return until(`the note "${text}"`, async () => (await noteWrites()).slice(n).find((w) => w.text === text));
+  for (;;) {
+    const replies = plainReplies();
+    await type(`CALL_TOOL mcp__memoryd__notes_write_file ${JSON.stringify({ path: "a.md", text })}`);
+    const done = await until(`the note "${text}", or a reply without it`, async () =>
+      (await noteWrites()).slice(n).find((w) => w.text === text) ?? (plainReplies() > replies ? "again" : undefined));
+    if (done !== "again") return done;
+  }
 }
 
 before(async () => {
@@ -86,6 +110,8 @@ test("in an interactive claude, /clear moves the calls to a new task and /resume
   const env = {
     HOME: home, MEMORYD_TOKEN: md.token, ANTHROPIC_BASE_URL: `http://127.0.0.1:${model.port}`, ANTHROPIC_API_KEY: "sk-ant-dummy",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1",
+    // The test's memoryd is the one; a hook that outlives it (SessionEnd, once the pane is killed) starts none.
+    MEMORYD_AUTOSTART: "0",
   };
   tmux("new-session", "-d", "-s", pane, "-x", "200", "-y", "50", "-c", project,
     "env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), claudeBin);
