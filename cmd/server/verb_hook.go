@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -77,28 +77,18 @@ func passHook(ctx context.Context, in *invocation, addr, db string) error {
 	}
 	client := apiClient{addr: addr, token: token, http: &http.Client{Timeout: hookSyncTimeout}}
 	syncErr := syncClaudeCode(ctx, client, filepath.Join(dir, "claude-code"), claudeCodeProjects(in.getenv), claudeContextWindow(in.getenv), input)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/hooks/claude-code", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: probeTimeout}).Do(req)
-	if err != nil {
+	var answer json.RawMessage
+	if err := (apiClient{addr: addr, token: token, http: &http.Client{Timeout: probeTimeout}}).post(ctx, "/v1/hooks/claude-code", json.RawMessage(body), &answer); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("the memoryd on %s refused the hook: %w", addr, err)
+		}
 		return fmt.Errorf("pass the hook to the memoryd on %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxHookInput))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the memoryd on %s refused the hook: %d %s", addr, resp.StatusCode, strings.TrimSpace(string(answer)))
 	}
 	// Claude Code shows a hook's output in places, so an empty answer
 	// prints nothing.
 	if !bytes.Equal(bytes.TrimSpace(answer), []byte("{}")) {
-		if _, err := in.stdout.Write(answer); err != nil {
+		if _, err := in.stdout.Write(append(answer, '\n')); err != nil {
 			return err
 		}
 	}
