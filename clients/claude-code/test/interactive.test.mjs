@@ -32,27 +32,38 @@ async function until(what, done) {
   }
 }
 
+/** Whether process pid still runs. */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The prompt's input line: the last line that starts with the prompt sign. */
 const inputLine = (s) => s.split("\n").filter((l) => l.startsWith("❯")).at(-1) ?? "";
 
 /**
- * Types a line into claude, presses Enter and waits until claude took it: the line is above an empty
- * prompt. A bare slash command is entered once its line shows in the command menu; if the Enter only
- * completed the command's name in the input (as it may while the menu is still settling), Enter again
- * runs it.
+ * Types a line into claude, presses Enter and waits until claude took it: the prompt's input line held
+ * the line and is empty again. (Not "the line is above an empty prompt": `/resume` redraws the screen
+ * with the resumed conversation, and `/clear` clears it, so the entered line may never show.) A bare
+ * slash command is entered once its line shows in the command menu; if the Enter only completed the
+ * command's name in the input (as it may while the menu is still settling), Enter again runs it.
  */
 async function type(line) {
   tmux("send-keys", "-t", pane, "-l", line);
-  await until(`"${line}" typed`, () => screen().includes(line));
+  await until(`"${line}" typed`, () => inputLine(screen()).includes(line));
   const slash = /^\/[\w-]+$/.test(line);
   if (slash) await until(`${line} in the menu`, () => new RegExp(`^${escape(line)}\\s{2,}\\S`, "m").test(screen()));
   tmux("send-keys", "-t", pane, "Enter");
   let pressed = Date.now();
   await until(`"${line}" entered`, () => {
     const s = screen();
-    if (new RegExp(`^❯ ${escape(line)}`, "m").test(s) && /^❯\s*$/m.test(s)) return true;
+    if (/^❯\s*$/.test(inputLine(s))) return true;
     const completed = slash && inputLine(s).startsWith(`❯ ${line} `) && !new RegExp(`^${escape(line)}\\s{2,}\\S`, "m").test(s);
     if (completed && Date.now() - pressed > 1000) {
       tmux("send-keys", "-t", pane, "Enter");
@@ -95,10 +106,14 @@ before(async () => {
 });
 
 after(async () => {
+  // claude, hung up by the kill, still runs its SessionEnd hook, which writes under the test's home:
+  // the folder is removed once claude is gone.
+  const pid = Number(spawnSync("tmux", ["display-message", "-p", "-t", pane, "#{pane_pid}"], { encoding: "utf8" }).stdout);
   spawnSync("tmux", ["kill-session", "-t", pane]);
+  if (pid > 0) await until("claude gone", () => !alive(pid));
   model?.stop();
   await md?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
 });
 
 test("in an interactive claude, /clear moves the calls to a new task and /resume brings them back", async () => {
