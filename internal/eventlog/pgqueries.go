@@ -97,6 +97,18 @@ func (p pgQueries) StreamLifecycleEventsAfter(ctx context.Context, arg eventsdb.
 	return out, nil
 }
 
+func (p pgQueries) StreamNoteSizes(ctx context.Context, arg eventsdb.StreamNoteSizesParams) ([]eventsdb.StreamNoteSizesRow, error) {
+	rows, err := p.q.StreamNoteSizes(ctx, eventspg.StreamNoteSizesParams(arg))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]eventsdb.StreamNoteSizesRow, len(rows))
+	for i, r := range rows {
+		out[i] = eventsdb.StreamNoteSizesRow(r)
+	}
+	return out, nil
+}
+
 func (p pgQueries) StreamNotesAfter(ctx context.Context, arg eventsdb.StreamNotesAfterParams) ([]eventsdb.Event, error) {
 	rows, err := p.q.StreamNotesAfter(ctx, eventspg.StreamNotesAfterParams(arg))
 	if err != nil {

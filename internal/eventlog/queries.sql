@@ -26,6 +26,23 @@ SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type NOT IN ('note.wr
 -- stream_version) index.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
 
+-- name: StreamNoteSizes :many
+-- The notes at paths (a JSON array of paths) of one stream as of position
+-- until, from the stream's note events in (after, until]: each one's number
+-- of writes and appends, its last one's position, and its size in bytes (a
+-- write replaces, an append adds). The inspector's notes page as of a
+-- position: SQLite folds the events, which are never copied to Go.
+SELECT CAST(path AS TEXT) AS path, CAST(count(*) AS INTEGER) AS revisions, CAST(max(position) AS INTEGER) AS updated,
+  CAST(sum(CASE WHEN position >= last_write THEN bytes ELSE 0 END) AS INTEGER) AS bytes
+FROM (
+  SELECT path, position, bytes, coalesce(max(CASE WHEN type = 'note.written' THEN position END) OVER (PARTITION BY path), 0) AS last_write
+  FROM (
+    SELECT json_extract(data, '$.path') AS path, position, type, octet_length(json_extract(data, '$.text')) AS bytes
+    FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until)
+  ) WHERE path IN (SELECT value FROM json_each(CAST(sqlc.arg(paths) AS TEXT)))
+)
+GROUP BY path;
+
 -- name: StreamEventsAfter :many
 -- One stream's events in position order, by the (stream, stream_version)
 -- index: a stream's versions grow with its positions.

@@ -26,6 +26,25 @@ SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type NOT IN ('note.wr
 -- One stream's note writes and appends, every note's, in position order.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events)::bigint;
 
+-- name: StreamNoteSizes :many
+-- The notes at paths of one stream as of position until (see the SQLite
+-- query). PostgreSQL's JSON functions refuse an escaped NUL (\u0000), so
+-- each is read as \u0001, a character of the same size, before the path
+-- and the text are read.
+SELECT path::text AS path, count(*)::bigint AS revisions, max(position)::bigint AS updated,
+  sum(CASE WHEN position >= last_write THEN bytes ELSE 0 END)::bigint AS bytes
+FROM (
+  SELECT path, position, bytes, coalesce(max(CASE WHEN type = 'note.written' THEN position END) OVER (PARTITION BY path), 0) AS last_write
+  FROM (
+    SELECT doc ->> 'path' AS path, position, type, octet_length(doc ->> 'text') AS bytes
+    FROM (
+      SELECT position, type, (CASE WHEN strpos(data, '\u0000') = 0 THEN data ELSE regexp_replace(data, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g') END)::json AS doc
+      FROM events WHERE stream = sqlc.arg(stream) AND type IN ('note.written', 'note.appended') AND position > sqlc.arg(after) AND position <= sqlc.arg(until)
+    ) d
+  ) n WHERE path IN (SELECT json_array_elements_text((sqlc.arg(paths)::text)::json))
+) w
+GROUP BY path;
+
 -- name: StreamEventsAfter :many
 -- One stream's events in position order, by the (stream, stream_version)
 -- index: a stream's versions grow with its positions.

@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -48,6 +49,24 @@ func TestPostgresEventQueries(t *testing.T) {
 		ev := eventsdb.InsertEventParams{Position: p, ID: "e" + string(rune('A'+p)), Stream: stream, StreamVersion: version[stream], TaskID: task,
 			Type: types[p%int64(len(types))], Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", RequestID: "r",
 			Data: fmt.Sprintf(`{"task_id":%q,"agent":"/root","path":"%s.md","text":"%s"}`, task, []string{"a", "é"}[p%2], texts[p%int64(len(texts))])}
+		if err := lq.InsertEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := pq.InsertEvent(ctx, eventspg.InsertEventParams(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stream of note writes and appends mixed, for StreamNoteSizes.
+	noteLog := []struct{ typ, path, text string }{
+		{"note.appended", "a.md", `x\u0000y`}, {"note.written", "é.md", "plain"}, {"note.appended", "a.md", "é"},
+		{"note.written", "a.md", `a\\\u0000\u0000b`}, {"note.appended", "a.md", `\ud83d\ude00`}, {"note.appended", "é.md", "q"},
+		{"note.written", "b \"c\".md", "zz"}, {"note.appended", "a.md", `\\u0000`},
+	}
+	for i, n := range noteLog {
+		p := int64(41 + i)
+		ev := eventsdb.InsertEventParams{Position: p, ID: fmt.Sprintf("n%d", i), Stream: "t3/root", StreamVersion: int64(i + 1), TaskID: "t3",
+			Type: n.typ, Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", RequestID: "r",
+			Data: fmt.Sprintf(`{"task_id":"t3","agent":"/root","path":%q,"text":"%s"}`, n.path, n.text)}
 		if err := lq.InsertEvent(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -155,6 +174,40 @@ func TestPostgresEventQueries(t *testing.T) {
 	}
 	if !found {
 		t.Error("StreamBranchChangeFrom found no branch change on either engine: the test checks nothing")
+	}
+	// StreamNoteSizes: each engine's fold equals a fold of the decoded events in Go.
+	for _, until := range []int64{42, 44, 45, 48} {
+		a := eventsdb.StreamNoteSizesParams{Stream: "t3/root", After: 40, Until: until, Paths: `["a.md","é.md","b \"c\".md","none.md"]`}
+		want := map[string]eventsdb.StreamNoteSizesRow{}
+		for i, n := range noteLog[:until-40] {
+			var text string
+			if err := json.Unmarshal([]byte(`"`+n.text+`"`), &text); err != nil {
+				t.Fatal(err)
+			}
+			r := want[n.path]
+			if n.typ == "note.written" {
+				r.Bytes = 0
+			}
+			r.Path, r.Revisions, r.Updated, r.Bytes = n.path, r.Revisions+1, int64(41+i), r.Bytes+int64(len(text))
+			want[n.path] = r
+		}
+		l, lerr := lq.StreamNoteSizes(ctx, a)
+		p, perr := pq.StreamNoteSizes(ctx, eventspg.StreamNoteSizesParams(a))
+		byPath := func(rows []eventsdb.StreamNoteSizesRow) map[string]eventsdb.StreamNoteSizesRow {
+			m := map[string]eventsdb.StreamNoteSizesRow{}
+			for _, r := range rows {
+				m[r.Path] = r
+			}
+			return m
+		}
+		pr := make([]eventsdb.StreamNoteSizesRow, len(p))
+		for i, r := range p {
+			pr[i] = eventsdb.StreamNoteSizesRow(r)
+		}
+		check("StreamNoteSizes", result{byPath(l), lerr}, result{byPath(pr), perr})
+		if got := byPath(l); !reflect.DeepEqual(got, want) {
+			t.Errorf("StreamNoteSizes until %d:\ngot  %v\nwant %v", until, got, want)
+		}
 	}
 	qt := reflect.TypeFor[*eventsdb.Queries]()
 	for i := range qt.NumMethod() {

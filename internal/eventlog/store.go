@@ -427,6 +427,37 @@ func (s *Store) BranchChangeFrom(ctx context.Context, stream string, from int64)
 	return p, classify(err)
 }
 
+// NoteSize is a note as of a position, folded from its events.
+type NoteSize struct {
+	Path      string
+	Revisions int64 // its writes and appends
+	Updated   int64 // the position of the last
+	Bytes     int64 // its size
+}
+
+// NoteSizes folds the note events of a stream in (after, until] for the
+// notes at paths: how many there are of each, the last one's position,
+// and the note's size after them, as if a note started empty at after. A
+// path with no event there is left out.
+func (s *Store) NoteSizes(ctx context.Context, stream string, after, until int64, paths []string) ([]NoteSize, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(paths)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queriesOf(s.queries()).StreamNoteSizes(ctx, eventsdb.StreamNoteSizesParams{Stream: stream, After: after, Until: until, Paths: string(list)})
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]NoteSize, len(rows))
+	for i, r := range rows {
+		out[i] = NoteSize(r)
+	}
+	return out, nil
+}
+
 // StreamBounds returns the first and last positions of a stream and its
 // number of events, up to position until. The positions are 0 when it has none.
 func (s *Store) StreamBounds(ctx context.Context, stream string, until int64) (first, last, n int64, err error) {

@@ -103,7 +103,8 @@ func readNotes(ctx context.Context, svc *memory.Service, taskID, full string, at
 }
 
 // notesAt gives the files marked later their size, revision count and
-// last write as of position at, folded from their owners' note events.
+// last write as of position at, folded from their owners' note events by
+// the log, one query per owner from its earliest such file's first write.
 func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, files []*noteFile) error {
 	byOwner := map[string]map[string]*noteFile{}
 	from := map[string]int64{}
@@ -116,40 +117,21 @@ func notesAt(ctx context.Context, svc *memory.Service, taskID string, at int64, 
 		}
 		byOwner[f.Owner][f.Path] = f
 		from[f.Owner] = min(from[f.Owner], f.created)
-		f.Bytes, f.Revisions, f.Updated = 0, 0, 0
+		f.Bytes, f.Revisions, f.Updated, f.later = 0, 0, 0, false
 	}
-	// One read of each owner's note events from its earliest such file's
-	// first write, so a page folds only the owners of the files it shows.
-	for owner, paths := range byOwner {
-		after := from[owner] - 1
-		for {
-			page, err := svc.StreamNotes(ctx, taskID, owner, after, at, notePage)
-			if err != nil {
-				return err
-			}
-			for _, ev := range page {
-				p, err := noteChange(ev)
-				if err != nil {
-					return err
-				}
-				f := paths[p.Path]
-				if f == nil {
-					continue
-				}
-				if ev.Type == events.TypeNoteWritten { // a write replaces, an append adds
-					f.Bytes = 0
-				}
-				f.Bytes += len(p.Text)
-				f.Revisions++
-				f.Updated = ev.Position
-			}
-			if len(page) < notePage {
-				break
-			}
-			after = page[len(page)-1].Position
+	for owner, files := range byOwner {
+		paths := make([]string, 0, len(files))
+		for p := range files {
+			paths = append(paths, p)
 		}
-		for _, f := range paths {
-			f.later = false
+		sizes, err := svc.NoteSizes(ctx, taskID, owner, from[owner]-1, at, paths)
+		if err != nil {
+			return err
+		}
+		for _, n := range sizes {
+			if f := files[n.Path]; f != nil {
+				f.Bytes, f.Revisions, f.Updated = int(n.Bytes), int(n.Revisions), n.Updated
+			}
 		}
 	}
 	return nil

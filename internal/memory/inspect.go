@@ -44,6 +44,13 @@ func (s *Service) StreamNotes(ctx context.Context, taskID, agent string, after, 
 	return s.store.Read(ctx, eventlog.Filter{After: after, Until: until, Stream: taskID + agent, Limit: limit, Only: eventlog.OnlyNotes})
 }
 
+// NoteSizes folds an agent's note events in (after, until] for the notes
+// at paths (eventlog.Store.NoteSizes), for the inspector's notes as of a
+// position.
+func (s *Service) NoteSizes(ctx context.Context, taskID, agent string, after, until int64, paths []string) ([]eventlog.NoteSize, error) {
+	return s.store.NoteSizes(ctx, taskID+agent, after, until, paths)
+}
+
 // TaskNotes lists every note of a task without its text, by owner and path,
 // for the inspector's list of files.
 func (s *Service) TaskNotes(ctx context.Context, taskID string) ([]projections.TaskNote, error) {

@@ -39,6 +39,12 @@ type Querier interface {
 	// inspector's timeline), by the partial index events_lifecycle, whose
 	// WHERE this repeats word for word (SQLite uses it only then).
 	StreamLifecycleEventsAfter(ctx context.Context, arg StreamLifecycleEventsAfterParams) ([]Event, error)
+	// The notes at paths (a JSON array of paths) of one stream as of position
+	// until, from the stream's note events in (after, until]: each one's number
+	// of writes and appends, its last one's position, and its size in bytes (a
+	// write replaces, an append adds). The inspector's notes page as of a
+	// position: SQLite folds the events, which are never copied to Go.
+	StreamNoteSizes(ctx context.Context, arg StreamNoteSizesParams) ([]StreamNoteSizesRow, error)
 	// One stream's note writes and appends, every note's, in position order
 	// (the inspector's notes as of a position), by the (stream,
 	// stream_version) index.

@@ -365,6 +365,71 @@ func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLife
 	return items, nil
 }
 
+const streamNoteSizes = `-- name: StreamNoteSizes :many
+SELECT CAST(path AS TEXT) AS path, CAST(count(*) AS INTEGER) AS revisions, CAST(max(position) AS INTEGER) AS updated,
+  CAST(sum(CASE WHEN position >= last_write THEN bytes ELSE 0 END) AS INTEGER) AS bytes
+FROM (
+  SELECT path, position, bytes, coalesce(max(CASE WHEN type = 'note.written' THEN position END) OVER (PARTITION BY path), 0) AS last_write
+  FROM (
+    SELECT json_extract(data, '$.path') AS path, position, type, octet_length(json_extract(data, '$.text')) AS bytes
+    FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3
+  ) WHERE path IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+)
+GROUP BY path
+`
+
+type StreamNoteSizesParams struct {
+	Stream string
+	After  int64
+	Until  int64
+	Paths  string
+}
+
+type StreamNoteSizesRow struct {
+	Path      string
+	Revisions int64
+	Updated   int64
+	Bytes     int64
+}
+
+// The notes at paths (a JSON array of paths) of one stream as of position
+// until, from the stream's note events in (after, until]: each one's number
+// of writes and appends, its last one's position, and its size in bytes (a
+// write replaces, an append adds). The inspector's notes page as of a
+// position: SQLite folds the events, which are never copied to Go.
+func (q *Queries) StreamNoteSizes(ctx context.Context, arg StreamNoteSizesParams) ([]StreamNoteSizesRow, error) {
+	rows, err := q.db.QueryContext(ctx, streamNoteSizes,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.Paths,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StreamNoteSizesRow{}
+	for rows.Next() {
+		var i StreamNoteSizesRow
+		if err := rows.Scan(
+			&i.Path,
+			&i.Revisions,
+			&i.Updated,
+			&i.Bytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamNotesAfter = `-- name: StreamNotesAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
 `

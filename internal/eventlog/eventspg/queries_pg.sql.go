@@ -367,6 +367,73 @@ func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLife
 	return items, nil
 }
 
+const streamNoteSizes = `-- name: StreamNoteSizes :many
+SELECT path::text AS path, count(*)::bigint AS revisions, max(position)::bigint AS updated,
+  sum(CASE WHEN position >= last_write THEN bytes ELSE 0 END)::bigint AS bytes
+FROM (
+  SELECT path, position, bytes, coalesce(max(CASE WHEN type = 'note.written' THEN position END) OVER (PARTITION BY path), 0) AS last_write
+  FROM (
+    SELECT doc ->> 'path' AS path, position, type, octet_length(doc ->> 'text') AS bytes
+    FROM (
+      SELECT position, type, (CASE WHEN strpos(data, '\u0000') = 0 THEN data ELSE regexp_replace(data, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\u0001', 'g') END)::json AS doc
+      FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3
+    ) d
+  ) n WHERE path IN (SELECT json_array_elements_text(($4::text)::json))
+) w
+GROUP BY path
+`
+
+type StreamNoteSizesParams struct {
+	Stream string
+	After  int64
+	Until  int64
+	Paths  string
+}
+
+type StreamNoteSizesRow struct {
+	Path      string
+	Revisions int64
+	Updated   int64
+	Bytes     int64
+}
+
+// The notes at paths of one stream as of position until (see the SQLite
+// query). PostgreSQL's JSON functions refuse an escaped NUL (\u0000), so
+// each is read as \u0001, a character of the same size, before the path
+// and the text are read.
+func (q *Queries) StreamNoteSizes(ctx context.Context, arg StreamNoteSizesParams) ([]StreamNoteSizesRow, error) {
+	rows, err := q.db.QueryContext(ctx, streamNoteSizes,
+		arg.Stream,
+		arg.After,
+		arg.Until,
+		arg.Paths,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StreamNoteSizesRow{}
+	for rows.Next() {
+		var i StreamNoteSizesRow
+		if err := rows.Scan(
+			&i.Path,
+			&i.Revisions,
+			&i.Updated,
+			&i.Bytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamNotesAfter = `-- name: StreamNotesAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
 `
