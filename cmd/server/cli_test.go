@@ -94,20 +94,21 @@ func TestHelpOfEveryVerb(t *testing.T) {
 // its value) and its positional arguments. TestFlagOrderEveryVerb needs
 // one for every verb.
 var verbSamples = map[string]struct{ flags, pos [][]string }{
-	"serve":          {flags: [][]string{{"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}, {"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}, {"--insecure-plaintext"}}},
-	"export":         {flags: [][]string{{"--db", "m.db"}, {"--task", "T"}, {"--until", "5"}}},
-	"import":         {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"log.jsonl"}}},
-	"replay":         {flags: [][]string{{"--until", "5"}, {"--check-reads"}, {"--db", "out.db"}}, pos: [][]string{{"log.jsonl"}}},
-	"verify":         {flags: [][]string{{"--db", "m.db"}}},
-	"call":           {flags: [][]string{{"--log", "log.jsonl"}, {"--until", "0"}, {"--task", "T"}, {"--agent", "/root/a"}, {"--call-id", "c1"}}, pos: [][]string{{"notes_read_file"}, {`{"path":"a.md"}`}}},
-	"import-session": {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"session.jsonl"}}},
-	"tasks":          {flags: [][]string{{"--db", "m.db"}, {"--limit", "2"}, {"--before", "9"}}},
-	"inspect":        {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},
-	"stop":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--wait", "5s"}}},
-	"hook":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}, pos: [][]string{{"claude-code"}}},
-	"mcp":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}},
-	"setup":          {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--bin", "m.db"}}, pos: [][]string{{"claude-code"}}},
-	"version":        {}, // no flags nor arguments: nothing to order
+	"serve":           {flags: [][]string{{"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}, {"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}, {"--insecure-plaintext"}}},
+	"export":          {flags: [][]string{{"--db", "m.db"}, {"--task", "T"}, {"--until", "5"}}},
+	"import":          {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"log.jsonl"}}},
+	"replay":          {flags: [][]string{{"--until", "5"}, {"--check-reads"}, {"--db", "out.db"}}, pos: [][]string{{"log.jsonl"}}},
+	"verify":          {flags: [][]string{{"--db", "m.db"}}},
+	"call":            {flags: [][]string{{"--log", "log.jsonl"}, {"--until", "0"}, {"--task", "T"}, {"--agent", "/root/a"}, {"--call-id", "c1"}}, pos: [][]string{{"notes_read_file"}, {`{"path":"a.md"}`}}},
+	"import-session":  {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"session.jsonl"}}},
+	"import-sessions": {flags: [][]string{{"--db", "m.db"}, {"--from", "pi"}, {"--since", "2026-01-31"}}, pos: [][]string{{"sessions"}}},
+	"tasks":           {flags: [][]string{{"--db", "m.db"}, {"--limit", "2"}, {"--before", "9"}}},
+	"inspect":         {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},
+	"stop":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--wait", "5s"}}},
+	"hook":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}, pos: [][]string{{"claude-code"}}},
+	"mcp":             {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}},
+	"setup":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--bin", "m.db"}}, pos: [][]string{{"claude-code"}}},
+	"version":         {}, // no flags nor arguments: nothing to order
 }
 
 // TestFlagOrderEveryVerb: every verb takes its flags before, between and

@@ -46,6 +46,7 @@ var verbs = []*verb{
 	&verifyVerb,
 	&callVerb,
 	&importSessionVerb,
+	&importSessionsVerb,
 	&tasksVerb,
 	&inspectVerb,
 	&stopVerb,

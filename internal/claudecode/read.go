@@ -29,8 +29,11 @@ type Batch struct {
 	Keep   int
 	// Cursor is the cursor after the read.
 	Cursor Cursor
-	// Skipped counts complete lines that are not JSON objects.
-	Skipped int
+	// Skipped counts complete lines that are not JSON objects, and
+	// SkippedLines numbers them from 1 at the read's start (the file's
+	// line numbers when it reads from the start).
+	Skipped      int
+	SkippedLines []int
 }
 
 // ErrRewound reports a transcript whose new lines continue from an entry
@@ -50,7 +53,7 @@ func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
 	conv := Converter{State: cloneState(cur.State)}
 	b := Batch{Cursor: Cursor{Offset: cur.Offset, Usage: cur.Usage}}
 	sc := bufio.NewReader(io.NewSectionReader(r, cur.Offset, size-cur.Offset))
-	for {
+	for line := 1; ; line++ {
 		raw, err := sc.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			raw, err = longLine(sc, raw)
@@ -68,6 +71,7 @@ func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
 		entries, usage, err := conv.Line(raw)
 		if err != nil {
 			b.Skipped++
+			b.SkippedLines = append(b.SkippedLines, line)
 			continue
 		}
 		b.Entries = append(b.Entries, entries...)

@@ -19,8 +19,16 @@ type ImportedClaudeCodeSession struct {
 	ImportedSession
 	SessionKey string            `json:"session_key"`
 	SubAgents  []ImportedSession `json:"sub_agents"`
-	// Skipped counts the lines that are not JSON objects, left out.
-	Skipped int `json:"skipped_lines"`
+	// Skipped counts the lines that are not JSON objects, left out as the
+	// hooks leave them out; SkippedAt names them.
+	Skipped   int        `json:"skipped_lines"`
+	SkippedAt []FileLine `json:"skipped_at"`
+}
+
+// FileLine is a line of a file, counted from 1.
+type FileLine struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
 }
 
 // ImportClaudeCodeSession imports the Claude Code transcript at path as
@@ -38,7 +46,8 @@ func ImportClaudeCodeSession(ctx context.Context, svc *memory.Service, path stri
 	if err != nil {
 		return ImportedClaudeCodeSession{}, err
 	}
-	out := ImportedClaudeCodeSession{ImportedSession: root, SessionKey: key, Skipped: skipped, SubAgents: []ImportedSession{}}
+	out := ImportedClaudeCodeSession{ImportedSession: root, SessionKey: key, SubAgents: []ImportedSession{}, SkippedAt: []FileLine{}}
+	out.skip(path, skipped)
 	subs, _ := filepath.Glob(filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents", "agent-*.jsonl"))
 	sort.Strings(subs)
 	for _, sub := range subs {
@@ -49,25 +58,34 @@ func ImportClaudeCodeSession(ctx context.Context, svc *memory.Service, path stri
 			return ImportedClaudeCodeSession{}, err
 		}
 		out.SubAgents = append(out.SubAgents, res)
-		out.Skipped += n
+		out.skip(sub, n)
 	}
 	return out, nil
 }
 
+// skip adds the lines of file left out.
+func (s *ImportedClaudeCodeSession) skip(file string, lines []int) {
+	for _, l := range lines {
+		s.SkippedAt = append(s.SkippedAt, FileLine{File: file, Line: l})
+	}
+	s.Skipped += len(lines)
+}
+
 // importTranscript imports one transcript file as the agent req attaches.
-func importTranscript(ctx context.Context, svc *memory.Service, path string, req memory.AttachRequest, progress func(int64)) (ImportedSession, int, error) {
+// It returns the lines it left out, which are not JSON objects.
+func importTranscript(ctx context.Context, svc *memory.Service, path string, req memory.AttachRequest, progress func(int64)) (ImportedSession, []int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ImportedSession{}, 0, err
+		return ImportedSession{}, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return ImportedSession{}, 0, err
+		return ImportedSession{}, nil, err
 	}
 	b, err := claudecode.Read(f, fi.Size(), claudecode.Cursor{})
 	if err != nil {
-		return ImportedSession{}, 0, fmt.Errorf("%s: %w", path, err)
+		return ImportedSession{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	entries := make([]json.RawMessage, len(b.Entries))
 	for i, e := range b.Entries {
@@ -79,9 +97,9 @@ func importTranscript(ctx context.Context, svc *memory.Service, path string, req
 	}
 	res, err := svc.ImportSession(ctx, req, entries, b.Branch, synced)
 	if err != nil {
-		return ImportedSession{}, 0, fmt.Errorf("%s: %w", path, err)
+		return ImportedSession{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ImportedSession{TaskID: res.TaskID, Agent: res.Agent, Resumed: res.Resumed, RegisteredAgents: res.RegisteredAgents,
 		AttachedWindowID: res.AttachResult.WindowID, Entries: len(b.Entries), Stored: res.Stored,
-		Branch: len(b.Branch), Revision: res.Revision, WindowID: res.WindowID}, b.Skipped, nil
+		Branch: len(b.Branch), Revision: res.Revision, WindowID: res.WindowID}, b.SkippedLines, nil
 }
