@@ -547,7 +547,10 @@ func (f *fenceDriver) run(ctx context.Context, t *testing.T, c *crashClient) {
 	for ctx.Err() == nil {
 		path, body := f.transition(f.done)
 		f.inflight = true
-		st, b, err := c.do(ctx, "POST", path, body)
+		// The end of a drive does not cancel the transition under way: its
+		// answer is awaited, so a reconcile never races a server still
+		// committing a transition whose client left.
+		st, b, err := c.do(context.WithoutCancel(ctx), "POST", path, body)
 		if err != nil {
 			f.reconciled = false
 			return

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ import (
 // agree), and the verify verb finds nothing.
 func TestTwoServersOnePostgres(t *testing.T) {
 	db := pgtest.NewDatabase(t)
-	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	srv := [2]*crashChild{startCrashChild(t, sessionsNamed(t, db, "memoryd-test-0"), "full"), startCrashChild(t, sessionsNamed(t, db, "memoryd-test-1"), "full")}
 	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
 	root := crashAttach(t, cl[0], "/pg/a.jsonl", nil)
 	// The second server registers children of the task the first made.
@@ -86,6 +87,9 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	drive(func() {
 		waitAcks(cl[0], before+20)
 		srv[0].kill(t)
+		// A killed server's last transaction may still be committing in
+		// PostgreSQL: its outcome is known once its sessions are gone.
+		sessionsGone(t, db, "memoryd-test-0")
 	})
 	via = map[crashWorker]int{w0: 1, w1: 1, w2: 1, w3: 1, h0: 1, f0: 1, f1: 1}
 	for _, f := range []*fenceDriver{f0, f1} {
@@ -168,7 +172,7 @@ func readSees(t *testing.T, c *crashClient, w *noteWriter, server int) {
 // report the same state.
 func TestFenceDecidedOnceAcrossServers(t *testing.T) {
 	db := pgtest.NewDatabase(t)
-	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	srv := [2]*crashChild{startCrashChild(t, sessionsNamed(t, db, "memoryd-test-0"), "full"), startCrashChild(t, sessionsNamed(t, db, "memoryd-test-1"), "full")}
 	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
 	ctx := context.Background()
 	post := func(c *crashClient, path string, body map[string]any) []byte {
@@ -296,7 +300,7 @@ func TestOfflineVerbsOnPostgres(t *testing.T) {
 // the other server sealed since.
 func TestSearchSeesOtherServersHistory(t *testing.T) {
 	db := pgtest.NewDatabase(t)
-	srv := [2]*crashChild{startCrashChild(t, db, "full"), startCrashChild(t, db, "full")}
+	srv := [2]*crashChild{startCrashChild(t, sessionsNamed(t, db, "memoryd-test-0"), "full"), startCrashChild(t, sessionsNamed(t, db, "memoryd-test-1"), "full")}
 	cl := [2]*crashClient{newCrashClient(srv[0].url), newCrashClient(srv[1].url)}
 	ctx := context.Background()
 	cc := crashAttach(t, cl[0], "/pg/search.jsonl", nil)
@@ -374,5 +378,40 @@ func TestTokenFileForPostgres(t *testing.T) {
 	}
 	if again, err := loadToken(getenv, "postgres://u@db.example/memoryd"); err != nil || again != tok {
 		t.Fatalf("second start: %q %v, want the same token", again, err)
+	}
+}
+
+// sessionsNamed returns the database URL db whose sessions are named name
+// in pg_stat_activity.
+func sessionsNamed(t *testing.T, db, name string) string {
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// sessionsGone waits until the server of database db has no session named
+// name: those of a killed client end once their last statement has.
+func sessionsGone(t *testing.T, db, name string) {
+	pg, err := sql.Open("pgx", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(10 * time.Millisecond) { // the deadline only ends a hang
+		var n int
+		if err := pg.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions of the killed server %s still open", n, name)
+		}
 	}
 }
