@@ -132,6 +132,11 @@ var rules = []rule{
 			"way on every run and the service never reads a client's files: the hook that owns the file syncs what it reads (issue 34)",
 	},
 	{
+		pkgs: []string{"internal/codex"}, banned: []string{"internal/eventlog/...", "internal/projections/...", "internal/memory/...", "internal/api/...", "net/http", "os"}, direct: true,
+		reason: "reading a Codex rollout is pure conversion into Pi-shaped entries, as for Claude Code, so it converts the same " +
+			"way on every run and the service never reads a client's files: the hook that owns the file syncs what it reads (issue 35)",
+	},
+	{
 		pkgs: []string{"cmd/server"}, banned: []string{"internal/eventlog/...", "internal/projections/..."}, direct: true,
 		reason: "the server command wires and parses flags; opening, importing and verifying a database are the " +
 			"domain's (issue 18)",
