@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 // importSessions runs import-sessions with env as the environment and
@@ -232,5 +234,86 @@ func writeText(t *testing.T, path, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSearchAcrossTasks: search finds a literal in the history of every
+// task and agent, Pi's and Claude Code's alike, case-sensitively; keeps
+// one agent kind with --agent-kind; says more past --limit; writes nothing.
+func TestSearchAcrossTasks(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	pi := filepath.Join(dir, "pi")
+	for i, name := range []string{"tools.jsonl", "compaction.jsonl"} {
+		file := filepath.Join(pi, "--p--", name)
+		copyFile(t, filepath.Join("..", "..", "testdata", "sessions", name), file)
+		lines := strings.Split(strings.TrimSpace(readText(t, file)), "\n")
+		var last struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+			t.Fatal(err)
+		}
+		writeText(t, file, readText(t, file)+`{"type":"message","id":"needle`+string(rune('0'+i))+`","parentId":"`+last.ID+
+			`","timestamp":"2026-12-02T10:00:00.000Z","message":{"role":"user","content":"look for ZQ-NEEDLE-7 here"}}`+"\n")
+	}
+	claude := filepath.Join(dir, "claude")
+	cc := filepath.Join(claude, "-p", "22222222-2222-3333-4444-555555555555.jsonl")
+	copyFile(t, filepath.Join("..", "..", "testdata", "claude-code", "transcripts", "every-type.jsonl"), cc)
+	writeText(t, cc, readText(t, cc)+`{"parentUuid":"u9","type":"user","uuid":"u10","timestamp":"2026-12-07T00:00:09.000Z","message":{"role":"user","content":"and ZQ-NEEDLE-7 in claude"}}`+"\n")
+	for _, c := range [][]string{{"--from", "pi", pi}, {"--from", "claude-code", claude}} {
+		if _, _, err := importSessions(t, nil, append(c, "--db", db)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exported := fxMust(t, "export", "--db", db)
+	search := func(args ...string) memory.SearchAllResult {
+		t.Helper()
+		var res memory.SearchAllResult
+		if err := json.Unmarshal([]byte(fxMust(t, append([]string{"search", "--db", db}, args...)...)), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := search("ZQ-NEEDLE-7")
+	kinds := map[string]int{}
+	tasks := map[string]bool{}
+	for _, m := range res.Matches {
+		kinds[m.Kind]++
+		tasks[m.TaskID] = true
+		if m.ItemID == "" || m.WindowID == "" || len(m.Regions) == 0 || !strings.Contains(m.Regions[0].Preview, "ZQ-NEEDLE-7") {
+			t.Errorf("match %+v: want its item, window and a region holding the text", m)
+		}
+	}
+	if len(res.Matches) != 3 || kinds["pi"] != 2 || kinds["claude-code"] != 1 || len(tasks) != 3 || res.More || res.TasksSearched != 3 {
+		t.Errorf("search: %+v, want 3 matches in 3 tasks (2 Pi, 1 Claude Code)", res)
+	}
+	if res := search("--agent-kind", "claude-code", "ZQ-NEEDLE-7"); len(res.Matches) != 1 || res.Matches[0].Kind != "claude-code" ||
+		!strings.HasPrefix(res.Matches[0].SessionKey, "claude-code/") {
+		t.Errorf("--agent-kind claude-code: %+v", res)
+	}
+	if res := search("--limit", "2", "ZQ-NEEDLE-7"); len(res.Matches) != 2 || !res.More {
+		t.Errorf("--limit 2: %d matches, more %v; want 2 and more", len(res.Matches), res.More)
+	}
+	if res := search("zq-needle-7"); len(res.Matches) != 0 {
+		t.Errorf("the search is case-sensitive, but the lower case found %d", len(res.Matches))
+	}
+	if res := search("--since", "2999-01-01", "ZQ-NEEDLE-7"); len(res.Matches) != 0 || res.TasksSearched != 0 {
+		t.Errorf("--since in the future: %+v", res)
+	}
+	if after := fxMust(t, "export", "--db", db); after != exported {
+		t.Error("search changed the log")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search", "--db", db, ""}, "search needs a TEXT that is not empty"},
+		{[]string{"search", "--db", db, "--agent-kind", "vim", "x"}, `--agent-kind "vim"`},
+		{[]string{"search", "--db", db, "--limit", "0", "x"}, "--limit must be 1 to 500"},
+	} {
+		if _, _, err := fxRun(t, nil, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -48,6 +48,7 @@ var verbs = []*verb{
 	&importSessionVerb,
 	&importSessionsVerb,
 	&tasksVerb,
+	&searchVerb,
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,
