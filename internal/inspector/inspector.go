@@ -125,6 +125,7 @@ func (in *Inspector) routeTree() chi.Router {
 		r.Get(Prefix+"/tasks/{task}/notes", in.notesPage)
 		r.Get(Prefix+"/tasks/{task}/history", in.historyPage)
 		r.Get(Prefix+"/events", in.eventsPage)
+		r.Get(Prefix+"/search", in.searchPage)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		in.renderError(w, r, http.StatusNotFound, "no such page")
