@@ -59,4 +59,3 @@ an audit record. --agent-kind keeps the agents of one kind (pi, claude-code, cod
 		}
 	},
 }
-

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 // Cursor is how much of a transcript has been read, what the conversion
@@ -41,9 +43,6 @@ type Batch struct {
 // read it again from the start.
 var ErrRewound = errors.New("the transcript continues from an entry off the branch read before")
 
-// maxLine bounds one transcript line; longer lines are an error.
-const maxLine = 64 << 20
-
 // Read reads the complete lines of r past cur.Offset (a last line without
 // its newline is left for the next read) and converts them.
 func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
@@ -54,10 +53,7 @@ func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
 	b := Batch{Cursor: Cursor{Offset: cur.Offset, Usage: cur.Usage}}
 	sc := bufio.NewReader(io.NewSectionReader(r, cur.Offset, size-cur.Offset))
 	for line := 1; ; line++ {
-		raw, err := sc.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			raw, err = longLine(sc, raw)
-		}
+		raw, err := history.ReadLine(sc)
 		if errors.Is(err, io.EOF) {
 			break // an unfinished last line waits for its newline
 		}
@@ -88,21 +84,6 @@ func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
 	b.Branch, b.Keep = branch, keep
 	b.Cursor.Branch = branch
 	return b, nil
-}
-
-// longLine reads the rest of a line longer than the reader's buffer.
-func longLine(sc *bufio.Reader, first []byte) ([]byte, error) {
-	buf := append([]byte(nil), first...)
-	for {
-		more, err := sc.ReadSlice('\n')
-		buf = append(buf, more...)
-		if len(buf) > maxLine {
-			return nil, fmt.Errorf("a transcript line is over %d bytes", maxLine)
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return buf, err
-		}
-	}
 }
 
 // extend returns the branch that ends at the last new entry: the new

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 // ToolPrefix starts the name Claude Code gives memoryd's tools when the
@@ -29,11 +31,7 @@ func SubagentTranscript(session, agentID string) string {
 }
 
 // Entry is one Pi-shaped session entry made from a transcript line.
-type Entry struct {
-	ID       string
-	ParentID string // "" for a root
-	Raw      json.RawMessage
-}
+type Entry = history.Entry
 
 // State is what conversion carries from one line to the next. It is kept
 // between reads of a growing file.
@@ -373,20 +371,7 @@ func contentBlock(b block) map[string]any {
 
 // record marshals an entry with its id, parent and time.
 func record(id, parent string, ts int64, fields map[string]any) Entry {
-	fields["id"] = id
-	if parent != "" {
-		fields["parentId"] = parent
-	} else {
-		fields["parentId"] = nil
-	}
-	if ts != 0 {
-		fields["timestamp"] = time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05.000Z")
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		panic(err) // maps of strings, numbers and raw JSON always marshal
-	}
-	return Entry{ID: id, ParentID: parent, Raw: raw}
+	return history.NewEntry(id, parent, ts, fields)
 }
 
 func blocksOf(raw json.RawMessage) ([]block, error) {

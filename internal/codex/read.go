@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 // Cursor is how much of a rollout has been read, what the conversion
@@ -55,9 +57,6 @@ type Batch struct {
 // replaced): read it again from the start.
 var ErrRewound = errors.New("the rollout no longer holds the lines read before")
 
-// maxLine bounds one rollout line; longer lines are an error.
-const maxLine = 64 << 20
-
 // Read reads the complete lines of r past cur.Offset (a last line without
 // its newline is left for the next read) and converts them.
 func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
@@ -68,10 +67,7 @@ func Read(r io.ReaderAt, size int64, cur Cursor) (Batch, error) {
 	b := Batch{Cursor: Cursor{Offset: cur.Offset, LastLine: cur.LastLine, Digest: cur.Digest, Usage: cur.Usage}}
 	sc := bufio.NewReader(io.NewSectionReader(r, cur.Offset, size-cur.Offset))
 	for {
-		raw, err := sc.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			raw, err = longLine(sc, raw)
-		}
+		raw, err := history.ReadLine(sc)
 		if errors.Is(err, io.EOF) {
 			break // an unfinished last line waits for its newline
 		}
@@ -138,21 +134,6 @@ func check(r io.ReaderAt, size int64, cur Cursor) error {
 		return ErrRewound
 	}
 	return nil
-}
-
-// longLine reads the rest of a line longer than the reader's buffer.
-func longLine(sc *bufio.Reader, first []byte) ([]byte, error) {
-	buf := append([]byte(nil), first...)
-	for {
-		more, err := sc.ReadSlice('\n')
-		buf = append(buf, more...)
-		if len(buf) > maxLine {
-			return nil, fmt.Errorf("a rollout line is over %d bytes", maxLine)
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return buf, err
-		}
-	}
 }
 
 func cloneState(s State) State {

@@ -32,6 +32,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memoryd/memoryd/internal/history"
 )
 
 // ToolPrefix starts the name of memoryd's tools when the MCP server is
@@ -62,11 +64,7 @@ const (
 const EntryType = "codex"
 
 // Entry is one Pi-shaped session entry made from a rollout line.
-type Entry struct {
-	ID       string
-	ParentID string // "" for the first
-	Raw      json.RawMessage
-}
+type Entry = history.Entry
 
 // State is what conversion carries from one line to the next. It is kept
 // between reads of a growing file.
@@ -573,20 +571,7 @@ func metaOf(payload json.RawMessage) (meta SessionMeta, provider string, ok bool
 
 // record marshals an entry with its id, parent and time.
 func record(id, parent string, ts int64, fields map[string]any) Entry {
-	fields["id"] = id
-	if parent != "" {
-		fields["parentId"] = parent
-	} else {
-		fields["parentId"] = nil
-	}
-	if ts != 0 {
-		fields["timestamp"] = time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05.000Z")
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		panic(err) // maps of strings, numbers and raw JSON always marshal
-	}
-	return Entry{ID: id, ParentID: parent, Raw: raw}
+	return history.NewEntry(id, parent, ts, fields)
 }
 
 // partsOf decodes content parts; absent content is none, and a string
