@@ -141,7 +141,7 @@ var inspectorAtPages = []struct {
 	{"notes of /root as of half the log (folds the note events of /root up to there)", func(task string, half int64) string {
 		return fmt.Sprintf("/ui/tasks/%s/notes?agent=/root&at=%d", task, half)
 	}},
-	{"history of /root as of half the log (a copy of the task's history: none in this log)", func(task string, half int64) string {
+	{"history of /root as of half the log (its branch then, read live: no history in this log)", func(task string, half int64) string {
 		return fmt.Sprintf("/ui/tasks/%s/history?agent=/root&at=%d", task, half)
 	}},
 	{"tasks as of half the log + 1,000 (folds each agent's fence events up to there)", func(_ string, half int64) string {
@@ -197,8 +197,8 @@ func (b *bench) inspectHistoryAt(ctx context.Context, rep repetition, s *sample)
 	if err != nil {
 		return err
 	}
-	// One position lower each repetition, so each is a fresh copy of the
-	// task's history.
+	// One position lower each repetition, so that none is a page seen
+	// before (a copy, when one is needed, is made afresh).
 	at := last/2 - int64(rep.n)
 	t, err := inspectorGet(ctx, web, fmt.Sprintf("%s/ui/tasks/%s/history?agent=/root&at=%d", b.hist.url, b.histTask, at), inspectorHistoryName)
 	if err != nil {
@@ -209,7 +209,7 @@ func (b *bench) inspectHistoryAt(ctx context.Context, rep repetition, s *sample)
 	return nil
 }
 
-const inspectorHistoryName = "history of /root on the history database as of half its log (a copy of its history)"
+const inspectorHistoryName = "history of /root on the history database as of half its log (its branch then, read live: no branch switched since)"
 
 // inspectorForward is how far past half the log the last inspector-at page is.
 // On a short log it is a quarter of that half.
@@ -219,10 +219,11 @@ func (b *bench) inspectorAtNotes() string {
 	return fmt.Sprintf("A memoryd started afresh on the replayed %s-event database (one task, four agents); after a login, "+
 		"each page below is fetched once, in this order, and timed by the client to its last byte: each is the first page at its "+
 		"position. The timeline and the events page read the log up to the position, the notes and tasks pages fold its events "+
-		"up to it, the history page copies the task's history up to it (docs/performance.md); the tasks page is %s events later "+
+		"up to it, the history page reads the live history cut to the agent's branch as of the position when no branch switched "+
+		"since, else a copy of the task's history up to it (docs/performance.md); the tasks page is %s events later "+
 		"(fewer on a log under 8,000). The synthetic log holds "+
 		"note appends only, so last, on the -history-bytes history database (one task, %s of Pi session entries), the history "+
-		"page as of half its log is fetched once: a copy of the task's history up to there (its notes and audit records left out).",
+		"page as of half its log is fetched once: its session never switched branch, so the page reads the live history.",
 		num(float64(b.cfg.events), 0), num(inspectorForward, 0), mb(b.cfg.historyBytes))
 }
 

@@ -11,16 +11,33 @@ import (
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
-// inspectTool runs a read tool as agent of task through memory's
-// inspector path, which has no audit and no fence, and returns its
-// content and details.
-func inspectTool[D any](ctx context.Context, svc *memory.Service, task, agent, tool string, args any) ([]memory.ContentBlock, D, error) {
+// historyView answers the history tools as an agent of a task saw them at
+// a log position: on the live memory (now), on a copy of the task's history
+// up to the position, or, with past, from the live projections bounded to
+// the agent's branch as of the position (a prefix of its current one).
+type historyView struct {
+	svc         *memory.Service
+	task, agent string
+	past        *memory.PastBranch
+}
+
+// call runs a read tool through memory's inspector path, which has no
+// audit and no fence.
+func (v historyView) call(ctx context.Context, tool string, args json.RawMessage) (memory.ToolResult, error) {
+	if v.past != nil {
+		return v.svc.InspectToolAsOf(ctx, tool, *v.past, args)
+	}
+	return v.svc.InspectTool(ctx, tool, memory.CallContext{TaskID: v.task, Agent: v.agent}, args)
+}
+
+// inspectTool runs a read tool on v and returns its content and details.
+func inspectTool[D any](ctx context.Context, v historyView, tool string, args any) ([]memory.ContentBlock, D, error) {
 	var details D
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, details, err
 	}
-	res, err := svc.InspectTool(ctx, tool, memory.CallContext{TaskID: task, Agent: agent}, raw)
+	res, err := v.call(ctx, tool, raw)
 	if err != nil {
 		return nil, details, err
 	}
@@ -36,13 +53,13 @@ func inspectTool[D any](ctx context.Context, svc *memory.Service, task, agent, t
 const maxItemChars = 1 << 20
 
 // readWholeItem reads an item's text page by page, and its images.
-func readWholeItem(ctx context.Context, svc *memory.Service, task, agent, window, item string) (tools.HistoryReadItemDetails, []template.URL, bool, error) {
+func readWholeItem(ctx context.Context, v historyView, window, item string) (tools.HistoryReadItemDetails, []template.URL, bool, error) {
 	var whole tools.HistoryReadItemDetails
 	var images []template.URL
 	var text strings.Builder
 	offset := 0
 	for {
-		content, d, err := inspectTool[tools.HistoryReadItemDetails](ctx, svc, task, agent, tools.HistoryReadItem,
+		content, d, err := inspectTool[tools.HistoryReadItemDetails](ctx, v, tools.HistoryReadItem,
 			map[string]any{"window_id": window, "item_id": item, "offset_chars": offset})
 		if err != nil {
 			return tools.HistoryReadItemDetails{}, nil, false, err

@@ -1,10 +1,13 @@
 package inspector
 
 import (
+	"context"
+	"errors"
 	"html/template"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
@@ -47,15 +50,66 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 		in.fail(w, r, err)
 		return
 	}
-	svc, release, err := in.states.at(ctx, d.TaskID, at)
-	if err != nil {
+	if err := in.states.readHistory(ctx, &d, q.Get("item"), at); err != nil {
 		in.fail(w, r, err)
 		return
 	}
+	in.renderAt(w, r, "history", d.Agent+" · history", at, d)
+}
+
+// readHistory fills d, which names the task, agent, window and query, and
+// the item to show, as of position at. A past position whose branch is a
+// prefix of the agent's current one is read from the live projections,
+// and any other from a copy, as is the page whose live branch switched
+// away from the past one while it was read.
+func (ss *states) readHistory(ctx context.Context, d *historyData, item string, at int64) error {
+	asked := *d
+	err := ss.readHistoryFrom(ctx, d, item, at, false)
+	if errors.Is(err, memory.ErrNeedsCopy) {
+		*d = asked
+		err = ss.readHistoryFrom(ctx, d, item, at, true)
+	}
+	return err
+}
+
+// readHistoryFrom is readHistory on the view historyView picks.
+func (ss *states) readHistoryFrom(ctx context.Context, d *historyData, item string, at int64, copied bool) error {
+	v, release, err := ss.historyView(ctx, d.TaskID, d.Agent, at, copied)
+	if err != nil {
+		return err
+	}
 	defer release()
-	if _, d.Windows, err = inspectTool[tools.HistoryListWindowsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistoryListWindows, map[string]any{"limit": 200}); err != nil {
-		in.fail(w, r, err)
-		return
+	return fillHistory(ctx, v, d, item)
+}
+
+// historyView returns the view of an agent's history as of position at,
+// and its release for when the page is done with it: the live projections
+// bounded to the branch as of at when that is a prefix of the current one
+// (and not copied), else a copy of the task's history up to at.
+func (ss *states) historyView(ctx context.Context, task, agent string, at int64, copied bool) (historyView, func(), error) {
+	if at > 0 && !copied {
+		b, prefix, err := ss.live.PastBranchAt(ctx, task, agent, at)
+		if err != nil {
+			return historyView{}, nil, err
+		}
+		if prefix {
+			return historyView{svc: ss.live, task: task, agent: agent, past: &b}, func() {}, nil
+		}
+	}
+	svc, release, err := ss.at(ctx, task, at)
+	if err != nil {
+		return historyView{}, nil, err
+	}
+	return historyView{svc: svc, task: task, agent: agent}, release, nil
+}
+
+// fillHistory fills d from v with what the page shows: the windows, the
+// items of d.Window (the current one if unset), item read whole, and the
+// hits of d.Query.
+func fillHistory(ctx context.Context, v historyView, d *historyData, item string) error {
+	var err error
+	if _, d.Windows, err = inspectTool[tools.HistoryListWindowsDetails](ctx, v, tools.HistoryListWindows, map[string]any{"limit": 200}); err != nil {
+		return err
 	}
 	if d.Window == "" { // the current window
 		for _, win := range d.Windows.Windows {
@@ -65,25 +119,22 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d.Window != "" {
-		if _, d.Items, err = inspectTool[tools.HistoryListItemsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistoryListItems,
+		if _, d.Items, err = inspectTool[tools.HistoryListItemsDetails](ctx, v, tools.HistoryListItems,
 			map[string]any{"window_id": d.Window, "limit": 200, "max_chars_per_item": 160}); err != nil {
-			in.fail(w, r, err)
-			return
+			return err
 		}
 	}
-	if item := q.Get("item"); item != "" {
-		it, images, cut, err := readWholeItem(ctx, svc, d.TaskID, d.Agent, d.Window, item)
+	if item != "" {
+		it, images, cut, err := readWholeItem(ctx, v, d.Window, item)
 		if err != nil {
-			in.fail(w, r, err)
-			return
+			return err
 		}
 		d.Item, d.Images, d.Cut = &it, images, cut
 	}
 	if d.Query != "" {
-		_, sd, err := inspectTool[tools.HistorySearchContentsDetails](ctx, svc, d.TaskID, d.Agent, tools.HistorySearchContents, map[string]any{"query": d.Query, "limit": 50})
+		_, sd, err := inspectTool[tools.HistorySearchContentsDetails](ctx, v, tools.HistorySearchContents, map[string]any{"query": d.Query, "limit": 50})
 		if err != nil {
-			in.fail(w, r, err)
-			return
+			return err
 		}
 		d.More = sd.More || sd.Omitted > 0
 		for _, res := range sd.Results {
@@ -101,5 +152,5 @@ func (in *Inspector) historyPage(w http.ResponseWriter, r *http.Request) {
 			d.Hits = append(d.Hits, h)
 		}
 	}
-	in.renderAt(w, r, "history", d.Agent+" · history", at, d)
+	return nil
 }

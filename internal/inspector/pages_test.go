@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
 // TestTimelineShowsTheFallbackAndTheRollover: the agent's timeline shows
@@ -235,8 +237,9 @@ func TestTimelineAsOfAPosition(t *testing.T) {
 // and fence events, so as of a past position P they read the live log up
 // to P: no scratch copy is made, and they show nothing after P (what they
 // show is a copy's: TestNotesAtIsACopysNotes, TestTasksAtIsACopysTasks).
-// The history page needs the history's projections as of P: it copies
-// the task's history.
+// The history page needs the history's projections as of P: it reads the
+// live ones cut to the agent's branch as of P when no branch switched
+// since, and else copies the task's history.
 func TestPagesAsOfAPositionCopyOnlyForHistory(t *testing.T) {
 	dir := t.TempDir()
 	forensics.SetScratchFolder(dir)
@@ -271,8 +274,32 @@ func TestPagesAsOfAPositionCopyOnlyForHistory(t *testing.T) {
 		t.Errorf("the timeline, events, notes and tasks pages as of %d made scratch copies: %v", at, copies)
 	}
 	s.page(t, c, fmt.Sprintf("/ui/tasks/%s/history?agent=/root&at=%d", cc.TaskID, at))
+	if copies, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(copies) != 0 {
+		t.Errorf("the history page as of %d, no branch switched since, made scratch copies: %v", at, copies)
+	}
+
+	// A branch switched after P: the page as of P shows the branch then,
+	// from a copy.
+	b := sessiongen.NewBuilder(9)
+	first := b.UserText("the first request")
+	b.Assistant(sessiongen.Text("the abandoned answer"))
+	sess := b.Session()
+	if _, err := s.svc.Sync(bg, memory.SyncRequest{Context: cc, Entries: sess.Entries, Branch: &sess.Branch}, ""); err != nil {
+		t.Fatal(err)
+	}
+	before := lastPosition(t, s.svc)
+	b.Checkout(first)
+	b.Assistant(sessiongen.Text("the other answer"))
+	sess = b.Session()
+	if _, err := s.svc.Sync(bg, memory.SyncRequest{Context: cc, Entries: sess.Entries, Branch: &sess.Branch}, ""); err != nil {
+		t.Fatal(err)
+	}
+	doc = s.page(t, c, fmt.Sprintf("/ui/tasks/%s/history?agent=/root&at=%d", cc.TaskID, before))
+	if items := text(byID(doc, "items")); !strings.Contains(items, "the abandoned answer") || strings.Contains(items, "the other answer") {
+		t.Errorf("the history page as of %d lists %q", before, items)
+	}
 	if copies, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(copies) != 1 {
-		t.Errorf("the history page as of %d: %d scratch copies, want 1", at, len(copies))
+		t.Errorf("the history page as of %d, a branch switched since: %d scratch copies, want 1", before, len(copies))
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 )
 
 // states gives a task's history as of a log position, for the history
-// page, whose tools read projections that only a replay rebuilds. It
-// keeps the last few scratch copies and builds a new one from the nearest
-// earlier copy no page uses. docs/architecture.md describes the design.
+// page, whose tools read projections that only a replay rebuilds when the
+// live ones cannot answer (historyView). It keeps the last few scratch
+// copies and builds a new one from the nearest earlier copy no page uses.
+// docs/architecture.md describes the design.
 type states struct {
 	live  *memory.Service
 	lim   limits

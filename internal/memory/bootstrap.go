@@ -65,7 +65,7 @@ func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]reque
 	// the older ones.
 	var reqs []projections.Item
 	older := 0
-	err := r.EachItem(ctx, c.taskID, c.agent.Agent, true, func(it projections.Item) (bool, error) {
+	err := r.EachItem(ctx, c.taskID, c.agent.Agent, projections.WholeBranch, true, func(it projections.Item) (bool, error) {
 		// By raw role only, as control messages normalised to user are not
 		// requests.
 		if it.RawRole == "user" && !it.Hidden {

@@ -21,6 +21,10 @@ type caller struct {
 	state fence.State
 	// readAt is the log position of the snapshot the state was read in.
 	readAt int64
+	// branchEnd bounds the history the tools read to the current branch's
+	// entries below this index: projections.WholeBranch, but for the
+	// inspector's calls as of a past position (InspectToolAsOf).
+	branchEnd int64
 }
 
 // maxCallIDBytes bounds a call_id. It is stored with every event of the
@@ -63,7 +67,8 @@ func identifyWith(ctx context.Context, r *projections.Reader, cc CallContext, lo
 	}
 	as, err := load()
 	if err == nil { // the common case, one query
-		return caller{taskID: cc.TaskID, agent: as.Agent, callID: cc.CallID, state: as.State, readAt: as.ReadAt}, nil
+		return caller{taskID: cc.TaskID, agent: as.Agent, callID: cc.CallID, state: as.State, readAt: as.ReadAt,
+			branchEnd: projections.WholeBranch}, nil
 	}
 	if !errors.Is(err, projections.ErrNotFound) {
 		return caller{}, err

@@ -100,7 +100,7 @@ func (s *Service) claudeCodeBootstrap(ctx context.Context, cc CallContext, sourc
 		if err != nil {
 			return err
 		}
-		wins, err := r.Windows(ctx, cc.TaskID, cc.Agent)
+		wins, err := r.Windows(ctx, cc.TaskID, cc.Agent, projections.WholeBranch)
 		if err != nil || len(wins) == 0 {
 			return err
 		}
@@ -140,7 +140,7 @@ func (s *Service) claudeCodeBootstrap(ctx context.Context, cc CallContext, sourc
 // is a compaction or its summary.
 func endsInCompaction(ctx context.Context, r *projections.Reader, cc CallContext) (bool, error) {
 	compacted := false
-	err := r.EachItem(ctx, cc.TaskID, cc.Agent, true, func(it projections.Item) (bool, error) {
+	err := r.EachItem(ctx, cc.TaskID, cc.Agent, projections.WholeBranch, true, func(it projections.Item) (bool, error) {
 		compacted = it.RawRole == "compaction" || it.RawRole == "compactionSummary"
 		return false, nil
 	})

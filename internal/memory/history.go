@@ -37,6 +37,9 @@ func historyTarget(ctx context.Context, r *projections.Reader, c caller, tool st
 	if addr == c.agent.Agent {
 		return addr, nil
 	}
+	if c.branchEnd != projections.WholeBranch {
+		return "", ErrNeedsCopy // the bound is the caller's branch's
+	}
 	if _, err := target(ctx, r, c.taskID, addr); err != nil {
 		return "", err
 	}
@@ -62,7 +65,7 @@ func listWindows(ctx context.Context, r *projections.Reader, c caller, a listWin
 	if err != nil {
 		return ToolResult{}, err
 	}
-	ws, err := r.Windows(ctx, c.taskID, agent)
+	ws, err := r.Windows(ctx, c.taskID, agent, c.branchEnd)
 	if err != nil {
 		return ToolResult{}, err
 	}
@@ -161,7 +164,7 @@ func listItems(ctx context.Context, r *projections.Reader, c caller, a listItems
 	limit := limitOr(a.Limit, defaultHistoryListLimit, maxHistoryLimit)
 	var items []projections.Item
 	total := 0
-	err = r.EachItem(ctx, c.taskID, agent, a.RecentFirst != nil && *a.RecentFirst, func(it projections.Item) (bool, error) {
+	err = r.EachItem(ctx, c.taskID, agent, c.branchEnd, a.RecentFirst != nil && *a.RecentFirst, func(it projections.Item) (bool, error) {
 		if f.match(it) {
 			if total++; len(items) < limit {
 				items = append(items, it)
@@ -224,7 +227,7 @@ func readItem(ctx context.Context, r *projections.Reader, c caller, a readItemAr
 	if err != nil {
 		return ToolResult{}, err
 	}
-	it, err := r.ItemByEntry(ctx, c.taskID, agent, a.ItemID)
+	it, err := r.ItemByEntry(ctx, c.taskID, agent, c.branchEnd, a.ItemID)
 	if errors.Is(err, projections.ErrNotFound) {
 		return ToolResult{}, notFoundf("no history item %q on the current branch of %s", a.ItemID, agent)
 	}
@@ -291,7 +294,7 @@ func searchHistory(ctx context.Context, r *projections.Reader, c caller, a searc
 	limit := limitOr(a.Limit, defaultHistorySearchLimit, maxHistoryLimit)
 	var hits []projections.Item
 	more := false
-	err = r.SearchItems(ctx, c.taskID, agent, a.Query, a.RecentFirst != nil && *a.RecentFirst, f.match,
+	err = r.SearchItems(ctx, c.taskID, agent, c.branchEnd, a.Query, a.RecentFirst != nil && *a.RecentFirst, f.match,
 		func(it projections.Item) (bool, error) {
 			if len(hits) == limit {
 				more = true

@@ -366,7 +366,7 @@ func histCases() []histCase {
 			e.file(t, "branches.jsonl")
 			e.file(t, "compaction.jsonl") // the last sync is the current branch
 			var items []projections.Item
-			err := projections.NewReader(e.s.Store().Reader()).EachItem(context.Background(), e.root.TaskID, e.root.Agent, false,
+			err := projections.NewReader(e.s.Store().Reader()).EachItem(context.Background(), e.root.TaskID, e.root.Agent, projections.WholeBranch, false,
 				func(it projections.Item) (bool, error) { items = append(items, it); return true, nil })
 			if err != nil {
 				t.Fatal(err)

@@ -123,7 +123,7 @@ func TestHistorySearchEarlyStopProperty(t *testing.T) {
 	}
 	rd := projections.NewReader(store)
 	var items []scanned
-	if err := rd.EachItem(ctx, cc.TaskID, cc.Agent, false, func(it projections.Item) (bool, error) {
+	if err := rd.EachItem(ctx, cc.TaskID, cc.Agent, projections.WholeBranch, false, func(it projections.Item) (bool, error) {
 		text, breaks, err := rd.ItemText(ctx, cc.TaskID, cc.Agent, it.EntryID)
 		items = append(items, scanned{it, text, breaks})
 		return err == nil, err

@@ -37,6 +37,8 @@ type toolCall struct {
 	// wantPosition asks the call to report the log position it read at,
 	// for the audit.
 	wantPosition bool
+	// past, when set, answers as of a past position (InspectToolAsOf).
+	past *PastBranch
 }
 
 // callTool runs a tool and returns the log position it read at when
@@ -107,6 +109,11 @@ func runRead[A any](ctx context.Context, s *Service, call toolCall,
 		}
 		if call.gate {
 			if err := gateRead(c, call.name); err != nil {
+				return c.readAt, err
+			}
+		}
+		if call.past != nil {
+			if err := call.past.apply(ctx, r, &c); err != nil {
 				return c.readAt, err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
 )
@@ -22,6 +23,17 @@ func (r *Reader) Branch(ctx context.Context, taskID, agent string) (revision, le
 		return 0, 0, nil
 	}
 	return b.Revision, b.Length, err
+}
+
+// LastBranchChange returns the log position of the change that made an
+// agent's current branch and the branch's length, or zeros before the
+// first.
+func (r *Reader) LastBranchChange(ctx context.Context, taskID, agent string) (position, length int64, err error) {
+	b, err := r.q.GetHistoryBranch(ctx, projectionsdb.GetHistoryBranchParams{TaskID: taskID, Agent: agent})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return b.Position, b.Length, err
 }
 
 // SharedPrefix returns how many leading ids a branch shares with the
@@ -102,6 +114,38 @@ func (r *Reader) LastBranchChangeKeep(ctx context.Context, taskID, agent string)
 	return keep, err
 }
 
+// BranchLengthAt returns the length of an agent's branch as of log
+// position at, read from its stream's branch changes: 0 before the first.
+func (r *Reader) BranchLengthAt(ctx context.Context, taskID, agent string, at int64) (int64, error) {
+	return r.q.BranchLengthAt(ctx, projectionsdb.BranchLengthAtParams{Stream: taskID + agent, At: at})
+}
+
+// BranchKeptAfter reports whether every change of an agent's branch after
+// log position after kept at least its first n entries, so that the branch
+// as of after, if n long, is a prefix of the current one. last is the
+// position of the last change, or after when there is none.
+func (r *Reader) BranchKeptAfter(ctx context.Context, taskID, agent string, after, n int64) (kept bool, last int64, err error) {
+	c, err := r.q.BranchChangesAfter(ctx, projectionsdb.BranchChangesAfterParams{Stream: taskID + agent, After: after})
+	switch {
+	case err != nil:
+		return false, 0, err
+	case c.Changes == 0:
+		return true, after, nil
+	}
+	return c.MinKeep >= n, c.LastPosition, nil
+}
+
+// BudgetAt returns an agent's budget as of log position at, as its
+// registration or its last re-attach by then set it, or ErrNotFound when
+// it was not registered by then.
+func (r *Reader) BudgetAt(ctx context.Context, taskID, agent string, at int64) (events.Budget, error) {
+	raw, err := r.q.BudgetAt(ctx, projectionsdb.BudgetAtParams{Stream: taskID + agent, At: at})
+	if err != nil {
+		return events.Budget{}, notFound(err)
+	}
+	return budgets.decode(raw)
+}
+
 // StoredEntries returns which of ids an agent has stored, in one query.
 func (r *Reader) StoredEntries(ctx context.Context, taskID, agent string, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(ids))
@@ -136,6 +180,12 @@ func (r *Reader) FirstUnstored(ctx context.Context, taskID, agent string, ids []
 	return int(i), err
 }
 
+// WholeBranch is the branch-index bound of the history reads below that
+// read the whole current branch. A smaller end reads only its first end
+// entries: the inspector answers as of a past position whose branch was
+// that prefix of the current one.
+const WholeBranch = math.MaxInt64
+
 // Window is one window of a current branch.
 type Window struct {
 	Ordinal   int64
@@ -144,9 +194,10 @@ type Window struct {
 }
 
 // Windows returns the windows of an agent's current branch that hold at
-// least one item, in order.
-func (r *Reader) Windows(ctx context.Context, taskID, agent string) ([]Window, error) {
-	rows, err := r.q.HistoryWindows(ctx, projectionsdb.HistoryWindowsParams{TaskID: taskID, Agent: agent})
+// least one item below branch index end, in order, with those items'
+// counts.
+func (r *Reader) Windows(ctx context.Context, taskID, agent string, end int64) ([]Window, error) {
+	rows, err := r.q.HistoryWindows(ctx, projectionsdb.HistoryWindowsParams{TaskID: taskID, Agent: agent, BranchEnd: end})
 	if err != nil {
 		return nil, err
 	}
@@ -186,17 +237,18 @@ func itemFrom(i projectionsdb.HistoryItemByEntryRow) Item {
 // itemsPage is how many items EachItem reads per query.
 const itemsPage = 512
 
-// EachItem calls fn with the items of an agent's current branch and their
-// tool calls in branch order until fn returns false or an error. With
-// recentFirst, the newest come first. It holds one page of items at a time.
-func (r *Reader) EachItem(ctx context.Context, taskID, agent string, recentFirst bool, fn func(Item) (bool, error)) error {
-	return r.walkItems(ctx, taskID, agent, recentFirst, false, itemsPage, fn)
+// EachItem calls fn with the items of an agent's current branch below
+// branch index end and their tool calls in branch order until fn returns
+// false or an error. With recentFirst, the newest come first. It holds one
+// page of items at a time.
+func (r *Reader) EachItem(ctx context.Context, taskID, agent string, end int64, recentFirst bool, fn func(Item) (bool, error)) error {
+	return r.walkItems(ctx, taskID, agent, end, recentFirst, false, itemsPage, fn)
 }
 
 // walkItems is EachItem reading pages of firstPage items, then twice as
 // many each page up to itemsPage. With placed, each item also says which
 // chunk holds its text.
-func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirst, placed bool, firstPage int, fn func(Item) (bool, error)) error {
+func (r *Reader) walkItems(ctx context.Context, taskID, agent string, end int64, recentFirst, placed bool, firstPage int, fn func(Item) (bool, error)) error {
 	// readPage reads n items after a branch index, or before it when
 	// recentFirst.
 	readPage := func(from int64, n int) ([]Item, error) {
@@ -209,7 +261,7 @@ func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirs
 			}
 			return out, err
 		case placed:
-			rows, err := r.q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: int64(n)})
+			rows, err := r.q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: taskID, Agent: agent, After: from, BranchEnd: end, MaxItems: int64(n)})
 			for _, row := range rows {
 				out = append(out, placedItem(row))
 			}
@@ -221,7 +273,7 @@ func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirs
 			}
 			return out, err
 		default:
-			rows, err := r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: from, MaxItems: int64(n)})
+			rows, err := r.q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: taskID, Agent: agent, After: from, BranchEnd: end, MaxItems: int64(n)})
 			for _, row := range rows {
 				out = append(out, itemFrom(projectionsdb.HistoryItemByEntryRow(row)))
 			}
@@ -230,7 +282,7 @@ func (r *Reader) walkItems(ctx context.Context, taskID, agent string, recentFirs
 	}
 	from := int64(-1)
 	if recentFirst {
-		from = math.MaxInt64
+		from = end
 	}
 	for n := firstPage; ; n = min(2*n, itemsPage) {
 		page, err := readPage(from, n)
@@ -274,12 +326,15 @@ func placedItem(row projectionsdb.HistoryItemPlacesAfterRow) Item {
 	return it
 }
 
-// ItemByEntry returns the item of an entry on the current branch, or
-// ErrNotFound.
-func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent, entryID string) (Item, error) {
+// ItemByEntry returns the item of an entry on the current branch below
+// branch index end, or ErrNotFound.
+func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent string, end int64, entryID string) (Item, error) {
 	row, err := r.q.HistoryItemByEntry(ctx, projectionsdb.HistoryItemByEntryParams{TaskID: taskID, Agent: agent, EntryID: entryID})
 	if err != nil {
 		return Item{}, notFound(err)
+	}
+	if row.BranchIndex >= end {
+		return Item{}, ErrNotFound
 	}
 	return itemFrom(row), nil
 }
@@ -288,17 +343,17 @@ func (r *Reader) ItemByEntry(ctx context.Context, taskID, agent, entryID string)
 // For more it reads the whole branch once.
 const byEntryLimit = 256
 
-// ItemsOf returns the items of the current branch among the entries ids,
-// in branch order, with their tool calls. Entries not on the branch are
-// left out.
-func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, ids []string) ([]Item, error) {
+// ItemsOf returns the items of the current branch below branch index end
+// among the entries ids, in branch order, with their tool calls. Entries
+// not there are left out.
+func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, end int64, ids []string) ([]Item, error) {
 	if len(ids) > byEntryLimit {
 		want := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			want[id] = true
 		}
 		var out []Item
-		err := r.EachItem(ctx, taskID, agent, false, func(it Item) (bool, error) {
+		err := r.EachItem(ctx, taskID, agent, end, false, func(it Item) (bool, error) {
 			if want[it.EntryID] {
 				out = append(out, it)
 			}
@@ -308,7 +363,7 @@ func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, ids []string
 	}
 	out := make([]Item, 0, len(ids))
 	for _, id := range ids {
-		it, err := r.ItemByEntry(ctx, taskID, agent, id)
+		it, err := r.ItemByEntry(ctx, taskID, agent, end, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

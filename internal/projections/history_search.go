@@ -20,10 +20,11 @@ const knownMatchesLimit = byEntryLimit
 const searchFirstPage = 64
 
 // SearchItems calls fn in branch order with the items of an agent's current
-// branch that pass keep and whose text contains query. With recentFirst,
-// the newest come first. It stops at fn's first false or error, and keep
-// sees each item before its text is checked. See docs/search.md.
-func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, recentFirst bool,
+// branch below branch index end that pass keep and whose text contains
+// query. With recentFirst, the newest come first. It stops at fn's first
+// false or error, and keep sees each item before its text is checked. See
+// docs/search.md.
+func (r *Reader) SearchItems(ctx context.Context, taskID, agent string, end int64, query string, recentFirst bool,
 	keep func(Item) bool, fn func(Item) (bool, error)) error {
 	if query == "" {
 		return errors.New("search: empty query")
@@ -63,7 +64,7 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 				ids = append(ids, id)
 			}
 		}
-		items, err := r.ItemsOf(ctx, taskID, agent, ids)
+		items, err := r.ItemsOf(ctx, taskID, agent, end, ids)
 		if err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent, query string, r
 	}
 	// A common needle. Walk the branch in output order and check each item
 	// kept against the matches of the chunk holding its text.
-	return r.walkItems(ctx, taskID, agent, recentFirst, true, searchFirstPage, func(it Item) (bool, error) {
+	return r.walkItems(ctx, taskID, agent, end, recentFirst, true, searchFirstPage, func(it Item) (bool, error) {
 		if !keep(it) {
 			return true, nil
 		}

@@ -37,6 +37,11 @@ func (p pgQueries) AgentsOfTasks(ctx context.Context, taskIds string) ([]project
 	return out, nil
 }
 
+func (p pgQueries) BranchChangesAfter(ctx context.Context, arg projectionsdb.BranchChangesAfterParams) (projectionsdb.BranchChangesAfterRow, error) {
+	r, err := p.q.BranchChangesAfter(ctx, projectionspg.BranchChangesAfterParams(arg))
+	return projectionsdb.BranchChangesAfterRow(r), err
+}
+
 func (p pgQueries) BranchEntryIDs(ctx context.Context, arg projectionsdb.BranchEntryIDsParams) ([]string, error) {
 	return p.q.BranchEntryIDs(ctx, projectionspg.BranchEntryIDsParams(arg))
 }
@@ -45,8 +50,16 @@ func (p pgQueries) BranchEntryIDsFrom(ctx context.Context, arg projectionsdb.Bra
 	return p.q.BranchEntryIDsFrom(ctx, projectionspg.BranchEntryIDsFromParams(arg))
 }
 
+func (p pgQueries) BranchLengthAt(ctx context.Context, arg projectionsdb.BranchLengthAtParams) (int64, error) {
+	return p.q.BranchLengthAt(ctx, projectionspg.BranchLengthAtParams(arg))
+}
+
 func (p pgQueries) BranchPrefixHash(ctx context.Context, arg projectionsdb.BranchPrefixHashParams) ([]byte, error) {
 	return p.q.BranchPrefixHash(ctx, projectionspg.BranchPrefixHashParams(arg))
+}
+
+func (p pgQueries) BudgetAt(ctx context.Context, arg projectionsdb.BudgetAtParams) (string, error) {
+	return p.q.BudgetAt(ctx, projectionspg.BudgetAtParams(arg))
 }
 
 func (p pgQueries) CallToolName(ctx context.Context, arg projectionsdb.CallToolNameParams) (string, error) {

@@ -145,12 +145,17 @@ func TestPostgresQuerier(t *testing.T) {
 	// (\u0000) is in the data as SQLite's queries and PostgreSQL's see it.
 	evs := []eventsdb.InsertEventParams{
 		{Position: 1, ID: "e1", Stream: "t1/root", StreamVersion: 1, TaskID: "t1", Type: "task.created", Schema: 1, RecordedAt: "2025-01-01T00:00:01Z", Data: `{}`},
-		{Position: 2, ID: "e2", Stream: "t1/root", StreamVersion: 2, TaskID: "t1", Type: "agent.registered", Schema: 1, RecordedAt: "2025-01-01T00:00:02Z", Data: `{}`},
+		{Position: 2, ID: "e2", Stream: "t1/root", StreamVersion: 2, TaskID: "t1", Type: "agent.registered", Schema: 1, RecordedAt: "2025-01-01T00:00:02Z", Data: `{"session_key":"k\u00e9","budget":{"context_window":null,"max_tool_output_chars":9}}`},
 		{Position: 3, ID: "e3", Stream: "t1/root/Émile", StreamVersion: 1, TaskID: "t1", Type: "agent.registered", Schema: 1, RecordedAt: "2025-01-01T00:00:03Z", Data: `{}`},
 		{Position: 4, ID: "e4", Stream: "t2/root", StreamVersion: 1, TaskID: "t2", Type: "task.created", Schema: 1, RecordedAt: "2025-01-01T00:00:04Z", Data: `{}`},
 		{Position: 5, ID: "e5", Stream: "t2/root", StreamVersion: 2, TaskID: "t2", Type: "agent.registered", Schema: 1, RecordedAt: "2025-01-01T00:00:05Z", Data: `{}`},
 		{Position: 6, ID: "e6", Stream: "t1/root", StreamVersion: 3, TaskID: "t1", Type: "history.branch_changed", Schema: 1, RecordedAt: "2025-01-01T00:00:06Z", Data: `{"task_id":"t1","agent":"/root","revision":2,"keep":2,"append":["h3"],"length":3}`},
 		{Position: 7, ID: "e7", Stream: "t1/root", StreamVersion: 4, TaskID: "t1", Type: "note.written", Schema: 1, RecordedAt: "2025-01-01T00:00:07Z", Data: `{"text":"a\u003cb"}`, RequestID: "r7"},
+		// A re-attach and a branch switch after them, for the reads as of a
+		// position. Their identifiers may be escaped but never hold U+0000
+		// (attach and sync refuse it), which PostgreSQL's ->> would refuse.
+		{Position: 8, ID: "e8", Stream: "t1/root", StreamVersion: 5, TaskID: "t1", Type: "agent.reattached", Schema: 1, RecordedAt: "2025-01-01T00:00:08Z", Data: `{"session_id":"s\u00e9","budget":{"context_window":1000,"max_tool_output_chars":7}}`},
+		{Position: 9, ID: "e9", Stream: "t1/root", StreamVersion: 6, TaskID: "t1", Type: "history.branch_changed", Schema: 1, RecordedAt: "2025-01-01T00:00:09Z", Data: `{"task_id":"t1","agent":"/root","revision":3,"keep":1,"append":["h\u00e9"],"length":2}`},
 	}
 	for _, ev := range evs {
 		if err := eventsdb.New(lite).InsertEvent(ctx, ev); err != nil {
@@ -401,6 +406,27 @@ func TestPostgresQuerier(t *testing.T) {
 		read("LastBranchChangeKeep", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.LastBranchChangeKeep(ctx, projectionsdb.LastBranchChangeKeepParams{TaskID: "t2", Agent: "/root"})
 		}),
+		read("BranchLengthAt", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BranchLengthAt(ctx, projectionsdb.BranchLengthAtParams{Stream: "t1/root", At: 7})
+		}),
+		read("BranchLengthAt", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BranchLengthAt(ctx, projectionsdb.BranchLengthAtParams{Stream: "t1/root", At: 5}) // before the first
+		}),
+		read("BranchChangesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BranchChangesAfter(ctx, projectionsdb.BranchChangesAfterParams{Stream: "t1/root", After: 2})
+		}),
+		read("BranchChangesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BranchChangesAfter(ctx, projectionsdb.BranchChangesAfterParams{Stream: "t1/root", After: 9}) // none
+		}),
+		read("BudgetAt", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BudgetAt(ctx, projectionsdb.BudgetAtParams{Stream: "t1/root", At: 7})
+		}),
+		read("BudgetAt", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BudgetAt(ctx, projectionsdb.BudgetAtParams{Stream: "t1/root", At: 9}) // re-attached
+		}),
+		read("BudgetAt", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.BudgetAt(ctx, projectionsdb.BudgetAtParams{Stream: "t1/root", At: 1}) // not registered
+		}),
 		read("BranchPrefixHash", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.BranchPrefixHash(ctx, projectionsdb.BranchPrefixHashParams{TaskID: "t1", Agent: "/root", BranchIndex: 2})
 		}),
@@ -414,16 +440,25 @@ func TestPostgresQuerier(t *testing.T) {
 			return q.CallToolName(ctx, projectionsdb.CallToolNameParams{TaskID: "t1", Agent: "/root", CallID: "ca", BranchIndex: 3})
 		}),
 		read("HistoryWindows", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
-			return q.HistoryWindows(ctx, projectionsdb.HistoryWindowsParams{TaskID: "t1", Agent: "/root"})
+			return q.HistoryWindows(ctx, projectionsdb.HistoryWindowsParams{TaskID: "t1", Agent: "/root", BranchEnd: WholeBranch})
+		}),
+		read("HistoryWindows", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.HistoryWindows(ctx, projectionsdb.HistoryWindowsParams{TaskID: "t1", Agent: "/root", BranchEnd: 2})
 		}),
 		read("HistoryItemsAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
-			return q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: "t1", Agent: "/root", After: 0, MaxItems: 5})
+			return q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: "t1", Agent: "/root", After: 0, BranchEnd: WholeBranch, MaxItems: 5})
+		}),
+		read("HistoryItemsAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.HistoryItemsAfter(ctx, projectionsdb.HistoryItemsAfterParams{TaskID: "t1", Agent: "/root", After: -1, BranchEnd: 2, MaxItems: 5})
 		}),
 		read("HistoryItemsBefore", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: "t1", Agent: "/root", Before: 3, MaxItems: 2})
 		}),
 		read("HistoryItemPlacesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
-			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: -1, MaxItems: 5})
+			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: -1, BranchEnd: WholeBranch, MaxItems: 5})
+		}),
+		read("HistoryItemPlacesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: 0, BranchEnd: 2, MaxItems: 5})
 		}),
 		read("HistoryItemPlacesBefore", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryItemPlacesBefore(ctx, projectionsdb.HistoryItemPlacesBeforeParams{TaskID: "t1", Agent: "/root", Before: 9, MaxItems: 2})
@@ -489,7 +524,7 @@ func TestPostgresQuerier(t *testing.T) {
 			return q.DeleteCallsFrom(ctx, projectionsdb.DeleteCallsFromParams{TaskID: "t1", Agent: "/root", BranchIndex: 2})
 		}),
 		read("HistoryItemPlacesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
-			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: -1, MaxItems: 5})
+			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: -1, BranchEnd: WholeBranch, MaxItems: 5})
 		}),
 		read("HistoryCallsBetween", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryCallsBetween(ctx, projectionsdb.HistoryCallsBetweenParams{TaskID: "t1", Agent: "/root", Low: 0, High: 9})

@@ -208,7 +208,7 @@ WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND chunk_no = sql
   AND memoryd_bloom_has(bloom, sqlc.arg(probes)::bytea);
 
 -- name: GetHistoryBranch :one
-SELECT revision, length FROM history_branches WHERE task_id = $1 AND agent = $2;
+SELECT revision, length, position FROM history_branches WHERE task_id = $1 AND agent = $2;
 
 -- name: UpsertHistoryBranch :exec
 INSERT INTO history_branches (task_id, agent, revision, length, position) VALUES ($1, $2, $3, $4, $5)
@@ -241,6 +241,29 @@ WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent)
 SELECT (e.data::json ->> 'keep')::bigint AS keep
 FROM history_branches b JOIN events e ON e.position = b.position
 WHERE b.task_id = $1 AND b.agent = $2;
+
+-- name: BranchLengthAt :one
+-- The length of an agent's branch as of a log position (see the SQLite
+-- query), by the (stream, stream_version) index walked back.
+SELECT coalesce((SELECT (data::json ->> 'length')::bigint FROM events
+    WHERE stream = sqlc.arg(stream) AND type = 'history.branch_changed' AND position <= sqlc.arg(at)
+    ORDER BY stream_version DESC LIMIT 1), 0)::bigint AS length;
+
+-- name: BranchChangesAfter :one
+-- The history.branch_changed events of a stream after a log position: how
+-- many, the fewest entries one kept (0: none) and the last one's position.
+SELECT count(*)::bigint AS changes, coalesce(min((data::json ->> 'keep')::bigint), 0)::bigint AS min_keep,
+    coalesce(max(position), 0)::bigint AS last_position
+FROM events WHERE stream = sqlc.arg(stream) AND type = 'history.branch_changed' AND position > sqlc.arg(after);
+
+-- name: BudgetAt :one
+-- An agent's budget as of a log position (see the SQLite query), by the
+-- partial index events_lifecycle. The budget is read as the JSON text it
+-- is, not unescaped.
+SELECT (data::json -> 'budget')::text AS budget FROM events
+WHERE stream = sqlc.arg(stream) AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called')
+    AND type IN ('agent.registered', 'agent.reattached') AND position <= sqlc.arg(at)
+ORDER BY position DESC LIMIT 1;
 
 -- name: DeleteBranchEntriesFrom :exec
 DELETE FROM history_branch_entries WHERE task_id = $1 AND agent = $2 AND branch_index >= $3;
@@ -279,13 +302,17 @@ WHERE task_id = $1 AND agent = $2 AND call_id = $3 AND branch_index < $4
 ORDER BY branch_index DESC LIMIT 1;
 
 -- name: HistoryWindows :many
+-- The windows of the items below branch_end, with their item counts.
 SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
-WHERE task_id = $1 AND agent = $2 GROUP BY window_ordinal, window_id ORDER BY window_ordinal;
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(branch_end)
+GROUP BY window_ordinal, window_id ORDER BY window_ordinal;
 
 -- name: HistoryItemsAfter :many
+-- The items after a branch index and below branch_end, in branch order.
 SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
     hidden, n_chars, images
 FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index > sqlc.arg(after)
+    AND branch_index < sqlc.arg(branch_end)
 ORDER BY branch_index LIMIT sqlc.arg(max_items)::bigint;
 
 -- name: HistoryItemsBefore :many
@@ -301,6 +328,7 @@ SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_
     i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
 FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
 WHERE i.task_id = sqlc.arg(task_id) AND i.agent = sqlc.arg(agent) AND i.branch_index > sqlc.arg(after)
+    AND i.branch_index < sqlc.arg(branch_end)
 ORDER BY i.branch_index LIMIT sqlc.arg(max_items)::bigint;
 
 -- name: HistoryItemPlacesBefore :many

@@ -17,11 +17,24 @@ type Querier interface {
 	// index), and its first request: the first item of its current branch
 	// that the user typed (raw role user), its entry and when it was recorded.
 	AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOfTasksRow, error)
+	// The history.branch_changed events of a stream after a log position: how
+	// many, the fewest entries one kept (0: none) and the last one's position.
+	BranchChangesAfter(ctx context.Context, arg BranchChangesAfterParams) (BranchChangesAfterRow, error)
 	BranchEntryIDs(ctx context.Context, arg BranchEntryIDsParams) ([]string, error)
 	// The entry ids of an agent's current branch from branch index from_index,
 	// at most max_count of them, in order.
 	BranchEntryIDsFrom(ctx context.Context, arg BranchEntryIDsFromParams) ([]string, error)
+	// The length of an agent's branch as of a log position: that of the last
+	// history.branch_changed of its stream at or before the position (0: none).
+	// A stream's versions grow with its positions, so the (stream,
+	// stream_version) index is walked back from the stream's end.
+	BranchLengthAt(ctx context.Context, arg BranchLengthAtParams) (int64, error)
 	BranchPrefixHash(ctx context.Context, arg BranchPrefixHashParams) ([]byte, error)
+	// An agent's budget as of a log position, that of the last agent.registered
+	// or agent.reattached of its stream at or before it, by the partial index
+	// events_lifecycle, whose WHERE this repeats word for word (SQLite uses it
+	// only then).
+	BudgetAt(ctx context.Context, arg BudgetAtParams) (string, error)
 	CallToolName(ctx context.Context, arg CallToolNameParams) (string, error)
 	// The chunks that may hold a needle: every trigram of the needle is in the
 	// chunk's Bloom filter (memoryd_bloom_has, registered by this package).
@@ -71,8 +84,10 @@ type Querier interface {
 	HistoryItemPlacesAfter(ctx context.Context, arg HistoryItemPlacesAfterParams) ([]HistoryItemPlacesAfterRow, error)
 	// HistoryItemPlacesAfter newest first.
 	HistoryItemPlacesBefore(ctx context.Context, arg HistoryItemPlacesBeforeParams) ([]HistoryItemPlacesBeforeRow, error)
+	// The items after a branch index and below branch_end, in branch order.
 	HistoryItemsAfter(ctx context.Context, arg HistoryItemsAfterParams) ([]HistoryItemsAfterRow, error)
 	HistoryItemsBefore(ctx context.Context, arg HistoryItemsBeforeParams) ([]HistoryItemsBeforeRow, error)
+	// The windows of the items below branch_end, with their item counts.
 	HistoryWindows(ctx context.Context, arg HistoryWindowsParams) ([]HistoryWindowsRow, error)
 	InsertAgent(ctx context.Context, arg InsertAgentParams) error
 	InsertBranchEntry(ctx context.Context, arg InsertBranchEntryParams) error

@@ -116,6 +116,32 @@ func (q *Queries) AgentsOfTasks(ctx context.Context, taskIds string) ([]AgentsOf
 	return items, nil
 }
 
+const branchChangesAfter = `-- name: BranchChangesAfter :one
+SELECT CAST(count(*) AS INTEGER) AS changes, CAST(coalesce(min(json_extract(data, '$.keep')), 0) AS INTEGER) AS min_keep,
+    CAST(coalesce(max(position), 0) AS INTEGER) AS last_position
+FROM events WHERE stream = ?1 AND type = 'history.branch_changed' AND position > ?2
+`
+
+type BranchChangesAfterParams struct {
+	Stream string
+	After  int64
+}
+
+type BranchChangesAfterRow struct {
+	Changes      int64
+	MinKeep      int64
+	LastPosition int64
+}
+
+// The history.branch_changed events of a stream after a log position: how
+// many, the fewest entries one kept (0: none) and the last one's position.
+func (q *Queries) BranchChangesAfter(ctx context.Context, arg BranchChangesAfterParams) (BranchChangesAfterRow, error) {
+	row := q.db.QueryRowContext(ctx, branchChangesAfter, arg.Stream, arg.After)
+	var i BranchChangesAfterRow
+	err := row.Scan(&i.Changes, &i.MinKeep, &i.LastPosition)
+	return i, err
+}
+
 const branchEntryIDs = `-- name: BranchEntryIDs :many
 SELECT entry_id FROM history_branch_entries WHERE task_id = ? AND agent = ? ORDER BY branch_index
 `
@@ -192,6 +218,28 @@ func (q *Queries) BranchEntryIDsFrom(ctx context.Context, arg BranchEntryIDsFrom
 	return items, nil
 }
 
+const branchLengthAt = `-- name: BranchLengthAt :one
+SELECT CAST(coalesce((SELECT json_extract(data, '$.length') FROM events
+    WHERE stream = ?1 AND type = 'history.branch_changed' AND position <= ?2
+    ORDER BY stream_version DESC LIMIT 1), 0) AS INTEGER) AS length
+`
+
+type BranchLengthAtParams struct {
+	Stream string
+	At     int64
+}
+
+// The length of an agent's branch as of a log position: that of the last
+// history.branch_changed of its stream at or before the position (0: none).
+// A stream's versions grow with its positions, so the (stream,
+// stream_version) index is walked back from the stream's end.
+func (q *Queries) BranchLengthAt(ctx context.Context, arg BranchLengthAtParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, branchLengthAt, arg.Stream, arg.At)
+	var length int64
+	err := row.Scan(&length)
+	return length, err
+}
+
 const branchPrefixHash = `-- name: BranchPrefixHash :one
 SELECT prefix_hash FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index = ?
 `
@@ -207,6 +255,29 @@ func (q *Queries) BranchPrefixHash(ctx context.Context, arg BranchPrefixHashPara
 	var prefix_hash []byte
 	err := row.Scan(&prefix_hash)
 	return prefix_hash, err
+}
+
+const budgetAt = `-- name: BudgetAt :one
+SELECT CAST(json_extract(data, '$.budget') AS TEXT) AS budget FROM events
+WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called')
+    AND type IN ('agent.registered', 'agent.reattached') AND position <= ?2
+ORDER BY position DESC LIMIT 1
+`
+
+type BudgetAtParams struct {
+	Stream string
+	At     int64
+}
+
+// An agent's budget as of a log position, that of the last agent.registered
+// or agent.reattached of its stream at or before it, by the partial index
+// events_lifecycle, whose WHERE this repeats word for word (SQLite uses it
+// only then).
+func (q *Queries) BudgetAt(ctx context.Context, arg BudgetAtParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, budgetAt, arg.Stream, arg.At)
+	var budget string
+	err := row.Scan(&budget)
+	return budget, err
 }
 
 const callToolName = `-- name: CallToolName :one
@@ -813,7 +884,7 @@ func (q *Queries) GetAgentWithStateAndNoteWrite(ctx context.Context, arg GetAgen
 }
 
 const getHistoryBranch = `-- name: GetHistoryBranch :one
-SELECT revision, length FROM history_branches WHERE task_id = ? AND agent = ?
+SELECT revision, length, position FROM history_branches WHERE task_id = ? AND agent = ?
 `
 
 type GetHistoryBranchParams struct {
@@ -824,12 +895,13 @@ type GetHistoryBranchParams struct {
 type GetHistoryBranchRow struct {
 	Revision int64
 	Length   int64
+	Position int64
 }
 
 func (q *Queries) GetHistoryBranch(ctx context.Context, arg GetHistoryBranchParams) (GetHistoryBranchRow, error) {
 	row := q.db.QueryRowContext(ctx, getHistoryBranch, arg.TaskID, arg.Agent)
 	var i GetHistoryBranchRow
-	err := row.Scan(&i.Revision, &i.Length)
+	err := row.Scan(&i.Revision, &i.Length, &i.Position)
 	return i, err
 }
 
@@ -1078,14 +1150,16 @@ SELECT i.branch_index, i.entry_id, i.window_ordinal, i.window_id, i.role, i.raw_
     i.tool_call_id, i.hidden, i.n_chars, i.images, e.text_chunk, e.text_bytes
 FROM history_items i JOIN history_entries e ON e.task_id = i.task_id AND e.agent = i.agent AND e.entry_id = i.entry_id
 WHERE i.task_id = ?1 AND i.agent = ?2 AND i.branch_index > ?3
-ORDER BY i.branch_index LIMIT ?4
+    AND i.branch_index < ?4
+ORDER BY i.branch_index LIMIT ?5
 `
 
 type HistoryItemPlacesAfterParams struct {
-	TaskID   string
-	Agent    string
-	After    int64
-	MaxItems int64
+	TaskID    string
+	Agent     string
+	After     int64
+	BranchEnd int64
+	MaxItems  int64
 }
 
 type HistoryItemPlacesAfterRow struct {
@@ -1112,6 +1186,7 @@ func (q *Queries) HistoryItemPlacesAfter(ctx context.Context, arg HistoryItemPla
 		arg.TaskID,
 		arg.Agent,
 		arg.After,
+		arg.BranchEnd,
 		arg.MaxItems,
 	)
 	if err != nil {
@@ -1230,14 +1305,16 @@ const historyItemsAfter = `-- name: HistoryItemsAfter :many
 SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_namespace, tool_name, tool_call_id,
     hidden, n_chars, images
 FROM history_items WHERE task_id = ?1 AND agent = ?2 AND branch_index > ?3
-ORDER BY branch_index LIMIT ?4
+    AND branch_index < ?4
+ORDER BY branch_index LIMIT ?5
 `
 
 type HistoryItemsAfterParams struct {
-	TaskID   string
-	Agent    string
-	After    int64
-	MaxItems int64
+	TaskID    string
+	Agent     string
+	After     int64
+	BranchEnd int64
+	MaxItems  int64
 }
 
 type HistoryItemsAfterRow struct {
@@ -1255,11 +1332,13 @@ type HistoryItemsAfterRow struct {
 	Images        int64
 }
 
+// The items after a branch index and below branch_end, in branch order.
 func (q *Queries) HistoryItemsAfter(ctx context.Context, arg HistoryItemsAfterParams) ([]HistoryItemsAfterRow, error) {
 	rows, err := q.db.QueryContext(ctx, historyItemsAfter,
 		arg.TaskID,
 		arg.Agent,
 		arg.After,
+		arg.BranchEnd,
 		arg.MaxItems,
 	)
 	if err != nil {
@@ -1368,12 +1447,14 @@ func (q *Queries) HistoryItemsBefore(ctx context.Context, arg HistoryItemsBefore
 
 const historyWindows = `-- name: HistoryWindows :many
 SELECT window_ordinal, window_id, count(*) AS item_count FROM history_items
-WHERE task_id = ? AND agent = ? GROUP BY window_ordinal, window_id ORDER BY window_ordinal
+WHERE task_id = ?1 AND agent = ?2 AND branch_index < ?3
+GROUP BY window_ordinal, window_id ORDER BY window_ordinal
 `
 
 type HistoryWindowsParams struct {
-	TaskID string
-	Agent  string
+	TaskID    string
+	Agent     string
+	BranchEnd int64
 }
 
 type HistoryWindowsRow struct {
@@ -1382,8 +1463,9 @@ type HistoryWindowsRow struct {
 	ItemCount     int64
 }
 
+// The windows of the items below branch_end, with their item counts.
 func (q *Queries) HistoryWindows(ctx context.Context, arg HistoryWindowsParams) ([]HistoryWindowsRow, error) {
-	rows, err := q.db.QueryContext(ctx, historyWindows, arg.TaskID, arg.Agent)
+	rows, err := q.db.QueryContext(ctx, historyWindows, arg.TaskID, arg.Agent, arg.BranchEnd)
 	if err != nil {
 		return nil, err
 	}
