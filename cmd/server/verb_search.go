@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/memory"
@@ -33,7 +34,7 @@ an audit record. --agent-kind keeps the agents of one kind (pi, claude-code, cod
 				return &usageError{"search needs a TEXT that is not empty"}
 			case *limit < 1 || *limit > memory.SearchAllMaxLimit:
 				return &usageError{fmt.Sprintf("--limit must be 1 to %d, not %d", memory.SearchAllMaxLimit, *limit)}
-			case *kind != "" && memory.AgentKind(*kind+"/") != *kind:
+			case *kind != "" && !slices.Contains(memory.AgentKinds, *kind):
 				return &usageError{fmt.Sprintf("--agent-kind %q: the kinds are %s", *kind, strings.Join(memory.AgentKinds, ", "))}
 			}
 			if *since != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func (s *Service) SearchAll(ctx context.Context, q SearchAllQuery) (SearchAllRes
 		return out, invalidf("the text to find is empty")
 	case q.Limit < 1 || q.Limit > SearchAllMaxLimit:
 		return out, invalidf("limit must be 1 to %d, not %d", SearchAllMaxLimit, q.Limit)
-	case q.Kind != "" && AgentKind(q.Kind+"/") != q.Kind:
+	case q.Kind != "" && !slices.Contains(AgentKinds, q.Kind):
 		return out, invalidf("agent kind %q: the kinds are %s", q.Kind, strings.Join(AgentKinds, ", "))
 	}
 	before := int64(0)
@@ -88,8 +89,9 @@ func (s *Service) SearchAll(ctx context.Context, q SearchAllQuery) (SearchAllRes
 		}
 		for _, task := range page.Tasks {
 			if !q.Since.IsZero() {
+				// Tasks come newest activity first: the rest are older still.
 				if at, err := time.Parse(time.RFC3339Nano, task.LastActivityAt); err == nil && at.Before(q.Since) {
-					continue
+					return out, nil
 				}
 			}
 			out.TasksSearched++
