@@ -14,8 +14,8 @@ import (
 // holds, for each handler, [hooks.state."<file>:<event>:<group>:<handler>"]
 // trusted_hash = "sha256:…", the hash of what the handler is. An untrusted
 // hook is skipped silently in codex exec (docs/codex.md §3), so memoryd's
-// setup writes the hashes of the hooks it writes (memoryd setup codex, to
-// come: issue 35).
+// setup writes the hashes of the hooks it writes (memoryd setup codex,
+// setup_codex.go).
 
 // codexHookGroup is one group of a hook event in Codex's hooks.json.
 type codexHookGroup struct {

@@ -21,30 +21,53 @@ var setupVerb = verb{
 	summary:  "make a coding agent use memoryd: its MCP tools and hooks, in the agent's settings",
 	about: `
 Writes memoryd into a coding agent's settings, or with --remove takes it out again; nothing else in
-those files changes. HOST is the agent: claude-code. For Claude Code it writes, for the user
-(~/.claude.json and ~/.claude/settings.json) or with --project for the current folder (.mcp.json
-and .claude/settings.json):
+those files changes. HOST is the agent: claude-code or codex. For Claude Code it writes, for the
+user (~/.claude.json and ~/.claude/settings.json) or with --project for the current folder
+(.mcp.json and .claude/settings.json):
   - memoryd as an MCP server, named memoryd: memoryd mcp --addr A on stdio, which finds the token itself;
   - the hooks: memoryd hook claude-code --addr A on PreToolUse of memoryd's tools (which names each
     call's session), SessionStart (memoryd's bootstrap after a compaction or a resume), PreCompact,
     Stop, SubagentStop and SessionEnd (each syncs the session's transcript as the task's history);
   - the permission to use memoryd's tools (mcp__memoryd) without asking.
+For Codex it writes, in $CODEX_HOME (default ~/.codex; no --project):
+  - in config.toml, [mcp_servers.memoryd]: memoryd mcp --addr A, its tools approved, and the
+    variables memoryd reads (MEMORYD_TOKEN, MEMORYD_DB, ...) passed on to it;
+  - in hooks.json, memoryd hook codex --addr A on the same events, and in config.toml the trust of
+    each ([hooks.state."..."]), without which Codex skips them.
+  config.toml is edited by table: the rest of it stays byte for byte, or nothing is written.
 Running it again replaces what it wrote. The commands name this memoryd's binary by its absolute
 path (--bin to choose another), so the agent needs no PATH; a memoryd must serve on --addr while the
-agent runs (memoryd serve). See docs/claude-code.md.`,
-	args: []arg{{name: "HOST", about: "the coding agent: claude-code"}},
+agent runs (memoryd serve). See docs/claude-code.md and docs/codex.md.`,
+	args: []arg{{name: "HOST", about: "the coding agent: claude-code or codex"}},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
-		project := fs.Bool("project", false, "write the current folder's settings, not the user's")
+		project := fs.Bool("project", false, "write the current folder's settings, not the user's (claude-code)")
 		remove := fs.Bool("remove", false, "take memoryd out of the settings instead")
 		addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "the address of the memoryd the agent uses, `HOST:PORT` (env MEMORYD_ADDR)")
 		bin := fs.String("bin", "", "the memoryd binary the agent runs, `PATH` (default: this one)")
 		return func(ctx context.Context, in *invocation) error {
-			if in.args[0] != "claude-code" {
-				return &usageError{fmt.Sprintf("setup: unknown host %q; the one memoryd knows is claude-code", in.args[0])}
+			host := in.args[0]
+			if host != "claude-code" && host != "codex" {
+				return &usageError{fmt.Sprintf("setup: unknown host %q; memoryd knows claude-code and codex", host)}
+			}
+			if host == "codex" && *project {
+				return &usageError{"setup: --project is for claude-code; setup codex writes the user's settings, in $CODEX_HOME"}
 			}
 			a, err := listenAddress(*addr)
 			if err != nil {
 				return err
+			}
+			if host == "codex" {
+				home, err := codexHome(in.getenv)
+				if err != nil {
+					return err
+				}
+				exe := ""
+				if !*remove {
+					if exe, err = memorydBinary(*bin); err != nil {
+						return err
+					}
+				}
+				return setupCodex(in, home, exe, dialable(a))
 			}
 			files, err := claudeCodeFiles(in.getenv, *project)
 			if err != nil {
