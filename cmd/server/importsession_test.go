@@ -138,7 +138,7 @@ func TestImportSessionClaudeCode(t *testing.T) {
 	if len(s.SubAgents) != 1 || s.SubAgents[0].Stored == 0 || !strings.HasPrefix(s.SubAgents[0].Agent, "/root/") || s.TaskID == r.TaskID {
 		t.Errorf("the session with a sub-agent: %+v", s)
 	}
-	if _, _, err := fxRun(t, nil, "import-session", "--db", db, "--format", "codex", withSub); err == nil {
+	if _, _, err := fxRun(t, nil, "import-session", "--db", db, "--format", "opencode", withSub); err == nil {
 		t.Error("an unknown format was accepted")
 	}
 }

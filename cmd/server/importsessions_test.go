@@ -201,7 +201,8 @@ func TestImportSessionsRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--db", db}, `--from "": give --from pi or --from claude-code`},
+		{[]string{"--db", db}, `--from "": give --from pi, claude-code or codex, a comma list of them, or all`},
+		{[]string{"--db", db, "--from", "pi,vim"}, `--from "pi,vim"`},
 		{[]string{"--db", db, "--from", "vim"}, `--from "vim"`},
 		{[]string{"--db", db, "--from", "pi", "--since", "yesterday"}, `--since "yesterday": give a date`},
 		{[]string{"--db", db, "--from", "pi", filepath.Join(dir, "none")}, "not a folder of pi sessions"},

@@ -12,8 +12,8 @@ import (
 
 var importSessionVerb = verb{
 	name:     "import-session",
-	synopsis: "import-session --db F [--format pi|claude-code] SESSION.jsonl",
-	summary:  "attach a Pi or Claude Code session file as a task, its entries and branch synced",
+	synopsis: "import-session --db F [--format pi|claude-code|codex] SESSION.jsonl",
+	summary:  "attach a Pi, Claude Code or Codex session file as a task, its entries and branch synced",
 	about: `
 Reads a session file and stores it in the database --db (created if missing) as a task: attaches it,
 syncs every entry and the branch from its last entry to the root, in one transaction. A refused entry
@@ -23,12 +23,15 @@ stores nothing and names its line. Prints the attach and sync result as JSON.
 --format claude-code reads a Claude Code transcript (~/.claude/projects/<folder>/<session id>.jsonl)
 as its hooks sync it (docs/claude-code.md), under their session key claude-code/<session id>, so a
 session from before memoryd setup claude-code continues in the same task; its sub-agents'
-transcripts (<session id>/subagents/agent-<id>.jsonl) become child agents. Importing again stores
-only what is new.`,
-	args: []arg{{name: "SESSION.jsonl", about: "a Pi session file (its first line is the session header), or a Claude Code transcript"}},
+transcripts (<session id>/subagents/agent-<id>.jsonl) become child agents. --format codex reads a
+Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl) as its hooks sync it
+(docs/codex.md), under the session key codex/<session id>; a sub-agent's rollout becomes a child
+agent of its session's task, codex/<session id>/<thread id>, and its session's rollout, found in the
+same sessions folder, is imported first when it was not. Importing again stores only what is new.`,
+	args: []arg{{name: "SESSION.jsonl", about: "a Pi session file (its first line is the session header), a Claude Code transcript or a Codex rollout"}},
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		db := fs.String("db", getenv("MEMORYD_DB"), "database `F` to create or add to (env MEMORYD_DB)")
-		format := fs.String("format", "pi", "the session file's `FORMAT`: pi or claude-code")
+		format := fs.String("format", "pi", "the session file's `FORMAT`: pi, claude-code or codex")
 		return func(ctx context.Context, in *invocation) error {
 			if *db == "" {
 				return &usageError{"import-session needs --db F (or MEMORYD_DB): the database to import into"}
@@ -38,8 +41,10 @@ only what is new.`,
 				return runImportSession(ctx, *db, in.args[0], in)
 			case "claude-code":
 				return runImportClaudeCode(ctx, *db, in.args[0], in)
+			case "codex":
+				return runImportCodex(ctx, *db, in.args[0], in)
 			}
-			return &usageError{fmt.Sprintf("--format %q: the formats are pi and claude-code", *format)}
+			return &usageError{fmt.Sprintf("--format %q: the formats are pi, claude-code and codex", *format)}
 		}
 	},
 }
@@ -61,6 +66,33 @@ func runImportClaudeCode(ctx context.Context, db, file string, in *invocation) (
 	defer func() { closeDB(err != nil) }()
 	report, done := progress(in.stderr, "import-session", "entries", -1)
 	res, err := forensics.ImportClaudeCodeSession(ctx, svc, path, report)
+	done()
+	if err != nil {
+		return err
+	}
+	if err := svc.Close(); err != nil {
+		return err
+	}
+	return writeJSON(in.stdout, res)
+}
+
+// runImportCodex imports a Codex rollout as a task, or a sub-agent's as a
+// child agent of its session's task, all or nothing.
+func runImportCodex(ctx context.Context, db, file string, in *invocation) (err error) {
+	path, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	svc, closeDB, err := openAllOrNothing(ctx, db, in.stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { closeDB(err != nil) }()
+	report, done := progress(in.stderr, "import-session", "entries", -1)
+	res, err := forensics.ImportCodexSession(ctx, svc, path, forensics.RolloutFinder(path), report)
 	done()
 	if err != nil {
 		return err

@@ -2,8 +2,8 @@
 //
 // It replays an exported log into a scratch or named database, verifies
 // live projections against a rebuild, runs one tool at any past position,
-// re-executes the read audit to detect recovery regressions, and imports Pi
-// session files.
+// re-executes the read audit to detect recovery regressions, and imports
+// the session files of Pi, Claude Code and Codex.
 package forensics
 
 import (
