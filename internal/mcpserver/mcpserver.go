@@ -26,13 +26,15 @@ type Call struct {
 	Tool string
 	Args json.RawMessage
 	// HostCallID is the host's id of the call, from the request's _meta,
-	// or "". Claude Code sends its tool_use id as claudecode/toolUseId.
+	// or "". Claude Code sends its tool_use id as claudecode/toolUseId,
+	// Codex the model's call_id as callId; each is the tool_use_id of the
+	// host's PreToolUse hook.
 	HostCallID string
 }
 
-// hostCallIDKey is the _meta key under which Claude Code sends the id of
-// the model's tool_use block.
-const hostCallIDKey = "claudecode/toolUseId"
+// hostCallIDKeys are the _meta keys under which the hosts send the id of
+// the model's tool call: Claude Code's, and Codex's.
+var hostCallIDKeys = []string{"claudecode/toolUseId", "callId"}
 
 // Options configure New.
 type Options struct {
@@ -58,8 +60,11 @@ func New(call Caller, opts Options) *mcp.Server {
 		}
 		s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c := Call{Tool: name, Args: req.Params.Arguments}
-			if id, ok := req.Params.Meta[hostCallIDKey].(string); ok {
-				c.HostCallID = id
+			for _, k := range hostCallIDKeys {
+				if id, ok := req.Params.Meta[k].(string); ok && id != "" {
+					c.HostCallID = id
+					break
+				}
 			}
 			res, err := call(ctx, c)
 			if err != nil {

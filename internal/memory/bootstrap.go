@@ -23,8 +23,8 @@ const (
 
 // bootstrapInput is everything the bootstrap text is made of.
 type bootstrapInput struct {
-	// host is "" for Pi's rollover, or claude-code for a Claude Code
-	// session after its own compaction or a resume.
+	// host is "" for Pi's rollover, or KindClaudeCode or KindCodex for
+	// such a session after its own compaction or a resume.
 	host                           string
 	agent, reason                  string
 	firstWindow, current, previous string
@@ -96,12 +96,22 @@ func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]reque
 	return out, older
 }
 
+// hostTools names memoryd's tools as the host shows them to the model:
+// Claude Code as functions mcp__memoryd__<tool>, Codex as the functions of
+// the namespace mcp__memoryd.
+func hostTools(host string) string {
+	if host == KindCodex {
+		return "the mcp__memoryd namespace"
+	}
+	return "mcp__memoryd__*"
+}
+
 // renderBootstrap renders the bootstrap text. It is pure, and golden files
 // in testdata/bootstrap pin its output.
 func renderBootstrap(in bootstrapInput) string {
 	var b strings.Builder
-	if in.host == "claude-code" {
-		b.WriteString("memoryd keeps this session's whole transcript as read-only history and your notes, through its tools (mcp__memoryd__*). A summary loses details: recover them from there, not from memory.\n\n")
+	if in.host != "" {
+		fmt.Fprintf(&b, "memoryd keeps this session's whole transcript as read-only history and your notes, through its tools (%s). A summary loses details: recover them from there, not from memory.\n\n", hostTools(in.host))
 	} else {
 		b.WriteString(history.ResetMarker + "\n")
 		b.WriteString("This is a context-window reset notice, NOT a conversation summary. The previous context window was closed and none of its conversation is kept here.\n\n")
@@ -117,12 +127,12 @@ func renderBootstrap(in bootstrapInput) string {
 	b.WriteString("Recovery protocol:\n")
 	b.WriteString("1. Read your notes checkpoint first (for example notes_read_file with path checkpoint.md).\n")
 	previous := in.previous
-	if previous == "" && in.host == "claude-code" {
+	if previous == "" && in.host != "" {
 		previous = in.current
 	}
 	fmt.Fprintf(&b, "2. For missing details use history: read a known item directly with history_read_item (window_id and item_id), or find it first: history_list_items with window_id %s and role user for the requirements, history_search_contents with a keyword for evidence, then history_read_item with the offset_chars and limit_chars it returned.\n", previous)
 	b.WriteString("3. Do not ask the user again for anything you can recover from notes or history.\n")
-	if in.host == "claude-code" {
+	if in.host != "" {
 		b.WriteString("4. Take incremental notes while you work (notes_append_to_file, notes_write_file), so a compaction loses nothing you need.\n\n")
 	} else {
 		b.WriteString("4. A reminder or fallback whose source_context_window_id is not the current window is stale: ignore it.\n")
@@ -152,26 +162,31 @@ func renderBootstrap(in bootstrapInput) string {
 	}
 	b.WriteString("\n")
 
-	if in.host == "claude-code" {
+	if in.host != "" {
 		fmt.Fprintf(&b, "Existing notes for %s (newest first; bodies are not included):\n", in.agent)
 	} else {
 		fmt.Fprintf(&b, "Existing notes for %s at this context-window reset (newest first; bodies are not included):\n", in.agent)
 	}
-	switch {
-	case in.notesErr != nil:
-		b.WriteString("The notes index is unavailable right now; use notes_list_files_by_prefix and notes_search_contents to find your notes.\n")
-	case len(in.notes) == 0:
-		b.WriteString("There are no note files for this agent yet.\n")
-	default:
-		notes := slices.Clone(in.notes)
-		slices.SortStableFunc(notes, func(x, y projections.NoteInfo) int { return int(y.UpdatedPosition - x.UpdatedPosition) })
-		notes, omitted := limitList(notes, bootstrapNotesFiles)
-		lines := make([]notesLine, len(notes))
-		for i, n := range notes {
-			lines[i] = notesLine{Path: address.Full(in.agent, n.Path), Bytes: n.Bytes, UpdatedAt: n.UpdatedAt}
-		}
-		text, _, _ := fitList(lines, bootstrapNotesChars, omitted, "use notes_list_files_by_prefix to see every note file")
-		b.WriteString(text + "\n")
-	}
+	b.WriteString(notesListing(in.agent, in.notes, in.notesErr))
 	return b.String()
+}
+
+// notesListing lists agent's notes, newest first, within the bootstrap's
+// bounds.
+func notesListing(agent string, notes []projections.NoteInfo, notesErr error) string {
+	switch {
+	case notesErr != nil:
+		return "The notes index is unavailable right now; use notes_list_files_by_prefix and notes_search_contents to find your notes.\n"
+	case len(notes) == 0:
+		return "There are no note files for this agent yet.\n"
+	}
+	notes = slices.Clone(notes)
+	slices.SortStableFunc(notes, func(x, y projections.NoteInfo) int { return int(y.UpdatedPosition - x.UpdatedPosition) })
+	notes, omitted := limitList(notes, bootstrapNotesFiles)
+	lines := make([]notesLine, len(notes))
+	for i, n := range notes {
+		lines[i] = notesLine{Path: address.Full(agent, n.Path), Bytes: n.Bytes, UpdatedAt: n.UpdatedAt}
+	}
+	text, _, _ := fitList(lines, bootstrapNotesChars, omitted, "use notes_list_files_by_prefix to see every note file")
+	return text + "\n"
 }

@@ -10,7 +10,7 @@ import (
 // hostCalls remembers the agent of each tool call a host announced. MCP
 // calls from Claude Code carry no task: its PreToolUse hook names the call
 // by the host's id before the call runs, and the call then finds its agent
-// by that id (docs/claude-code.md, §6). The model cannot choose the id.
+// by that id (docs/claude-code.md §6; Codex alike, docs/codex.md). The model cannot choose the id.
 type hostCalls struct {
 	mu    sync.Mutex
 	byID  map[string]hostCall
@@ -62,7 +62,7 @@ func (s *Service) HostCall(id string) (CallContext, error) {
 	c, ok := h.byID[id]
 	if id == "" || !ok || time.Since(c.at) > hostCallTTL {
 		return CallContext{}, newError(ErrForbidden, "memoryd does not know this call: the host's PreToolUse hook announces each call "+
-			"before it runs, and this one was not announced or is older than %s (docs/claude-code.md)", hostCallTTL)
+			"before it runs, and this one was not announced or is older than %s (docs/claude-code.md, docs/codex.md)", hostCallTTL)
 	}
 	return c.cc, nil
 }

@@ -18,7 +18,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const port = Number(process.argv[2] || process.env.MS_PORT || 8790);
-const logFile = process.argv[3] || process.env.MS_LOG || '/home/dev/codex-samples/logs/model-requests.jsonl';
+const logFile = process.argv[3] || process.env.MS_LOG;
+if (!logFile) throw new Error('usage: model-server.mjs PORT LOGFILE (or MS_LOG)');
 fs.mkdirSync(path.dirname(logFile), { recursive: true });
 let seq = 0;
 

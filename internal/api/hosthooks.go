@@ -1,9 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,17 +15,24 @@ import (
 	"github.com/memoryd/memoryd/internal/version"
 )
 
-// handleClaudeCodeHook handles "POST /v1/hooks/claude-code": a Claude Code
-// hook's input, as its command or http hook sends it. Fields memoryd does
-// not read are let through, since the host adds fields over time.
-func handleClaudeCodeHook(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
+// handleHostHook handles "POST /v1/hooks/{host}": a Claude Code or Codex
+// hook's input, as its command (or Claude Code's http) hook sends it.
+// Fields memoryd does not read are let through, since the hosts add fields
+// over time. memoryd_task, memoryd's own, names the task a hand-off's new
+// session joins (memoryd hook reads it from MEMORYD_TASK).
+func handleHostHook(log *slog.Logger, svc *memory.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var in map[string]any
+		host := r.PathValue("host")
+		if host != memory.KindClaudeCode && host != memory.KindCodex {
+			writeError(w, r, log, httpErr(errNoRoute, "unknown host "+strconv.Quote(host)+"; memoryd takes the hooks of claude-code and codex"))
+			return
+		}
+		var in map[string]json.RawMessage
 		if err := decode(r, &in); err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		var h memory.ClaudeCodeHook
+		h := memory.HostHook{Host: host}
 		for _, f := range []struct {
 			key string
 			v   *string
@@ -30,21 +40,31 @@ func handleClaudeCodeHook(log *slog.Logger, svc *memory.Service) http.HandlerFun
 			{"hook_event_name", &h.Event}, {"session_id", &h.SessionID}, {"transcript_path", &h.TranscriptPath},
 			{"tool_use_id", &h.ToolUseID}, {"agent_id", &h.AgentID}, {"source", &h.Source},
 		} {
-			switch v := in[f.key].(type) {
-			case nil:
-			case string:
-				*f.v = v
-			default:
+			raw, ok := in[f.key]
+			if !ok || string(raw) == "null" {
+				continue
+			}
+			if json.Unmarshal(raw, f.v) != nil {
 				writeError(w, r, log, httpErr(errBadRequest, "field "+f.key+" must be a string"))
 				return
 			}
 		}
-		answer, err := svc.HandleClaudeCodeHook(r.Context(), h, requestID(r.Context()))
+		if raw, ok := in["memoryd_task"]; ok && string(raw) != "null" {
+			var t memory.TaskRef
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&t); err != nil || t.TaskID == "" {
+				writeError(w, r, log, httpErr(errBadRequest, `field memoryd_task must be {"task_id":…,"parent_agent":…,"agent_name":…} with a task_id`))
+				return
+			}
+			h.Task = &t
+		}
+		answer, err := svc.HandleHostHook(r.Context(), h, requestID(r.Context()))
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		// The answer is the hook's output as Claude Code reads it.
+		// The answer is the hook's output as the host reads it.
 		out := map[string]any{}
 		if answer.AdditionalContext != "" {
 			out["hookSpecificOutput"] = map[string]any{"hookEventName": h.Event, "additionalContext": answer.AdditionalContext}

@@ -169,3 +169,132 @@ func TestToolCallByHostCallID(t *testing.T) {
 		t.Errorf("an id and a context: %d %s", st, b)
 	}
 }
+
+// codexHook posts a Codex hook's input, as memoryd hook codex passes it.
+func codexHook(t *testing.T, ts *testServer, in map[string]any) string {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	st, body := ts.do(t, "POST", "/v1/hooks/codex", string(b))
+	if st != http.StatusOK {
+		t.Fatalf("%s hook: %d %s", in["hook_event_name"], st, body)
+	}
+	return string(body)
+}
+
+// TestCodexCallsRunAsTheirThread: Codex's PreToolUse binds its call_id,
+// which its MCP calls carry as _meta.callId, to the session's agent, and a
+// sub-agent's (whose hooks name its own rollout) to a child agent of the
+// session's task, without re-attaching the session to the sub-agent's file.
+func TestCodexCallsRunAsTheirThread(t *testing.T) {
+	ts := newTestServer(t, nil)
+	cs, err := mcpClient(t, ts, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session, sub = "01a24ed0-1a83-7450-adb3-cb0ea260fb91", "01a24ed1-0000-7000-8000-000000000002"
+	rollout := "/home/dev/.codex/sessions/2026/12/07/rollout-2026-12-07T08-00-00-" + session + ".jsonl"
+	subRollout := "/home/dev/.codex/sessions/2026/12/07/rollout-2026-12-07T08-01-00-" + sub + ".jsonl"
+	codexHook(t, ts, map[string]any{"hook_event_name": "SessionStart", "session_id": session, "transcript_path": rollout, "source": "startup"})
+	codexHook(t, ts, map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "transcript_path": rollout,
+		"tool_name": "mcp__memoryd__notes_write_file", "tool_use_id": "call_1"})
+	codexHook(t, ts, map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "transcript_path": subRollout,
+		"agent_id": sub, "agent_type": "default", "tool_name": "mcp__memoryd__notes_write_file", "tool_use_id": "call_2"})
+	for _, c := range []struct{ id, text string }{{"call_1", "the session's"}, {"call_2", "the sub-agent's"}} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tools.NotesWriteFile,
+			Arguments: map[string]any{"path": "checkpoint.md", "text": c.text},
+			Meta:      mcp.Meta{"callId": c.id, "threadId": session}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", c.id, err, res)
+		}
+	}
+	evs, err := ts.store.Read(context.Background(), eventlog.Filter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := map[string]string{}
+	var registered []string
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeNoteWritten:
+			var p struct {
+				CallID string `json:"call_id"`
+			}
+			if err := json.Unmarshal(ev.Data, &p); err != nil {
+				t.Fatal(err)
+			}
+			streams[p.CallID] = ev.Stream
+		case events.TypeAgentReattached:
+			t.Errorf("a Codex hook re-attached an agent: %s", ev.Data)
+		case events.TypeAgentRegistered, events.TypeTaskCreated:
+			registered = append(registered, string(ev.Data))
+		}
+	}
+	root, child := streams["call_1"], streams["call_2"]
+	if !strings.HasSuffix(root, "/root") || !strings.HasPrefix(child, strings.TrimSuffix(root, "/root")+"/root/") {
+		t.Errorf("the writes' streams: %v", streams)
+	}
+	all := strings.Join(registered, "\n")
+	for _, want := range []string{`"session_key":"codex/` + session + `"`, `"session_key":"codex/` + session + "/" + sub + `"`, subRollout} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no registration with %s in:\n%s", want, all)
+		}
+	}
+}
+
+// TestHandoffJoinsTheTask: a Codex session whose hooks carry memoryd_task
+// joins that task as a new agent; its first SessionStart answers where the
+// agent it continues stopped, and it reads that agent's note by its full
+// path.
+func TestHandoffJoinsTheTask(t *testing.T) {
+	ts := newTestServer(t, nil)
+	st, b := ts.do(t, "POST", "/v1/sessions/attach", `{"session_key":"pi/first","session_id":"first","session_file":"/home/dev/.pi/s.jsonl"}`)
+	if st != http.StatusOK {
+		t.Fatalf("attach: %d %s", st, b)
+	}
+	var att struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &att); err != nil {
+		t.Fatal(err)
+	}
+	write := `{"context":{"task_id":"` + att.TaskID + `","agent":"/root","call_id":"c1"},"arguments":{"path":"checkpoint.md","text":"the plan: ZEBRA-42"}}`
+	if st, b := ts.do(t, "POST", "/v1/tools/notes_write_file", write); st != http.StatusOK {
+		t.Fatalf("write: %d %s", st, b)
+	}
+	task := map[string]any{"task_id": att.TaskID, "parent_agent": "/root", "agent_name": "codex"}
+	const session = "01a24ed0-0000-7000-8000-00000000000a"
+	rollout := "/home/dev/.codex/sessions/2026/12/07/rollout-2026-12-07T09-00-00-" + session + ".jsonl"
+	answer := codexHook(t, ts, map[string]any{"hook_event_name": "SessionStart", "session_id": session, "transcript_path": rollout,
+		"source": "startup", "memoryd_task": task})
+	for _, want := range []string{"You are agent: /root/codex", "Continuing agent: /root (pi)", "/root/notes/checkpoint.md", `"hookEventName":"SessionStart"`} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("the hand-off's bootstrap lacks %q:\n%s", want, answer)
+		}
+	}
+	codexHook(t, ts, map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "transcript_path": rollout,
+		"tool_use_id": "call_h1", "memoryd_task": task})
+	st, b = ts.do(t, "POST", "/v1/tools/notes_read_file", `{"host_call_id":"call_h1","arguments":{"path":"/root/notes/checkpoint.md"}}`)
+	if st != http.StatusOK || !strings.Contains(string(b), "ZEBRA-42") {
+		t.Errorf("the new agent reads the first one's note: %d %s", st, b)
+	}
+}
+
+// TestHostHookRefusals: an unknown host is no route, and memoryd_task must
+// name a task.
+func TestHostHookRefusals(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, c := range []struct {
+		route, body string
+		want        int
+	}{
+		{"/v1/hooks/cursor", `{"hook_event_name":"Stop","session_id":"s"}`, 404},
+		{"/v1/hooks/codex", `{"hook_event_name":"SessionStart","session_id":"s","memoryd_task":{"agent_name":"x"}}`, 400},
+		{"/v1/hooks/codex", `{"hook_event_name":"SessionStart","session_id":"s","memoryd_task":{"task_id":"T","extra":1}}`, 400},
+		{"/v1/hooks/codex", `{"hook_event_name":"SessionStart","session_id":"s","memoryd_task":"T"}`, 400},
+		{"/v1/hooks/codex", `{"hook_event_name":"SessionStart","session_id":"s","memoryd_task":{"task_id":"no-such-task"}}`, 404},
+	} {
+		if st, b := ts.do(t, "POST", c.route, c.body); st != c.want {
+			t.Errorf("%s %s: %d %s, want %d", c.route, c.body, st, b, c.want)
+		}
+	}
+}
