@@ -102,4 +102,3 @@ func codexSessions(getenv func(string) string) string {
 	}
 	return filepath.Join(home, "sessions")
 }
-

@@ -49,6 +49,7 @@ var verbs = []*verb{
 	&importSessionsVerb,
 	&tasksVerb,
 	&searchVerb,
+	&handoffVerb,
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,
