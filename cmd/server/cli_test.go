@@ -108,7 +108,7 @@ var verbSamples = map[string]struct{ flags, pos [][]string }{
 	"inspect":         {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},
 	"stop":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--wait", "5s"}}},
 	"hook":            {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}, pos: [][]string{{"claude-code"}}},
-	"mcp":             {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}}},
+	"mcp":             {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--db", "m.db"}, {"--tool-names", "codex"}}},
 	"setup":           {flags: [][]string{{"--addr", "127.0.0.1:7411"}, {"--bin", "m.db"}}, pos: [][]string{{"claude-code"}}},
 	"version":         {}, // no flags nor arguments: nothing to order
 }

@@ -486,3 +486,49 @@ func TestHookCodex(t *testing.T) {
 		t.Error("no history was synced")
 	}
 }
+
+// TestHookHandoff: with MEMORYD_TASK set, a Codex session's hook joins that
+// task as the agent it names, and a second session with the same
+// MEMORYD_TASK (another window, or after /clear) as the next free name;
+// SessionStart answers the hand-off's bootstrap.
+func TestHookHandoff(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	getenv := env(map[string]string{"HOME": dir})
+	s := startServe(t, db, getenv)
+	addr := strings.TrimPrefix(s.url, "http://")
+	token, err := existingToken(getenv, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := apiClient{addr: addr, token: token, http: http.DefaultClient}
+	var first memory.AttachResult
+	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "/home/dev/.pi/s.jsonl", "session_id": "p1"}, &first); err != nil {
+		t.Fatal(err)
+	}
+	task := fmt.Sprintf(`{"task_id":%q,"parent_agent":"/root","agent_name":"codex"}`, first.TaskID)
+	withTask := env(map[string]string{"HOME": dir, "MEMORYD_TASK": task})
+	start := func(session string) string {
+		t.Helper()
+		in, _ := json.Marshal(map[string]any{"hook_event_name": "SessionStart", "session_id": session, "source": "startup",
+			"transcript_path": filepath.Join(dir, ".codex", "sessions", "2026", "12", "07", "rollout-2026-12-07T09-00-00-"+session+".jsonl")})
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"hook", "codex", "--addr", addr, "--db", db}, withTask, bytes.NewReader(in), &out, io.Discard); err != nil {
+			t.Fatalf("SessionStart of %s: %v", session, err)
+		}
+		return out.String()
+	}
+	for _, c := range []struct{ session, agent string }{{"c1", "/root/codex"}, {"c2", "/root/codex_2"}} {
+		if out := start(c.session); !strings.Contains(out, "You are agent: "+c.agent+"\\n") || !strings.Contains(out, "Continuing agent: /root (pi)") {
+			t.Errorf("session %s: %s", c.session, out)
+		}
+	}
+	if out := start("c1"); !strings.Contains(out, "You are agent: /root/codex\\n") {
+		t.Errorf("session c1 again: %s", out)
+	}
+	bad := env(map[string]string{"HOME": dir, "MEMORYD_TASK": "not json"})
+	if err := run(context.Background(), []string{"hook", "codex", "--addr", addr, "--db", db}, bad, strings.NewReader(`{}`), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "MEMORYD_TASK must be JSON") {
+		t.Errorf("a MEMORYD_TASK that is not JSON: %v", err)
+	}
+}

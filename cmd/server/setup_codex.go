@@ -97,7 +97,7 @@ func setupCodex(in *invocation, home, exe, addr string) error {
 		command = shellQuote(exe) + " hook codex --addr " + addr
 		server = map[string]any{
 			"command":                     exe,
-			"args":                        []any{"mcp", "--addr", addr},
+			"args":                        []any{"mcp", "--addr", addr, "--tool-names", "codex"},
 			"default_tools_approval_mode": "approve", // else codex exec refuses every call
 			"env_vars":                    toAnySlice(codexEnvVars),
 		}

@@ -117,7 +117,7 @@ func TestSetupCodexFresh(t *testing.T) {
 		}
 	}
 	server := codexConfig(t, home)["mcp_servers"].(map[string]any)["memoryd"]
-	if want := map[string]any{"command": bin, "args": []any{"mcp", "--addr", "127.0.0.1:7411"}, "default_tools_approval_mode": "approve",
+	if want := map[string]any{"command": bin, "args": []any{"mcp", "--addr", "127.0.0.1:7411", "--tool-names", "codex"}, "default_tools_approval_mode": "approve",
 		"env_vars": []any{"MEMORYD_TOKEN", "MEMORYD_DB", "MEMORYD_ADDR", "XDG_DATA_HOME", "MEMORYD_AUTOSTART"}}; !reflect.DeepEqual(server, want) {
 		t.Errorf("[mcp_servers.memoryd] = %v", server)
 	}

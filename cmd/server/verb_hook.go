@@ -78,7 +78,19 @@ func passHook(ctx context.Context, in *invocation, host, addr, db string) error 
 	if err != nil {
 		return err
 	}
+	token, err := agentToken(ctx, in, addr, db, "sending it the hook")
+	if err != nil {
+		return err
+	}
+	dir, err := databaseFolder(in.getenv, db)
+	if err != nil {
+		return err
+	}
+	client := apiClient{addr: addr, token: token, http: &http.Client{Timeout: hookSyncTimeout}}
 	if task != nil {
+		if task, err = joinHandoff(ctx, client, host, input, *task); err != nil {
+			return err
+		}
 		// The hand-off's task goes with the hook, for the service's attach.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(body, &fields); err != nil {
@@ -91,15 +103,6 @@ func passHook(ctx context.Context, in *invocation, host, addr, db string) error 
 			return err
 		}
 	}
-	token, err := agentToken(ctx, in, addr, db, "sending it the hook")
-	if err != nil {
-		return err
-	}
-	dir, err := databaseFolder(in.getenv, db)
-	if err != nil {
-		return err
-	}
-	client := apiClient{addr: addr, token: token, http: &http.Client{Timeout: hookSyncTimeout}}
 	var syncErr error
 	if host == memory.KindCodex {
 		syncErr = syncCodex(ctx, client, filepath.Join(dir, "codex"), codexSessions(in.getenv), input, task)
@@ -167,4 +170,34 @@ func handoffTask(getenv func(string) string) (*memory.TaskRef, error) {
 		return nil, errors.New(`MEMORYD_TASK must be JSON like {"task_id":"...","parent_agent":"/root","agent_name":"codex"} (memoryd handoff prints it)`)
 	}
 	return &t, nil
+}
+
+// handoffNames bounds the names a hand-off's session tries: its own, then
+// with _2 … _9.
+const handoffNames = 9
+
+// joinHandoff attaches a new session of a hand-off to its task, under the
+// agent name it asks for or, when another session holds that name (a second
+// session started with the same MEMORYD_TASK, or after /clear), the next
+// free one, and returns the task as attached. A known session resumes as
+// it is; a sub-agent's hook leaves the session to its own hooks.
+func joinHandoff(ctx context.Context, c apiClient, host string, in hookInput, task memory.TaskRef) (*memory.TaskRef, error) {
+	if in.SessionID == "" || in.AgentID != "" {
+		return &task, nil
+	}
+	base := task.AgentName
+	req := memory.AttachRequest{SessionKey: memory.HostSessionKey(host, in.SessionID, ""), SessionID: in.SessionID,
+		SessionFile: in.TranscriptPath, Task: &task}
+	for n := 1; ; n++ {
+		var att memory.AttachResult
+		err := c.post(ctx, "/v1/sessions/attach", req, &att)
+		var ae *apiError
+		if err == nil || base == "" || n == handoffNames || !errors.As(err, &ae) || ae.code != memory.CodeConflict {
+			if err != nil {
+				return nil, fmt.Errorf("join task %s as %s: %w", task.TaskID, task.AgentName, err)
+			}
+			return &task, nil
+		}
+		task.AgentName = fmt.Sprintf("%s_%d", base, n+1)
+	}
 }

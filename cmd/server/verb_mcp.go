@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -19,7 +20,7 @@ import (
 
 var mcpVerb = verb{
 	name:     "mcp",
-	synopsis: "mcp [--addr HOST:PORT] [--db F]",
+	synopsis: "mcp [--addr HOST:PORT] [--db F] [--tool-names memoryd|codex]",
 	summary:  "serve memoryd's tools over MCP on stdin and stdout, for a host that starts it",
 	about: `
 Serves memoryd's tools over MCP on stdin and stdout, for a coding agent that starts its MCP servers
@@ -29,23 +30,29 @@ and answers what that route answers, byte for byte. The host's
 configuration then holds no token: this process reads MEMORYD_TOKEN, else the file token beside --db,
 and sends it only to a memoryd that proved it holds it (GET /v1/proof), as memoryd stop does. With
 nothing on a loopback --addr, it starts memoryd there first, as the hook does (unless
-MEMORYD_AUTOSTART=0).`,
+MEMORYD_AUTOSTART=0). --tool-names codex serves the tools under their names in Codex's design
+(history.list_windows, notes.write_file, …), as memoryd setup codex writes it; Codex shows them to its
+model with "_" for ".", as the other names are (docs/codex.md §2).`,
 	flags: func(fs *flag.FlagSet, getenv func(string) string) runFunc {
 		addr := fs.String("addr", envOr(getenv, "MEMORYD_ADDR", "127.0.0.1:7411"), "the address of the memoryd, `HOST:PORT` (env MEMORYD_ADDR)")
 		db := fs.String("db", "", "the database whose token to use, `F` (env MEMORYD_DB; default the one serve uses)")
+		names := fs.String("tool-names", "memoryd", "the tools' names: `NAMES` memoryd (notes_write_file) or codex (notes.write_file)")
 		return func(ctx context.Context, in *invocation) error {
+			if *names != "memoryd" && *names != "codex" {
+				return &usageError{fmt.Sprintf("--tool-names %q: give memoryd or codex", *names)}
+			}
 			a, err := listenAddress(*addr)
 			if err != nil {
 				return err
 			}
-			return serveMCP(ctx, in, dialable(a), *db)
+			return serveMCP(ctx, in, dialable(a), *db, *names == "codex")
 		}
 	},
 }
 
 // serveMCP serves the tools of the memoryd on addr over MCP on the
 // invocation's stdin and stdout until the host closes them.
-func serveMCP(ctx context.Context, in *invocation, addr, db string) error {
+func serveMCP(ctx context.Context, in *invocation, addr, db string, codexNames bool) error {
 	token, err := agentToken(ctx, in, addr, db, "serving its tools")
 	if err != nil {
 		return err
@@ -54,7 +61,7 @@ func serveMCP(ctx context.Context, in *invocation, addr, db string) error {
 	call := func(ctx context.Context, c mcpserver.Call) (memory.ToolResult, error) {
 		return callRemote(ctx, client, addr, c)
 	}
-	server := mcpserver.New(call, mcpserver.Options{Version: version.Get().Version, ErrorBody: func(err error) any {
+	server := mcpserver.New(call, mcpserver.Options{Version: version.Get().Version, CodexNames: codexNames, ErrorBody: func(err error) any {
 		var re *remoteError
 		if errors.As(err, &re) {
 			return re.envelope

@@ -44,6 +44,11 @@ type Options struct {
 	// API answers the same error. api.ErrorEnvelope is the one memoryd
 	// uses.
 	ErrorBody func(err error) any
+	// CodexNames serves the tools under their names in Codex's design
+	// (tools.CodexName: history.list_windows, …). Codex offers a dotted
+	// name to its model with "_" for ".", so the model sees the same
+	// names either way (docs/codex.md §2).
+	CodexNames bool
 }
 
 // New returns an MCP server with memoryd's tools, each answered by call.
@@ -51,8 +56,12 @@ func New(call Caller, opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "memoryd", Version: opts.Version}, nil)
 	for _, spec := range tools.Specs() {
 		name := spec.Name
+		served := name
+		if opts.CodexNames {
+			served = tools.CodexName(name)
+		}
 		t := &mcp.Tool{
-			Name:         name,
+			Name:         served,
 			Description:  spec.Description,
 			InputSchema:  spec.Parameters,
 			OutputSchema: spec.Result,

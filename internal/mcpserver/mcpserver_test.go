@@ -27,7 +27,11 @@ type session struct {
 
 // connect attaches an agent and connects the SDK's client to an MCP server
 // whose calls run as that agent, with call ids of their own.
-func connect(t *testing.T) *session {
+func connect(t *testing.T) *session { return connectWith(t, mcpserver.Options{}) }
+
+// connectWith is connect with the server's options (its ErrorBody and
+// Version set here).
+func connectWith(t *testing.T, opts mcpserver.Options) *session {
 	t.Helper()
 	ctx := context.Background()
 	svc := memorytest.Open(t, memory.OpenOptions{})
@@ -42,10 +46,12 @@ func connect(t *testing.T) *session {
 		c.CallID = fmt.Sprintf("mcp-%d", calls.Add(1))
 		return svc.CallTool(ctx, call.Tool, c, call.Args, "")
 	}
-	server := mcpserver.New(call, mcpserver.Options{Version: "test", ErrorBody: func(err error) any {
+	opts.Version = "test"
+	opts.ErrorBody = func(err error) any {
 		_, body := api.ErrorEnvelope(err)
 		return body
-	}})
+	}
+	server := mcpserver.New(call, opts)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)
 	if err != nil {
@@ -195,5 +201,33 @@ func sameJSON(t *testing.T, what string, a, b any) {
 	ya, _ := json.Marshal(y)
 	if !slices.Equal(xa, ya) {
 		t.Errorf("%s:\n got %s\nwant %s", what, xa, ya)
+	}
+}
+
+// TestCodexNames: with CodexNames the tools are served under the names the
+// design gives them in Codex (history.list_windows, notes.write_file, and
+// get_context_remaining and new_context as they are), and a call by such a
+// name runs the tool.
+func TestCodexNames(t *testing.T) {
+	s := connectWith(t, mcpserver.Options{CodexNames: true})
+	res, err := s.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := []string{"get_context_remaining", "history.list_items", "history.list_windows", "history.read_item", "history.search_contents",
+		"new_context", "notes.append_to_file", "notes.list_files_by_prefix", "notes.read_file", "notes.search_contents", "notes.write_file"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools: %v, want %v", names, want)
+	}
+	if r := s.call(t, "notes.write_file", map[string]any{"path": "a.md", "text": "x"}); r.IsError {
+		t.Errorf("notes.write_file: %s", text(r))
+	}
+	if r := s.call(t, "notes.read_file", map[string]any{"path": "a.md"}); r.IsError || !strings.Contains(text(r), "x") {
+		t.Errorf("notes.read_file: %s", text(r))
 	}
 }

@@ -100,6 +100,18 @@ func compile(c *jsonschema.Compiler, tool, suffix string, schema json.RawMessage
 // Specs returns the tool specs in their fixed order.
 func Specs() []Spec { return slices.Clone(specs) }
 
+// CodexName is the name the design gives a tool in Codex, whose tools
+// are namespaced: history.list_windows, notes.write_file; the two that
+// belong to no namespace keep their names.
+func CodexName(name string) string {
+	for _, ns := range []string{"history", "notes"} {
+		if rest, ok := strings.CutPrefix(name, ns+"_"); ok {
+			return ns + "." + rest
+		}
+	}
+	return name
+}
+
 // Known reports whether name is one of the tools.
 func Known(name string) bool {
 	return slices.ContainsFunc(specs, func(s Spec) bool { return s.Name == name })
