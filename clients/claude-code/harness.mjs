@@ -1,39 +1,18 @@
 // The harness of the tests with the real `claude` CLI (npm @anthropic-ai/claude-code): the scripted
 // Anthropic-Messages server (testdata/claude-code/model-server.mjs), a throwaway HOME for claude, and
 // `claude -p` with memoryd as its MCP server and hook (docs/claude-code.md).
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { hangGuardMs, repoRoot, waitFloorMs } from "../testing/memoryd.mjs";
+import { hangGuardMs, repoRoot } from "../testing/memoryd.mjs";
+import { startScriptedServer } from "../testing/scripted-server.mjs";
 
 export const claudeBin = join(repoRoot, "clients", "node_modules", ".bin", "claude");
 const modelServer = join(repoRoot, "testdata", "claude-code", "model-server.mjs");
 
-/**
- * Starts the scripted model server on a free port, logging each request to log, with env added to its
- * environment (MS_INPUT_TOKENS=N: every answer reports N input tokens); resolves {port, stop()}.
- */
-export async function startModelServer(log, env = {}) {
-  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  let stderr = "";
-  child.stderr.on("data", (s) => (stderr += s));
-  const port = await new Promise((res, rej) => {
-    let out = "";
-    const timer = setTimeout(() => rej(new Error(`the model server printed no port; stderr:\n${stderr}`)), waitFloorMs);
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (s) => {
-      out += s;
-      const m = /^\{"port":(\d+)\}$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    });
-    child.once("exit", (code) => rej(new Error(`the model server exited (${code}); stderr:\n${stderr}`)));
-  });
-  return { port, stop: () => child.kill() };
-}
+/** Starts the scripted model server (see startScriptedServer); resolves {port, stop()}. */
+export const startModelServer = (log, env = {}) => startScriptedServer(modelServer, log, env);
 
 /** A fresh HOME under dir for claude: onboarding done, project trusted, settings given. */
 export function claudeHome(dir, name, project, settings) {

@@ -5,35 +5,14 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { hangGuardMs, repoRoot, waitFloorMs } from "../testing/memoryd.mjs";
+import { hangGuardMs, repoRoot } from "../testing/memoryd.mjs";
+import { startScriptedServer } from "../testing/scripted-server.mjs";
 
 export const codexBin = join(repoRoot, "clients", "node_modules", ".bin", "codex");
 const modelServer = join(repoRoot, "testdata", "codex", "model-server.mjs");
 
-/**
- * Starts the scripted model server on a free port, logging each request to log, with env added to its
- * environment (MS_INPUT_TOKENS=N: every answer reports N input tokens); resolves {port, stop()}.
- */
-export async function startModelServer(log, env = {}) {
-  const child = spawn(process.execPath, [modelServer, "0", log], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  let stderr = "";
-  child.stderr.on("data", (s) => (stderr += s));
-  const port = await new Promise((res, rej) => {
-    let out = "";
-    const timer = setTimeout(() => rej(new Error(`the model server printed no port; stderr:\n${stderr}`)), waitFloorMs);
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (s) => {
-      out += s;
-      const m = /^\{"port":(\d+)\}$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    });
-    child.once("exit", (code) => rej(new Error(`the model server exited (${code}); stderr:\n${stderr}`)));
-  });
-  return { port, stop: () => child.kill() };
-}
+/** Starts the scripted model server (see startScriptedServer); resolves {port, stop()}. */
+export const startModelServer = (log, env = {}) => startScriptedServer(modelServer, log, env);
 
 /** The provider block that points codex at the scripted model server on port (docs/codex.md §1). */
 const provider = (port) => `model = "scripted-model"

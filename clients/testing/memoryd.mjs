@@ -155,3 +155,24 @@ export const waitFloorMs = 60_000;
  * a hang, not a duration: on a slow, loaded machine a test is slow, not failed.
  */
 export const hangGuardMs = 30 * 60_000;
+
+/**
+ * What the tests with a real coding-agent CLI ask of memoryd md over HTTP: tool(context, name, args), a
+ * tool's result as context's agent; taskOf(sessionKey), the task that has an agent of that session key.
+ */
+export function memorydApi(md) {
+  const headers = () => ({ Authorization: `Bearer ${md.token}`, "Content-Type": "application/json" });
+  return {
+    async tool(context, name, args = {}) {
+      const r = await fetch(`${md.url}/v1/tools/${name}`, { method: "POST", headers: headers(), body: JSON.stringify({ context, arguments: args }) });
+      assert.equal(r.status, 200, `${name}: ${await r.clone().text()}`);
+      return r.json();
+    },
+    async taskOf(sessionKey) {
+      const { tasks } = await (await fetch(`${md.url}/v1/tasks`, { headers: headers() })).json();
+      const task = tasks.find((t) => t.agents.some((a) => a.session_key === sessionKey));
+      assert.ok(task, `no task has the session ${sessionKey}: ${JSON.stringify(tasks)}`);
+      return task;
+    },
+  };
+}

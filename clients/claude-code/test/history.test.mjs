@@ -10,29 +10,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { startMemoryd } from "../../testing/memoryd.mjs";
+import { memorydApi, startMemoryd } from "../../testing/memoryd.mjs";
 import { claude, claudeHome, startModelServer } from "../harness.mjs";
 
 let md;
 let model;
 let dir;
 
-const auth = () => ({ Authorization: `Bearer ${md.token}`, "Content-Type": "application/json" });
-
-/** A tool's result over POST /v1/tools/{name}, as the session's root agent (or context). */
-async function tool(context, name, args = {}) {
-  const r = await fetch(`${md.url}/v1/tools/${name}`, { method: "POST", headers: auth(), body: JSON.stringify({ context, arguments: args }) });
-  assert.equal(r.status, 200, `${name}: ${await r.clone().text()}`);
-  return r.json();
-}
-
-/** The task of a Claude Code session, and its agents by session key. */
-async function sessionTask(session) {
-  const { tasks } = await (await fetch(`${md.url}/v1/tasks`, { headers: auth() })).json();
-  const task = tasks.find((t) => t.agents.some((a) => a.session_key === `claude-code/${session}`));
-  assert.ok(task, `no task for the session ${session}`);
-  return task;
-}
+const auth = () => ({ Authorization: `Bearer ${md.token}` });
+const tool = (context, name, args) => memorydApi(md).tool(context, name, args);
+const sessionTask = (session) => memorydApi(md).taskOf(`claude-code/${session}`);
 
 /** The model requests logged to file, parsed. */
 const requests = (file) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { startMemoryd } from "../../testing/memoryd.mjs";
+import { memorydApi, startMemoryd } from "../../testing/memoryd.mjs";
 import { codexExec, codexHome, startModelServer } from "../harness.mjs";
 
 let md;
@@ -17,22 +17,9 @@ let model;
 let big;
 let dir;
 
-const auth = () => ({ Authorization: `Bearer ${md.token}`, "Content-Type": "application/json" });
-
-/** A tool's result over POST /v1/tools/{name}, as context's agent. */
-async function tool(context, name, args = {}) {
-  const r = await fetch(`${md.url}/v1/tools/${name}`, { method: "POST", headers: auth(), body: JSON.stringify({ context, arguments: args }) });
-  assert.equal(r.status, 200, `${name}: ${await r.clone().text()}`);
-  return r.json();
-}
-
-/** The task of a Codex session. */
-async function sessionTask(session) {
-  const { tasks } = await (await fetch(`${md.url}/v1/tasks`, { headers: auth() })).json();
-  const task = tasks.find((t) => t.agents.some((a) => a.session_key === `codex/${session}`));
-  assert.ok(task, `no task for the session ${session}: ${JSON.stringify(tasks)}`);
-  return task;
-}
+const auth = () => ({ Authorization: `Bearer ${md.token}` });
+const tool = (context, name, args) => memorydApi(md).tool(context, name, args);
+const sessionTask = (session) => memorydApi(md).taskOf(`codex/${session}`);
 
 /** The model requests logged to file, parsed. */
 const requests = (file) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
