@@ -207,6 +207,11 @@ func TestCodexCallsRunAsTheirThread(t *testing.T) {
 			t.Fatalf("%s: %v %+v", c.id, err, res)
 		}
 	}
+	// Codex replays a SessionStart's context on resume: no second bootstrap.
+	if got := codexHook(t, ts, map[string]any{"hook_event_name": "SessionStart", "session_id": session, "transcript_path": rollout,
+		"source": "resume"}); strings.TrimSpace(got) != "{}" {
+		t.Errorf("SessionStart(resume) of a Codex session: %s", got)
+	}
 	evs, err := ts.store.Read(context.Background(), eventlog.Filter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

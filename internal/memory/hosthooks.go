@@ -80,7 +80,10 @@ func (s *Service) HandleHostHook(ctx context.Context, h HostHook, requestID stri
 	if h.Event == "SessionStart" {
 		var text string
 		switch {
-		case h.Source == "compact" || h.Source == "resume":
+		// Codex keeps a SessionStart's context in the rollout until the next
+		// compaction and replays it on resume (docs/codex.md §3), so only
+		// Claude Code's resume needs the bootstrap again.
+		case h.Source == "compact" || h.Source == "resume" && h.Host == KindClaudeCode:
 			text, err = s.hostBootstrap(ctx, h.Host, cc, h.Source)
 		case h.Task != nil && h.AgentID == "":
 			text, err = s.handoffBootstrap(ctx, h.Host, cc)
