@@ -3,6 +3,7 @@ package forensics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,30 +36,60 @@ type FileLine struct {
 // the task of its session, under the session key the hooks use
 // (claude-code/<session id>), so that a session imported before memoryd
 // was set up continues in the same task. Its sub-agents' transcripts
-// (<session>/subagents/agent-<id>.jsonl) become child agents.
+// (<session>/subagents/agent-<id>.jsonl) become child agents. All of them
+// are read first and imported in one transaction, whole or not at all.
 func ImportClaudeCodeSession(ctx context.Context, svc *memory.Service, path string, progress func(int64)) (ImportedClaudeCodeSession, error) {
 	sid := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	if sid == "" || sid == filepath.Base(path) {
 		return ImportedClaudeCodeSession{}, fmt.Errorf("%s: a Claude Code transcript is named <session id>.jsonl", path)
 	}
 	key := "claude-code/" + sid
-	root, skipped, err := importTranscript(ctx, svc, path, memory.AttachRequest{SessionKey: key, SessionID: sid, SessionFile: path}, progress)
-	if err != nil {
-		return ImportedClaudeCodeSession{}, err
-	}
-	out := ImportedClaudeCodeSession{ImportedSession: root, SessionKey: key, SubAgents: []ImportedSession{}, SkippedAt: []FileLine{}}
-	out.skip(path, skipped)
 	subs, _ := filepath.Glob(filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents", "agent-*.jsonl"))
 	sort.Strings(subs)
-	for _, sub := range subs {
-		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(sub), "agent-"), ".jsonl")
-		res, n, err := importTranscript(ctx, svc, sub, memory.AttachRequest{SessionKey: key + "/" + id, SessionID: sid,
-			SessionFile: sub, Task: &memory.TaskRef{TaskID: root.TaskID}}, nil)
+	paths := append([]string{path}, subs...)
+	files := make([]memory.SessionFile, len(paths))
+	read := make([]claudecode.Batch, len(paths))
+	for i, p := range paths {
+		req := memory.AttachRequest{SessionKey: key, SessionID: sid, SessionFile: p}
+		if i > 0 { // a child agent of the session's task, which memory fills in
+			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "agent-"), ".jsonl")
+			req.SessionKey, req.Task = key+"/"+id, &memory.TaskRef{}
+		}
+		b, err := readTranscript(p)
 		if err != nil {
 			return ImportedClaudeCodeSession{}, err
 		}
-		out.SubAgents = append(out.SubAgents, res)
-		out.skip(sub, n)
+		entries := make([]json.RawMessage, len(b.Entries))
+		for j, e := range b.Entries {
+			entries[j] = e.Raw
+		}
+		files[i], read[i] = memory.SessionFile{Attach: req, Entries: entries, Branch: b.Branch}, b
+	}
+	var synced func(int)
+	if progress != nil {
+		synced = func(n int) { progress(int64(n)) }
+	}
+	res, err := svc.ImportSessions(ctx, files, synced)
+	if err != nil {
+		name := path
+		var fe *memory.FileError
+		if errors.As(err, &fe) && fe.File < len(paths) {
+			name = paths[fe.File] // the file refused
+		}
+		return ImportedClaudeCodeSession{}, fmt.Errorf("%s: %w", name, err)
+	}
+	out := ImportedClaudeCodeSession{SessionKey: key, SubAgents: []ImportedSession{}, SkippedAt: []FileLine{}}
+	for i, r := range res {
+		b := read[i]
+		imp := ImportedSession{TaskID: r.TaskID, Agent: r.Agent, Resumed: r.Resumed, RegisteredAgents: r.RegisteredAgents,
+			AttachedWindowID: r.AttachResult.WindowID, Entries: len(b.Entries), Stored: r.Stored,
+			Branch: len(b.Branch), Revision: r.Revision, WindowID: r.WindowID}
+		if i == 0 {
+			out.ImportedSession = imp
+		} else {
+			out.SubAgents = append(out.SubAgents, imp)
+		}
+		out.skip(paths[i], b.SkippedLines)
 	}
 	return out, nil
 }
@@ -71,35 +102,20 @@ func (s *ImportedClaudeCodeSession) skip(file string, lines []int) {
 	s.Skipped += len(lines)
 }
 
-// importTranscript imports one transcript file as the agent req attaches.
-// It returns the lines it left out, which are not JSON objects.
-func importTranscript(ctx context.Context, svc *memory.Service, path string, req memory.AttachRequest, progress func(int64)) (ImportedSession, []int, error) {
+// readTranscript reads a whole transcript file as the hooks read it.
+func readTranscript(path string) (claudecode.Batch, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ImportedSession{}, nil, err
+		return claudecode.Batch{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return ImportedSession{}, nil, err
+		return claudecode.Batch{}, err
 	}
 	b, err := claudecode.Read(f, fi.Size(), claudecode.Cursor{})
 	if err != nil {
-		return ImportedSession{}, nil, fmt.Errorf("%s: %w", path, err)
+		return claudecode.Batch{}, fmt.Errorf("%s: %w", path, err)
 	}
-	entries := make([]json.RawMessage, len(b.Entries))
-	for i, e := range b.Entries {
-		entries[i] = e.Raw
-	}
-	var synced func(int)
-	if progress != nil {
-		synced = func(n int) { progress(int64(n)) }
-	}
-	res, err := svc.ImportSession(ctx, req, entries, b.Branch, synced)
-	if err != nil {
-		return ImportedSession{}, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ImportedSession{TaskID: res.TaskID, Agent: res.Agent, Resumed: res.Resumed, RegisteredAgents: res.RegisteredAgents,
-		AttachedWindowID: res.AttachResult.WindowID, Entries: len(b.Entries), Stored: res.Stored,
-		Branch: len(b.Branch), Revision: res.Revision, WindowID: res.WindowID}, b.SkippedLines, nil
+	return b, nil
 }
