@@ -103,6 +103,8 @@ var verbSamples = map[string]struct{ flags, pos [][]string }{
 	"import-session":  {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"session.jsonl"}}},
 	"import-sessions": {flags: [][]string{{"--db", "m.db"}, {"--from", "pi"}, {"--since", "2026-01-31"}}, pos: [][]string{{"sessions"}}},
 	"search":          {flags: [][]string{{"--db", "m.db"}, {"--agent-kind", "pi"}, {"--since", "2026-01-31"}, {"--limit", "5"}}, pos: [][]string{{"needle"}}},
+	"backup":          {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"copy.db"}}},
+	"restore":         {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"copy.db"}}},
 	"handoff":         {flags: [][]string{{"--db", "m.db"}, {"--to", "codex"}, {"--from", "/root"}, {"--as", "codex"}, {"--json"}}, pos: [][]string{{"T"}}},
 	"tasks":           {flags: [][]string{{"--db", "m.db"}, {"--limit", "2"}, {"--before", "9"}}},
 	"inspect":         {flags: [][]string{{"--addr", "127.0.0.1:0"}}, pos: [][]string{{"log.jsonl"}}},

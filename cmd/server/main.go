@@ -50,6 +50,8 @@ var verbs = []*verb{
 	&tasksVerb,
 	&searchVerb,
 	&handoffVerb,
+	&backupVerb,
+	&restoreVerb,
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,

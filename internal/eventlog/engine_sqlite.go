@@ -96,7 +96,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	// and the background prepares, which must not wait for a transaction.
 	reader.SetMaxOpenConns(opts.Readers + 2)
 	reader.SetMaxIdleConns(2)
-	return newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path)), nil
+	st := newStore(writer, reader, opts, sqliteEngine{}, newWALIndex(path))
+	st.file = path
+	return st, nil
 }
 
 // sqliteEngine is SQLite's engine, one file in WAL mode.

@@ -83,6 +83,7 @@ type Store struct {
 	readConns *readConns
 	readStmts *stmtCache
 	walIndex  *walIndex // CommitStamp's source; nil on PostgreSQL
+	file      string    // the database's file; "" on PostgreSQL
 	// wconn is the writer's connection, taken from writer by writerConn.
 	// Only the writer goroutine uses it.
 	wconn *keptConn
