@@ -94,7 +94,7 @@ func TestHelpOfEveryVerb(t *testing.T) {
 // its value) and its positional arguments. TestFlagOrderEveryVerb needs
 // one for every verb.
 var verbSamples = map[string]struct{ flags, pos [][]string }{
-	"serve":           {flags: [][]string{{"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}, {"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}, {"--insecure-plaintext"}}},
+	"serve":           {flags: [][]string{{"--redact", "all"}, {"--addr", "127.0.0.1:0"}, {"--db", "m.db"}, {"--sync", "normal"}, {"--audit-calls=false"}, {"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}, {"--insecure-plaintext"}}},
 	"export":          {flags: [][]string{{"--db", "m.db"}, {"--task", "T"}, {"--until", "5"}}},
 	"import":          {flags: [][]string{{"--db", "m.db"}}, pos: [][]string{{"log.jsonl"}}},
 	"replay":          {flags: [][]string{{"--until", "5"}, {"--check-reads"}, {"--db", "out.db"}}, pos: [][]string{{"log.jsonl"}}},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/redact"
 )
 
 // defaultDBPath returns MEMORYD_DB, else memory.db in the default data
@@ -71,7 +72,13 @@ func defaultDataDir(getenv func(string) string) (string, error) {
 // openService opens the database at path, creating it if missing, and
 // reports a migration's rebuild or a database others can read on stderr.
 func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
+	return openRedacting(ctx, path, synchronous, stderr, nil)
+}
+
+// openRedacting is openService with the redaction of red (nil: none).
+func openRedacting(ctx context.Context, path, synchronous string, stderr io.Writer, red *redact.Redactor) (*memory.Service, error) {
 	return memory.Open(ctx, path, memory.OpenOptions{
+		Redactor:    red,
 		Synchronous: synchronous,
 		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
 		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
@@ -93,8 +100,43 @@ func openExistingService(ctx context.Context, path string, stderr io.Writer) (*m
 // nothing. done closes it and, when the verb failed, removes what opening
 // it created.
 func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *memory.Service, done func(failed bool), err error) {
+	return openAllOrNothingWith(ctx, path, stderr, func() (*redact.Redactor, error) { return nil, nil })
+}
+
+// openSessionImport is openAllOrNothing for an import of session files:
+// their entries go through the redaction serve applies (MEMORYD_REDACT,
+// MEMORYD_REDACT_RULES), keyed by the database's redaction key, so that a session
+// imported and the same session synced by a hook store the same entries.
+func openSessionImport(ctx context.Context, getenv func(string) string, path string, stderr io.Writer) (*memory.Service, func(failed bool), error) {
+	return openAllOrNothingWith(ctx, path, stderr, func() (*redact.Redactor, error) {
+		mode := envOr(getenv, "MEMORYD_REDACT", redactDefault)
+		if mode == redactOff {
+			return nil, nil
+		}
+		key, err := loadSecret(getenv, path, redactionKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		return newRedactor(mode, getenv("MEMORYD_REDACT_RULES"), key)
+	})
+}
+
+// openAllOrNothingWith is openAllOrNothing with the redactor redactor
+// makes once the database's folder exists.
+func openAllOrNothingWith(ctx context.Context, path string, stderr io.Writer, redactor func() (*redact.Redactor, error)) (svc *memory.Service, done func(failed bool), err error) {
 	fresh := newDatabase(path)
-	if svc, err = openService(ctx, path, "", stderr); err != nil {
+	if file, ok := memory.ParseLocation(path).File(); ok {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			fresh.remove()
+			return nil, nil, fmt.Errorf("create the database folder: %w", err)
+		}
+	}
+	red, err := redactor()
+	if err != nil {
+		fresh.remove()
+		return nil, nil, err
+	}
+	if svc, err = openRedacting(ctx, path, "", stderr, red); err != nil {
 		fresh.remove()
 		return nil, nil, err
 	}
@@ -124,6 +166,9 @@ func newDatabase(db string) *freshDatabase {
 		return nil // another process may have it open, so a failure leaves its files
 	}
 	d := &freshDatabase{files: []string{path, path + "-wal", path + "-shm", path + "-journal"}}
+	if key := filepath.Join(filepath.Dir(path), redactionKeyFile.name); !exists(key) {
+		d.files = append(d.files, key)
+	}
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
 			break
@@ -159,4 +204,10 @@ func databaseToRead(getenv func(string) string, db string, stderr io.Writer) (st
 	}
 	fmt.Fprintf(stderr, "memoryd: reading %s, the database serve uses (--db F reads another)\n", db)
 	return db, nil
+}
+
+// exists reports whether something is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

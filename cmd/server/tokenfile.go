@@ -14,10 +14,33 @@ import (
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
+// secretFile is a secret memoryd keeps in a private file beside the
+// database (or in the default data folder for a database on a server),
+// made with 32 random bytes on first use, unless its variable gives it.
+type secretFile struct {
+	env, name, what string
+}
+
+var (
+	// tokenFile is the bearer token of the API.
+	tokenFile = secretFile{env: "MEMORYD_TOKEN", name: "token", what: "token"}
+	// redactionKeyFile keys the digests of redaction's markers
+	// (docs/redaction.md): stable for the database, as an entry sent
+	// again must redact to the bytes stored, and apart from the token,
+	// which may be replaced.
+	redactionKeyFile = secretFile{env: "MEMORYD_REDACT_KEY", name: "redact.key", what: "redaction key"}
+)
+
 // loadToken returns MEMORYD_TOKEN, else the token file beside the
 // database, which it creates with a random token on first start.
 func loadToken(getenv func(string) string, dbPath string) (string, error) {
-	if t := getenv("MEMORYD_TOKEN"); t != "" {
+	return loadSecret(getenv, dbPath, tokenFile)
+}
+
+// loadSecret returns the secret's variable, else its file beside the
+// database, which it creates with a random secret on first use.
+func loadSecret(getenv func(string) string, dbPath string, sf secretFile) (string, error) {
+	if t := getenv(sf.env); t != "" {
 		return t, nil
 	}
 	file, ok := memory.ParseLocation(dbPath).File()
@@ -28,23 +51,24 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 			return "", err
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", fmt.Errorf("create the token's folder: %w", err)
+			return "", fmt.Errorf("create the %s's folder: %w", sf.what, err)
 		}
 	}
-	path := filepath.Join(dir, "token")
+	path := filepath.Join(dir, sf.name)
 	b, err := readTokenFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			return t, nil
 		}
-		return "", fmt.Errorf("token file %s is empty; delete it to have a new one made", path)
+		return "", fmt.Errorf("%s file %s is empty; delete it to have a new one made", sf.what, path)
 	}
 	var unsafe *unsafeTokenFileError
 	if errors.As(err, &unsafe) {
+		unsafe.secret = sf
 		return "", err
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("read the token file: %w", err)
+		return "", fmt.Errorf("read the %s file: %w", sf.what, err)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -53,9 +77,9 @@ func loadToken(getenv func(string) string, dbPath string) (string, error) {
 	token := hex.EncodeToString(raw)
 	switch err := createTokenFile(path, token); {
 	case errors.Is(err, fs.ErrExist): // another process made it first, whole
-		return loadToken(getenv, dbPath)
+		return loadSecret(getenv, dbPath, sf)
 	case err != nil:
-		return "", fmt.Errorf("create the token file: %w", err)
+		return "", fmt.Errorf("create the %s file: %w", sf.what, err)
 	}
 	return token, nil
 }
@@ -113,11 +137,16 @@ type unsafeTokenFileError struct {
 	path    string
 	problem string // what is wrong with it, after the file's name
 	fix     string
+	secret  secretFile // the token's unless set
 }
 
 func (e *unsafeTokenFileError) Error() string {
-	return fmt.Sprintf("refusing the token file %s: it %s; like an ssh private key, it must be yours and accessible to no one else; fix: %s, or set MEMORYD_TOKEN",
-		e.path, e.problem, e.fix)
+	sf := e.secret
+	if sf.name == "" {
+		sf = tokenFile
+	}
+	return fmt.Sprintf("refusing the %s file %s: it %s; like an ssh private key, it must be yours and accessible to no one else; fix: %s, or set %s",
+		sf.what, e.path, e.problem, e.fix, sf.env)
 }
 
 // tokenFileNotOurs is the refusal of a token file memoryd did not make.

@@ -59,7 +59,7 @@ func runImportClaudeCode(ctx context.Context, db, file string, in *invocation) (
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
-	svc, closeDB, err := openAllOrNothing(ctx, db, in.stderr)
+	svc, closeDB, err := openSessionImport(ctx, in.getenv, db, in.stderr)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runImportCodex(ctx context.Context, db, file string, in *invocation) (err e
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
-	svc, closeDB, err := openAllOrNothing(ctx, db, in.stderr)
+	svc, closeDB, err := openSessionImport(ctx, in.getenv, db, in.stderr)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func runImportSession(ctx context.Context, db, file string, in *invocation) (err
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	svc, closeDB, err := openAllOrNothing(ctx, db, stderr)
+	svc, closeDB, err := openSessionImport(ctx, in.getenv, db, stderr)
 	if err != nil {
 		return err
 	}

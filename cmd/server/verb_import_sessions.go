@@ -364,7 +364,7 @@ func runImportSessions(ctx context.Context, db string, kinds []sessionKind, fold
 	})
 	sum.Files = len(files)
 
-	svc, closeDB, err := openAllOrNothing(ctx, db, in.stderr)
+	svc, closeDB, err := openSessionImport(ctx, in.getenv, db, in.stderr)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/memoryd/memoryd/internal/api"
 	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/redact"
 	"github.com/memoryd/memoryd/internal/version"
 )
 
@@ -52,6 +53,8 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 		fs.DurationVar(&o.idleExit, "idle-exit", 0, "stop (as on SIGTERM) after this long without an authenticated request (one with the token, or an inspector page in a session), e.g. 30m; 0 never (the Pi extension's shared service uses it)")
 		fs.StringVar(&o.tlsCert, "tls-cert", getenv("MEMORYD_TLS_CERT"), "serve HTTPS with the certificate in `FILE` (PEM: the server's certificate, then any intermediates; env MEMORYD_TLS_CERT); needs --tls-key")
 		fs.StringVar(&o.tlsKey, "tls-key", getenv("MEMORYD_TLS_KEY"), "the private key of --tls-cert, in `FILE` (PEM; env MEMORYD_TLS_KEY)")
+		fs.StringVar(&o.redact, "redact", envOr(getenv, "MEMORYD_REDACT", redactDefault), "take secrets out of history entries and notes before they are stored: `MODE` default (key blocks and known token formats), all (also assignments and high-entropy strings) or off (env MEMORYD_REDACT; docs/redaction.md)")
+		fs.StringVar(&o.redactRules, "redact-rules", getenv("MEMORYD_REDACT_RULES"), "more redaction rules, in the TOML `FILE` docs/redaction.md describes (env MEMORYD_REDACT_RULES)")
 		fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "serve plain HTTP on a non-loopback --addr: the token and the notes cross the network unencrypted (only where the network encrypts, e.g. a VPN)")
 		return o.run
 	},
@@ -61,6 +64,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 type serveOptions struct {
 	addr, db, sync, logLevel, cpuProfile string
 	tlsCert, tlsKey                      string
+	redact, redactRules                  string
 	maxBody, inspectorScratch            int64
 	audit, insecurePlaintext             bool
 	grace, idleExit                      time.Duration
@@ -168,6 +172,8 @@ func (o *serveOptions) validate(getenv func(string) string) (servePlan, error) {
 	switch {
 	case !strings.EqualFold(o.sync, "full") && !strings.EqualFold(o.sync, "normal"):
 		return p, &usageError{fmt.Sprintf("--sync must be full or normal, got %q", o.sync)}
+	case o.redact != redactDefault && o.redact != redactAll && o.redact != redactOff:
+		return p, &usageError{fmt.Sprintf("--redact (or MEMORYD_REDACT) must be default, all or off, not %q", o.redact)}
 	case o.maxBody < 1:
 		return p, &usageError{fmt.Sprintf("--max-body must be at least 1 byte, got %d", o.maxBody)}
 	case o.inspectorScratch < 1:
@@ -230,7 +236,12 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 	if err != nil {
 		return nil, "", err
 	}
+	red, err := o.redactor(getenv, p.dbPath)
+	if err != nil {
+		return nil, "", err
+	}
 	svc, err := memory.Open(ctx, p.dbPath, memory.OpenOptions{
+		Redactor:    red,
 		Synchronous: o.sync,
 		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
 		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
@@ -367,4 +378,17 @@ func envOr(getenv func(string) string, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// redactor returns the redaction of --redact and --redact-rules, keyed by
+// the database's redaction key, or nil for --redact off (no key made).
+func (o *serveOptions) redactor(getenv func(string) string, db string) (*redact.Redactor, error) {
+	if o.redact == redactOff {
+		return nil, nil
+	}
+	key, err := loadSecret(getenv, db, redactionKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return newRedactor(o.redact, o.redactRules, key)
 }

@@ -346,6 +346,11 @@ func writeNoteTool(ctx context.Context, s *Service, call toolCall, appendMode bo
 	if err := decodeArgs(name, call.args, &a); err != nil {
 		return ToolResult{}, 0, err
 	}
+	// A secret in the text is stored as its marker (docs/redaction.md),
+	// before the request key, so that a retry matches its first call.
+	if s.redactor != nil {
+		a.Text, _ = s.redactor.Text(a.Text)
+	}
 	// The path is parsed once, before the transaction; one that does not
 	// parse is refused after the caller is identified and gated.
 	np, pathErr := parseNotePath(name, cc.Agent, a.Path)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/redact"
 	"github.com/memoryd/memoryd/internal/tools"
 )
 
@@ -31,6 +32,9 @@ type OpenOptions struct {
 	// filters of the agents active most recently, so that the first search
 	// costs what later ones do. Close stops the load.
 	PreloadChunkFilters bool
+	// Redactor, if set, replaces the secrets it finds in history entries
+	// and note texts before they are stored (docs/redaction.md).
+	Redactor *redact.Redactor
 
 	// The options below exist for tests, so that they open storage the
 	// way the server does; the server leaves them unset.
@@ -71,6 +75,7 @@ func Open(ctx context.Context, db string, opts OpenOptions) (*Service, error) {
 	s := newServiceWith(store, serviceOptions{AuditCalls: opts.AuditCalls, Logger: opts.Logger,
 		afterCachedRead: opts.afterCachedRead, syncToWriter: opts.syncToWriter})
 	s.owned = true
+	s.redactor = opts.Redactor
 	if opts.PreloadChunkFilters { // a serving service: warm what the first calls need
 		go tools.Prepare()
 		s.startPreload(opts.preload, opts.Logger)

@@ -6,6 +6,7 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/redact"
 )
 
 // Service runs memoryd's commands and tools over an event store.
@@ -22,6 +23,9 @@ type Service struct {
 	preload *preload
 	// hostCalls binds a host's tool calls to their agents.
 	hostCalls hostCalls
+	// redactor takes secrets out of entries and note texts before they
+	// are stored; nil keeps them as they are.
+	redactor *redact.Redactor
 	// afterCachedRead and syncToWriter are serviceOptions' test hooks.
 	afterCachedRead, syncToWriter func()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/redact"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
@@ -70,7 +71,7 @@ func (s *Service) ImportSessions(ctx context.Context, files []SessionFile, progr
 	}
 	checked := make([]parsedFile, len(files))
 	for i, f := range files {
-		pf, err := parseSessionFile(f)
+		pf, err := parseSessionFile(f, s.redactor)
 		if err != nil {
 			return nil, &FileError{File: i, Err: err}
 		}
@@ -115,7 +116,7 @@ type parsedFile struct {
 // parseSessionFile checks a file's attach and parses its entries as
 // strictly as the API decodes a sync's; an entry given twice with the
 // same content is kept once.
-func parseSessionFile(f SessionFile) (parsedFile, error) {
+func parseSessionFile(f SessionFile, red *redact.Redactor) (parsedFile, error) {
 	req := f.Attach
 	if strings.TrimSpace(req.SessionKey) == "" {
 		return parsedFile{}, invalidf("attach requires session_key")
@@ -137,6 +138,9 @@ func parseSessionFile(f SessionFile) (parsedFile, error) {
 			return parsedFile{}, &EntryError{Index: i, Err: invalidf("%s", se.Describe("the entry"))}
 		}
 		e, problem := parseEntry(raw)
+		if problem == "" {
+			problem = redactEntry(&e, red)
+		}
 		if problem != "" {
 			return parsedFile{}, &EntryError{Index: i, Err: invalidf("the entry %s", problem)}
 		}

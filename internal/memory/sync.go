@@ -14,6 +14,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
+	"github.com/memoryd/memoryd/internal/redact"
 )
 
 // MaxSyncEntries and MaxBranchLength bound one sync request, as
@@ -94,12 +95,16 @@ func validEntryID(id string) bool {
 	return id != "" && len(id) <= maxEntryIDBytes && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
-// parseEntries validates raw entries as JSON objects with a non-empty id.
-func parseEntries(raws []json.RawMessage) ([]syncEntry, error) {
+// parseEntries validates raw entries as JSON objects with a non-empty id,
+// their secrets redacted by red (nil: none).
+func parseEntries(raws []json.RawMessage, red *redact.Redactor) ([]syncEntry, error) {
 	out := make([]syncEntry, 0, len(raws))
 	seen := make(map[string]int, len(raws)) // id → index in out
 	for i, raw := range raws {
 		e, problem := parseEntry(raw)
+		if problem == "" {
+			problem = redactEntry(&e, red)
+		}
 		if problem != "" {
 			return nil, invalidf("entries[%d] %s", i, problem)
 		}
@@ -143,6 +148,37 @@ func parseEntry(raw json.RawMessage) (syncEntry, string) {
 	return syncEntry{id: head.ID, raw: compact.Bytes()}, ""
 }
 
+// redactEntry replaces the secrets red finds in a parsed entry's strings
+// by their markers. The entry keeps its id: one that would itself be
+// redacted is refused, as its branch names it.
+func redactEntry(e *syncEntry, red *redact.Redactor) string {
+	if red == nil {
+		return ""
+	}
+	out, changed, err := red.JSON(e.raw)
+	if err != nil {
+		return fmt.Sprintf("(id %q) is not valid JSON", e.id)
+	}
+	if !changed {
+		return ""
+	}
+	if head, err := history.ReadHead(out); err != nil || head.ID != e.id {
+		return fmt.Sprintf("has an id that looks like a secret (%s): give the entry another id", redactedKinds(red, e.id))
+	}
+	e.raw = out
+	return ""
+}
+
+// redactedKinds names the kinds of secret red finds in s.
+func redactedKinds(red *redact.Redactor, s string) string {
+	_, matches := red.Text(s)
+	kinds := make([]string, 0, len(matches))
+	for _, m := range matches {
+		kinds = append(kinds, m.Kind)
+	}
+	return strings.Join(kinds, ", ")
+}
+
 // syncPlan is a sync as checked against its request alone, before the
 // writer. It holds what the write transaction needs, computed outside.
 type syncPlan struct {
@@ -160,7 +196,7 @@ type syncPlan struct {
 
 // planSync checks what a sync request alone can tell, such as its sizes,
 // its entries and its branch's ids.
-func planSync(req SyncRequest) (*syncPlan, error) {
+func planSync(req SyncRequest, red *redact.Redactor) (*syncPlan, error) {
 	if len(req.Entries) > MaxSyncEntries {
 		return nil, invalidf("a sync carries at most %d entries; send %d in several syncs (the branch with the last)", MaxSyncEntries, len(req.Entries))
 	}
@@ -171,7 +207,7 @@ func planSync(req SyncRequest) (*syncPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := parseEntries(req.Entries)
+	entries, err := parseEntries(req.Entries, red)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +491,7 @@ var errStoredMeanwhile = errors.New("an entry was stored since the snapshot")
 // current branch, all in one transaction. Everything that can be checked
 // without the writer is checked before it.
 func (s *Service) Sync(ctx context.Context, req SyncRequest, requestID string) (SyncResult, error) {
-	p, err := planSync(req)
+	p, err := planSync(req, s.redactor)
 	if err != nil {
 		return SyncResult{}, err
 	}
