@@ -360,7 +360,8 @@ func TestImportSessionsMixed(t *testing.T) {
 				db = pgtest.NewDatabase(t)
 			}
 			mixed := mixedFolder(t, dir)
-			sum, stderr, err := importSessions(t, nil, "--from", "all", "--db", db, mixed)
+			// A database on a server has its redaction key in the data folder.
+			sum, stderr, err := importSessions(t, map[string]string{"HOME": dir}, "--from", "all", "--db", db, mixed)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
@@ -382,11 +383,11 @@ func TestImportSessionsMixed(t *testing.T) {
 				t.Errorf("%d tasks, want 4 (Pi, Claude Code, and two Codex sessions, one with its sub-agent)", n)
 			}
 			exported := fxMust(t, "export", "--db", db)
-			sum, _, err = importSessions(t, nil, "--from", "all", "--db", db, mixed)
+			sum, _, err = importSessions(t, map[string]string{"HOME": dir}, "--from", "all", "--db", db, mixed)
 			if err != nil || len(sum.Imported)+len(sum.Grown) != 0 || sum.Unchanged != 5 {
 				t.Errorf("second run: %v %+v, want 5 unchanged", err, sum)
 			}
-			sum, _, err = importSessions(t, nil, "--from", "pi, codex", "--db", db, mixed)
+			sum, _, err = importSessions(t, map[string]string{"HOME": dir}, "--from", "pi, codex", "--db", db, mixed)
 			if err != nil || sum.From != "pi,codex" || sum.Unchanged != 4 || len(sum.Skipped) != 4 ||
 				!strings.Contains(sum.Skipped[1].Why, "a claude-code session file, not among --from's kinds") {
 				t.Errorf("--from pi,codex: %v %+v, want 4 unchanged and the Claude Code transcripts skipped", err, sum)

@@ -48,7 +48,7 @@ func loadSecret(getenv func(string) string, dbPath string, sf secretFile) (strin
 	if !ok { // the token file goes in the default data folder
 		var err error
 		if dir, err = defaultDataDir(getenv); err != nil {
-			return "", err
+			return "", fmt.Errorf("the %s of a database on a server is kept in memoryd's data folder, and there is none (%v): set %s, or HOME", sf.what, err, sf.env)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("create the %s's folder: %w", sf.what, err)
