@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,12 +21,7 @@ func TestBackupRestore(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "live.db")
 	getenv := env(map[string]string{"HOME": dir})
-	s := startServe(t, db, getenv)
-	token, err := existingToken(getenv, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := apiClient{addr: strings.TrimPrefix(s.url, "http://"), token: token, http: http.DefaultClient}
+	_, client := servedAPI(t, db, getenv)
 	var att memory.AttachResult
 	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "k", "session_id": "s"}, &att); err != nil {
 		t.Fatal(err)

@@ -83,13 +83,8 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	getenv := env(map[string]string{"HOME": dir})
-	s := startServe(t, db, getenv)
-	addr := strings.TrimPrefix(s.url, "http://")
-	token, err := existingToken(getenv, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := apiClient{addr: addr, token: token, http: http.DefaultClient}
+	_, client := servedAPI(t, db, getenv)
+	addr := client.addr
 	hook := func(input map[string]any) string {
 		t.Helper()
 		b, _ := json.Marshal(input)
@@ -495,13 +490,8 @@ func TestHookHandoff(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	getenv := env(map[string]string{"HOME": dir})
-	s := startServe(t, db, getenv)
-	addr := strings.TrimPrefix(s.url, "http://")
-	token, err := existingToken(getenv, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := apiClient{addr: addr, token: token, http: http.DefaultClient}
+	_, client := servedAPI(t, db, getenv)
+	addr := client.addr
 	var first memory.AttachResult
 	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "/home/dev/.pi/s.jsonl", "session_id": "p1"}, &first); err != nil {
 		t.Fatal(err)

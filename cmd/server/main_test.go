@@ -49,6 +49,18 @@ func startServe(t *testing.T, db string, getenv func(string) string) *server {
 	return startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, getenv)
 }
 
+// servedAPI starts serve on db and returns it with a client of its API
+// that holds its token.
+func servedAPI(t *testing.T, db string, getenv func(string) string) (*server, apiClient) {
+	t.Helper()
+	s := startServe(t, db, getenv)
+	token, err := existingToken(getenv, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, apiClient{addr: strings.TrimPrefix(s.url, "http://"), token: token, http: http.DefaultClient}
+}
+
 // startRun runs the program with args, which must serve on a loopback
 // address, and waits for its "listening on" line and a healthy /healthz.
 func startRun(t *testing.T, args []string, getenv func(string) string) *server {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,12 +23,7 @@ func TestServeAndImportRedactAlike(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	getenv := env(map[string]string{"HOME": dir})
-	s := startServe(t, db, getenv)
-	token, err := existingToken(getenv, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := apiClient{addr: strings.TrimPrefix(s.url, "http://"), token: token, http: http.DefaultClient}
+	s, client := servedAPI(t, db, getenv)
 	var att memory.AttachResult
 	if err := client.post(context.Background(), "/v1/sessions/attach", map[string]any{"session_key": "hooked", "session_id": "h"}, &att); err != nil {
 		t.Fatal(err)
