@@ -93,9 +93,10 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 func (s *Store) dropWriterConn() {
 	s.wconn.close(driver.ErrBadConn)
 	s.wconn = nil
+	s.erased = false // a new connection starts without an erasure's setting
 	// The tip's data_version was the old connection's, and a new
 	// connection counts from its own start, so learn the log's end again.
-	s.tip = logTip{last: -1, dataVersion: -1}
+	s.tip = logTip{last: -1, dataVersion: -1, epoch: s.tip.epoch + 1}
 }
 
 // endBatch rolls back what the transaction left uncommitted. It drops the
@@ -116,6 +117,13 @@ func (s *Store) endBatch(ctx context.Context, committed bool) {
 	// no statement runs, so the tests do not reach this guard.
 	if !s.wconn.valid() {
 		s.dropWriterConn()
+		return
+	}
+	if s.erased {
+		s.erased = false
+		if err := s.engine.endErase(ctx, s.wconn); err != nil {
+			s.dropWriterConn() // a new one starts without the erasure's setting
+		}
 	}
 }
 

@@ -22,6 +22,8 @@ type Service struct {
 	preload *preload
 	// hostCalls binds a host's tool calls to their agents.
 	hostCalls hostCalls
+	// erasing holds what drops an erased task's content (OnErase).
+	erasing erasing
 	// afterCachedRead and syncToWriter are serviceOptions' test hooks.
 	afterCachedRead, syncToWriter func()
 }
