@@ -120,3 +120,18 @@ func (c *NoteCache) ForgetTask(taskID string) {
 		}
 	}
 }
+
+// Holds reports whether the cache keeps a read of one of a task's notes.
+func (c *NoteCache) Holds(taskID string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if k.taskID == taskID || k.note.taskID == taskID {
+			return true
+		}
+	}
+	return false
+}
