@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/pgtest"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
@@ -337,5 +339,50 @@ func TestForgetOlderDatabase(t *testing.T) {
 	var res memory.Erasure
 	if err := json.Unmarshal([]byte(fxMust(t, "forget", keep.id, "--db", db)), &res); err != nil || res.Scrub.VacuumReason != "" {
 		t.Errorf("a second erasure: %+v %v", res.Scrub, err)
+	}
+}
+
+// TestForgetPostgres: memoryd forget on a PostgreSQL database: the task's
+// events are tombstones, its rows gone, the tables rewritten (VACUUM
+// FULL), what PostgreSQL keeps itself said; verify and verify --erased
+// --grep (its rows: memoryd cannot read the server's files) are clean,
+// and an export holds nothing of the task.
+func TestForgetPostgres(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	svc, err := memory.Open(context.Background(), db, memory.OpenOptions{AuditCalls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := plantTask(t, svc, "keep", "KEEP-PG-SECRET-1b7a")
+	victim := plantTask(t, svc, "victim", "VICTIM-PG-SECRET-e43d")
+	victim.rewrite()
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	before := fxLines(t, writeExport(t, dir, "before.jsonl", db))
+	var res memory.Erasure
+	if err := json.Unmarshal([]byte(fxMust(t, "forget", victim.id, "--db", db)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Scrub.Engine != eventlog.Postgres || !slices.Contains(res.Scrub.Vacuumed, "events") || !slices.Contains(res.Scrub.Vacuumed, "note_parts") ||
+		len(res.Scrub.Left) == 0 || res.Position != int64(len(before))+1 {
+		t.Errorf("forget: %+v", res)
+	}
+	fxMust(t, "verify", "--db", db)
+	grep := []string{"verify", "--db", db, "--erased", victim.id}
+	for _, s := range victim.texts {
+		grep = append(grep, "--grep", s)
+	}
+	fxMust(t, grep...)
+	after := writeExport(t, dir, "after.jsonl", db)
+	if found := fileHolds(t, after, victim.texts); len(found) > 0 {
+		t.Errorf("the export holds %q", found)
+	}
+	if found := fileHolds(t, after, keep.texts[:1]); len(found) != 1 {
+		t.Error("the export lost the other task's secret")
+	}
+	if _, _, err := fxRun(t, nil, "forget", victim.id, "--db", db); err == nil || !strings.Contains(err.Error(), "erased already") {
+		t.Errorf("forget again: %v", err)
 	}
 }

@@ -153,9 +153,11 @@ func taskEvents(t *testing.T, ts *testServer, taskID string) []events.Event {
 	return page.Events
 }
 
-// TestForgetDropsHostCalls: after an erasure the host call bindings of
-// the task's agents are gone, another task's kept; the answer holds none
-// of the task's content. (internal/memory checks the caches.)
+// TestForgetDropsHostCalls: after an erasure (with vacuum, on SQLite) the
+// host call bindings of the task's agents are gone, another task's kept;
+// the answer holds none of the task's content; the service goes on
+// reading and writing the rebuilt file. (internal/memory checks the
+// caches.)
 func TestForgetDropsHostCalls(t *testing.T) {
 	ts, _ := startServer(t, serverOptions{dbPath: sqlitePath(t)})
 	a := ts.attach(t, "/sessions/keeps-a.jsonl")
@@ -174,7 +176,7 @@ func TestForgetDropsHostCalls(t *testing.T) {
 		}
 	}
 	var res memory.Erasure
-	ts.mustJSON(t, "POST", "/v1/tasks/"+a.TaskID+"/forget", `{}`, &res)
+	ts.mustJSON(t, "POST", "/v1/tasks/"+a.TaskID+"/forget", `{"vacuum":true}`, &res)
 	if _, err := ts.svc.HostCall("host-" + a.TaskID); err == nil {
 		t.Error("the erased task's host call binding is kept")
 	}
@@ -187,7 +189,20 @@ func TestForgetDropsHostCalls(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte("a note")) {
 		t.Errorf("the answer holds the note: %s", buf.Bytes())
 	}
-	if !res.Scrub.WALTruncated || res.Scrub.Engine != eventlog.SQLite {
+	if !res.Scrub.WALTruncated || res.Scrub.Engine != eventlog.SQLite || len(res.Scrub.Vacuumed) != 1 || res.Scrub.VacuumReason != "asked for" {
 		t.Errorf("scrub: %+v", res.Scrub)
+	}
+	// The file rebuilt under it, the service goes on: reads (the note
+	// cache's stamp moved), writes.
+	for i := range 3 {
+		if st, body := ts.tool(t, "notes_read_file", b, `{"path":"n.md"}`); st != 200 || !bytes.Contains(body, []byte("a note")) {
+			t.Fatalf("read after the vacuum: %d %s", st, body)
+		}
+		if st, body := ts.tool(t, "notes_append_to_file", b, fmt.Sprintf(`{"path":"n.md","text":" %d"}`, i)); st != 200 {
+			t.Fatalf("append after the vacuum: %d %s", st, body)
+		}
+	}
+	if st, body := ts.tool(t, "notes_read_file", b, `{"path":"n.md"}`); st != 200 || !bytes.Contains(body, []byte("a note 0 1 2")) {
+		t.Errorf("the note after the vacuum: %d %s", st, body)
 	}
 }
