@@ -18,9 +18,10 @@ Erases the task TASK from the database --db, in one write transaction: each of i
 tombstone (event.erased: its position, id, stream, stream version and time kept; its type, payload
 and request id gone), the erasure is appended as task.erased, and every projection row of the task
 (notes, history, agents, fence state) is deleted. Positions stay gapless, and every other task's
-events and projections are unchanged. On SQLite what the transaction frees, and every free page, is
-overwritten with zeros, and the WAL is then checkpointed and truncated, so that neither the file nor
-its WAL holds the task's content; backups and exports made afterwards hold none. On PostgreSQL the
+events and projections are unchanged. On SQLite what the transaction frees is overwritten with
+zeros, then every free page, and the WAL is checkpointed and truncated, so that neither the file nor
+its WAL holds the task's content (a file an older memoryd wrote is rebuilt once, as --vacuum does);
+backups and exports made afterwards hold none. On PostgreSQL the
 log and the projection tables are rewritten (VACUUM FULL); what PostgreSQL keeps in its own WAL,
 archives, replicas and backups, memoryd cannot erase. Prints what was erased: {task_id, position,
 events, agents, rows, scrub}. An unknown task, or one erased already: exit 1.

@@ -227,32 +227,47 @@ func (sqliteEngine) endErase(ctx context.Context, c *keptConn) error {
 const maxScrubBlob = 256 << 20
 
 // zeroFreePages overwrites every free page of the database with zeros, in
-// the transaction db. A free page may hold what was deleted before, while
+// a write transaction of its own on db's one connection, and returns how
+// many there were. A free page may hold what a delete freed before, while
 // secure_delete was only FAST (or off, in an older memoryd). It inserts
 // zero-filled rows as large as the free pages into a table of its own,
 // which SQLite builds from the free pages first, then drops the table,
-// whose pages the erasure's secure_delete leaves zeroed.
-func (sqliteEngine) zeroFreePages(ctx context.Context, db DBTX) error {
-	var free, size int64
-	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
-		return err
+// whose pages secure_delete ON leaves zeroed. The transaction has no
+// savepoint, so SQLite keeps no copy of the pages it overwrites.
+func zeroFreePages(ctx context.Context, db *sql.DB) (free int64, err error) {
+	if _, err := db.ExecContext(ctx, "PRAGMA secure_delete = ON"); err != nil {
+		return 0, err
 	}
-	if free == 0 {
-		return nil
+	if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			db.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	var size int64
+	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
+		return 0, err
 	}
 	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&size); err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := db.ExecContext(ctx, "CREATE TABLE memoryd_erase_scrub (b BLOB)"); err != nil {
-		return err
-	}
-	for left := free * size; left > 0; left -= maxScrubBlob {
-		if _, err := db.ExecContext(ctx, "INSERT INTO memoryd_erase_scrub VALUES (zeroblob(?))", min(left, maxScrubBlob)); err != nil {
-			return err
+	if free > 0 {
+		if _, err := db.ExecContext(ctx, "CREATE TABLE memoryd_erase_scrub (b BLOB)"); err != nil {
+			return 0, err
+		}
+		for left := free * size; left > 0; left -= maxScrubBlob {
+			if _, err := db.ExecContext(ctx, "INSERT INTO memoryd_erase_scrub VALUES (zeroblob(?))", min(left, maxScrubBlob)); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := db.ExecContext(ctx, "DROP TABLE memoryd_erase_scrub"); err != nil {
+			return 0, err
 		}
 	}
-	_, err := db.ExecContext(ctx, "DROP TABLE memoryd_erase_scrub")
-	return err
+	_, err = db.ExecContext(ctx, "COMMIT")
+	return free, err
 }
 
 // overwritingMark is the user_version of a database file all of whose
@@ -276,9 +291,10 @@ func markOverwriting(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// scrub checkpoints the WAL into the database file and truncates it to 0
-// bytes, on a connection of its own: the WAL's frames hold every page as
-// each transaction wrote it, the erased rows included, until it is reset.
+// scrub overwrites the free pages (zeroFreePages), then checkpoints the
+// WAL into the database file and truncates it to 0 bytes, on a connection
+// of its own: the WAL's frames hold every page as each transaction wrote
+// it, the erased rows included, until it is reset.
 // A reader still reading an older snapshot holds the checkpoint back, so it
 // is tried again until opts.Wait is over. With opts.Vacuum, or once for a
 // file an older memoryd wrote (overwritingMark), the file is first rebuilt
@@ -313,6 +329,8 @@ func (sqliteEngine) scrub(ctx context.Context, s *Store, _ []string, opts ScrubO
 				return r, classify(err)
 			}
 		}
+	} else if r.FreePagesZeroed, err = zeroFreePages(ctx, db); err != nil {
+		return r, fmt.Errorf("overwrite the free pages: %w", classify(err))
 	}
 	deadline := time.Now().Add(opts.Wait)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {

@@ -18,8 +18,8 @@ import (
 // to stream, the task's, at its next version. The projector applies the
 // erasure, which deletes the task's projection rows; tombstones project
 // nothing. On SQLite, what the transaction frees is overwritten with zeros
-// (secure_delete), and so are the database's free pages. Store.Scrub,
-// after the commit, takes the old page images out of the WAL.
+// (secure_delete). Store.Scrub, after the commit, overwrites the free
+// pages and takes the old page images out of the WAL.
 // docs/forgetting.md describes it.
 func (t *Tx) EraseTask(ctx context.Context, taskID, stream string, erasure func(tombstoned int64) events.Pending) (events.Event, int64, error) {
 	last, err := t.Position(ctx)
@@ -42,9 +42,6 @@ func (t *Tx) EraseTask(ctx context.Context, taskID, stream string, erasure func(
 	}
 	if len(evs) != 1 || evs[0].Position != at {
 		return events.Event{}, 0, fmt.Errorf("eventlog: the erasure of task %s is not the one event at position %d", taskID, at)
-	}
-	if err := t.s.engine.zeroFreePages(ctx, t.db); err != nil {
-		return events.Event{}, 0, classify(err)
 	}
 	return evs[0], n, nil
 }
@@ -134,9 +131,12 @@ type ScrubOptions struct {
 // Scrub is what Store.Scrub did, and what it could not do.
 type Scrub struct {
 	Engine Engine `json:"engine"`
-	// SecureDelete: the erasure's transaction overwrote what it freed,
-	// and the free pages, with zeros (SQLite).
+	// SecureDelete: the erasure's transaction overwrote what it freed
+	// with zeros (SQLite).
 	SecureDelete bool `json:"secure_delete"`
+	// FreePagesZeroed is how many free pages were overwritten with zeros
+	// afterwards (SQLite, unless the file was rebuilt).
+	FreePagesZeroed int64 `json:"free_pages_zeroed"`
 	// WALTruncated: the WAL was checkpointed and truncated to 0 bytes, so
 	// it holds no page image of before the erasure (SQLite).
 	WALTruncated bool `json:"wal_truncated"`
@@ -155,11 +155,13 @@ type Scrub struct {
 var errWALBusy = errors.New("readers held the WAL")
 
 // Scrub takes what an erasure left out of the database's files: on SQLite
-// the page images of before it in the WAL (a TRUNCATE checkpoint, retried
-// while readers hold the WAL, for up to opts.Wait) and, with opts.Vacuum,
-// the whole file rebuilt; on PostgreSQL the dead rows (VACUUM FULL of
-// every table in tables and of the log). It runs on connections of its
-// own after the erasure's commit, so the writer goes on meanwhile.
+// the free pages' old bytes (overwritten with zeros) and the page images
+// of before it in the WAL (a TRUNCATE checkpoint, retried while readers
+// hold the WAL, for up to opts.Wait), or with opts.Vacuum, and once for a
+// file an older memoryd wrote, the whole file rebuilt first; on
+// PostgreSQL the dead rows (VACUUM FULL of every table in tables and of
+// the log). It runs on connections of its own after the erasure's commit,
+// so the writer goes on meanwhile.
 func (s *Store) Scrub(ctx context.Context, tables []string, opts ScrubOptions) (Scrub, error) {
 	if opts.Wait <= 0 {
 		opts.Wait = 10 * time.Second

@@ -50,10 +50,10 @@ const maxTaskIDBytes = 256
 // write transaction every event of the task becomes a tombstone (its
 // position, id, stream, stream version and time kept; its type, payload
 // and request id gone), the erasure is appended as task.erased, and its
-// projector deletes the task's projection rows. On SQLite what that frees
-// and the free pages are overwritten with zeros. After the commit the
-// service forgets the task in its caches (and calls the OnErase hooks),
-// then scrubs the database's files (Store.Scrub). An unknown task or one
+// projector deletes the task's projection rows; on SQLite what that frees
+// is overwritten with zeros. After the commit the service forgets the task
+// in its caches (and calls the OnErase hooks), then scrubs the database's
+// files (Store.Scrub: SQLite's free pages and WAL, PostgreSQL's dead rows). An unknown task or one
 // erased already is ErrNotFound. A failed scrub returns the committed
 // erasure with an error saying so. docs/forgetting.md describes it.
 func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts EraseOptions) (Erasure, error) {
