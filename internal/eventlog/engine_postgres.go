@@ -171,6 +171,9 @@ func classifyPostgres(err error) (error, bool) {
 // rewriting the table.
 func (postgresEngine) beginErase(context.Context, DBTX) error    { return nil }
 func (postgresEngine) endErase(context.Context, *keptConn) error { return nil }
+func (postgresEngine) zeroFreePages(context.Context, DBTX) (int64, error) {
+	return 0, nil
+}
 
 // scrub rewrites the log and every table in tables with VACUUM FULL, on a
 // connection of its own, so that their files hold no dead tuple of the

@@ -224,49 +224,43 @@ func (sqliteEngine) endErase(ctx context.Context, c *keptConn) error {
 }
 
 // maxScrubBlob bounds one zero-filled row of zeroFreePages.
-const maxScrubBlob = 256 << 20
+const maxScrubBlob = 4 << 20
 
 // zeroFreePages overwrites every free page of the database with zeros, in
-// a write transaction of its own on db's one connection, and returns how
-// many there were. A free page may hold what a delete freed before, while
-// secure_delete was only FAST (or off, in an older memoryd). It inserts
-// zero-filled rows as large as the free pages into a table of its own,
-// which SQLite builds from the free pages first, then drops the table,
-// whose pages secure_delete ON leaves zeroed. The transaction has no
-// savepoint, so SQLite keeps no copy of the pages it overwrites.
-func zeroFreePages(ctx context.Context, db *sql.DB) (free int64, err error) {
-	if _, err := db.ExecContext(ctx, "PRAGMA secure_delete = ON"); err != nil {
-		return 0, err
-	}
-	if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err != nil {
-			db.ExecContext(context.Background(), "ROLLBACK")
-		}
-	}()
-	var size int64
-	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
+// the erasure's transaction db, before it frees anything itself. A free
+// page may hold what a delete freed before, while secure_delete was only
+// FAST (or off, in an older memoryd). It inserts zero-filled rows (4 MiB
+// each) as large as the free pages together into a table of its own,
+// which SQLite builds from the free pages first, then deletes them and
+// drops the table; secure_delete ON leaves their pages zeroed. The
+// erasure runs alone in its batch, so no savepoint makes SQLite keep a
+// copy of the pages it overwrites, nor does any statement here.
+func (sqliteEngine) zeroFreePages(ctx context.Context, db DBTX) (int64, error) {
+	var free, size int64
+	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil || free == 0 {
 		return 0, err
 	}
 	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&size); err != nil {
 		return 0, err
 	}
-	if free > 0 {
-		if _, err := db.ExecContext(ctx, "CREATE TABLE memoryd_erase_scrub (b BLOB)"); err != nil {
+	if _, err := db.ExecContext(ctx, "CREATE TABLE memoryd_erase_scrub (b BLOB)"); err != nil {
+		return 0, err
+	}
+	rows := int64(0)
+	for left := free * size; left > 0; left -= maxScrubBlob {
+		if _, err := db.ExecContext(ctx, "INSERT INTO memoryd_erase_scrub VALUES (zeroblob(?))", min(left, maxScrubBlob)); err != nil {
 			return 0, err
 		}
-		for left := free * size; left > 0; left -= maxScrubBlob {
-			if _, err := db.ExecContext(ctx, "INSERT INTO memoryd_erase_scrub VALUES (zeroblob(?))", min(left, maxScrubBlob)); err != nil {
-				return 0, err
-			}
-		}
-		if _, err := db.ExecContext(ctx, "DROP TABLE memoryd_erase_scrub"); err != nil {
+		rows++
+	}
+	// A row at a time: a DROP of the whole table would keep a copy of
+	// every page it frees in its statement journal, in memory.
+	for rowid := int64(1); rowid <= rows; rowid++ {
+		if _, err := db.ExecContext(ctx, "DELETE FROM memoryd_erase_scrub WHERE rowid = ?", rowid); err != nil {
 			return 0, err
 		}
 	}
-	_, err = db.ExecContext(ctx, "COMMIT")
+	_, err := db.ExecContext(ctx, "DROP TABLE memoryd_erase_scrub")
 	return free, err
 }
 
@@ -291,10 +285,9 @@ func markOverwriting(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// scrub overwrites the free pages (zeroFreePages), then checkpoints the
-// WAL into the database file and truncates it to 0 bytes, on a connection
-// of its own: the WAL's frames hold every page as each transaction wrote
-// it, the erased rows included, until it is reset.
+// scrub checkpoints the WAL into the database file and truncates it to 0
+// bytes, on a connection of its own: the WAL's frames hold every page as
+// each transaction wrote it, the erased rows included, until it is reset.
 // A reader still reading an older snapshot holds the checkpoint back, so it
 // is tried again until opts.Wait is over. With opts.Vacuum, or once for a
 // file an older memoryd wrote (overwritingMark), the file is first rebuilt
@@ -329,8 +322,6 @@ func (sqliteEngine) scrub(ctx context.Context, s *Store, _ []string, opts ScrubO
 				return r, classify(err)
 			}
 		}
-	} else if r.FreePagesZeroed, err = zeroFreePages(ctx, db); err != nil {
-		return r, fmt.Errorf("overwrite the free pages: %w", classify(err))
 	}
 	deadline := time.Now().Add(opts.Wait)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {

@@ -10,40 +10,53 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 )
 
-// EraseTask erases a task's events in this transaction: every event of
-// task taskID becomes a tombstone (events.TypeEventErased) of the erasure
-// that follows them, its position, id, stream, stream version and time
-// kept, its type, payload and request id replaced; then the erasure, the
-// event erasure returns for the number of events tombstoned, is appended
-// to stream, the task's, at its next version. The projector applies the
-// erasure, which deletes the task's projection rows; tombstones project
-// nothing. On SQLite, what the transaction frees is overwritten with zeros
-// (secure_delete). Store.Scrub, after the commit, overwrites the free
-// pages and takes the old page images out of the WAL.
-// docs/forgetting.md describes it.
-func (t *Tx) EraseTask(ctx context.Context, taskID, stream string, erasure func(tombstoned int64) events.Pending) (events.Event, int64, error) {
+// Erased is what Tx.EraseTask did.
+type Erased struct {
+	Erasure    events.Event // the task.erased event appended
+	Tombstoned int64        // the task's events made tombstones
+	// FreePagesZeroed counts the free pages overwritten with zeros first
+	// (SQLite).
+	FreePagesZeroed int64
+}
+
+// EraseTask erases a task's events in this transaction, which
+// Store.UpdateAlone runs: every event of task taskID becomes a tombstone
+// (events.TypeEventErased) of the erasure that follows them, its position,
+// id, stream, stream version and time kept, its type, payload and request
+// id replaced; then the erasure, the event erasure returns for the number
+// of events tombstoned, is appended to stream, the task's, at its next
+// version. The projector applies the erasure, which deletes the task's
+// projection rows; tombstones project nothing. On SQLite the free pages
+// are first overwritten with zeros, and what the transaction frees is
+// (secure_delete); Store.Scrub, after the commit, takes the old page
+// images out of the WAL. docs/forgetting.md describes it.
+func (t *Tx) EraseTask(ctx context.Context, taskID, stream string, erasure func(tombstoned int64) events.Pending) (Erased, error) {
 	last, err := t.Position(ctx)
 	if err != nil {
-		return events.Event{}, 0, err
+		return Erased{}, err
 	}
 	at := last + 1 // the erasure's position: nothing else is appended in between
 	if err := t.s.engine.beginErase(ctx, t.db); err != nil {
-		return events.Event{}, 0, classify(err)
+		return Erased{}, classify(err)
 	}
 	t.s.erased = true // the writer ends the erasure's scrubbing after the batch
 	t.s.tip.epoch++   // agents and rows a caller knew of may be gone
-	n, err := t.q.EraseTaskEvents(ctx, eventsdb.EraseTaskEventsParams{Tombstone: string(events.Tombstone(at)), TaskID: taskID})
-	if err != nil {
-		return events.Event{}, 0, classify(err)
+	var res Erased
+	if res.FreePagesZeroed, err = t.s.engine.zeroFreePages(ctx, t.db); err != nil {
+		return Erased{}, fmt.Errorf("overwrite the free pages: %w", classify(err))
 	}
-	evs, err := t.Append(ctx, stream, AnyVersion, erasure(n))
+	if res.Tombstoned, err = t.q.EraseTaskEvents(ctx, eventsdb.EraseTaskEventsParams{Tombstone: string(events.Tombstone(at)), TaskID: taskID}); err != nil {
+		return Erased{}, classify(err)
+	}
+	evs, err := t.Append(ctx, stream, AnyVersion, erasure(res.Tombstoned))
 	if err != nil {
-		return events.Event{}, 0, err
+		return Erased{}, err
 	}
 	if len(evs) != 1 || evs[0].Position != at {
-		return events.Event{}, 0, fmt.Errorf("eventlog: the erasure of task %s is not the one event at position %d", taskID, at)
+		return Erased{}, fmt.Errorf("eventlog: the erasure of task %s is not the one event at position %d", taskID, at)
 	}
-	return evs[0], n, nil
+	res.Erasure = evs[0]
+	return res, nil
 }
 
 // TaskErasures returns the erasures (task.erased events) of a task, in
@@ -131,11 +144,11 @@ type ScrubOptions struct {
 // Scrub is what Store.Scrub did, and what it could not do.
 type Scrub struct {
 	Engine Engine `json:"engine"`
-	// SecureDelete: the erasure's transaction overwrote what it freed
-	// with zeros (SQLite).
+	// SecureDelete: the erasure's transaction overwrote the free pages,
+	// and then what it freed, with zeros (SQLite).
 	SecureDelete bool `json:"secure_delete"`
-	// FreePagesZeroed is how many free pages were overwritten with zeros
-	// afterwards (SQLite, unless the file was rebuilt).
+	// FreePagesZeroed is how many free pages it overwrote first (the
+	// caller copies it from Erased).
 	FreePagesZeroed int64 `json:"free_pages_zeroed"`
 	// WALTruncated: the WAL was checkpointed and truncated to 0 bytes, so
 	// it holds no page image of before the erasure (SQLite).
@@ -155,10 +168,9 @@ type Scrub struct {
 var errWALBusy = errors.New("readers held the WAL")
 
 // Scrub takes what an erasure left out of the database's files: on SQLite
-// the free pages' old bytes (overwritten with zeros) and the page images
-// of before it in the WAL (a TRUNCATE checkpoint, retried while readers
-// hold the WAL, for up to opts.Wait), or with opts.Vacuum, and once for a
-// file an older memoryd wrote, the whole file rebuilt first; on
+// the page images of before it in the WAL (a TRUNCATE checkpoint, retried
+// while readers hold the WAL, for up to opts.Wait), with opts.Vacuum, and
+// once for a file an older memoryd wrote, the whole file rebuilt first; on
 // PostgreSQL the dead rows (VACUUM FULL of every table in tables and of
 // the log). It runs on connections of its own after the erasure's commit,
 // so the writer goes on meanwhile.

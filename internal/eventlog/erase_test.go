@@ -5,8 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/pgtest"
@@ -35,15 +39,14 @@ func eraseLog(t *testing.T, s *Store) (before, after []events.Event, erasure eve
 	add(child, note("01TASKA", "/root/child", "SECRET of A's child"))
 	add(a, note("01TASKA", "/root", "more SECRET"))
 	before = readAll(t, s)
-	if err := s.Update(ctx, "req-erase", func(tx *Tx) error {
-		var n int64
-		var err error
-		erasure, n, err = tx.EraseTask(ctx, "01TASKA", a, func(n int64) events.Pending {
+	if err := s.UpdateAlone(ctx, "req-erase", func(tx *Tx) error {
+		erased, err := tx.EraseTask(ctx, "01TASKA", a, func(n int64) events.Pending {
 			return events.NewPending(events.TaskErased{TaskID: "01TASKA", Events: n})
 		})
-		if err == nil && n != 4 {
-			err = fmt.Errorf("%d events erased, want 4", n)
+		if err == nil && erased.Tombstoned != 4 {
+			err = fmt.Errorf("%d events erased, want 4", erased.Tombstoned)
 		}
+		erasure = erased.Erasure
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -167,8 +170,9 @@ func checkErasureImports(t *testing.T, after []events.Event, fresh func() *Store
 }
 
 // TestEraseTaskOverwritesFreedSpace: on SQLite, the transaction of an
-// erasure overwrites the pages it frees and the free pages with zeros, and
-// ends with the writer back on secure_delete FAST.
+// erasure overwrites the free pages, then the pages it frees, with zeros,
+// and ends with the writer back on secure_delete FAST; its scrub empties
+// the WAL.
 func TestEraseTaskOverwritesFreedSpace(t *testing.T) {
 	s := openStore(t, nil)
 	ctx := context.Background()
@@ -197,13 +201,18 @@ func TestEraseTaskOverwritesFreedSpace(t *testing.T) {
 	if free == 0 {
 		t.Fatal("no free page to overwrite")
 	}
-	if err := s.Update(ctx, "", func(tx *Tx) error {
-		_, _, err := tx.EraseTask(ctx, "01TASKA", stream, func(n int64) events.Pending {
+	var erased Erased
+	if err := s.UpdateAlone(ctx, "", func(tx *Tx) error {
+		var err error
+		erased, err = tx.EraseTask(ctx, "01TASKA", stream, func(n int64) events.Pending {
 			return events.NewPending(events.TaskErased{TaskID: "01TASKA", Events: n})
 		})
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if erased.FreePagesZeroed != free {
+		t.Errorf("%d free pages zeroed, want %d", erased.FreePagesZeroed, free)
 	}
 	scrub, err := s.Scrub(ctx, nil, ScrubOptions{})
 	if err != nil || !scrub.WALTruncated || !scrub.SecureDelete || scrub.WALBytes != 0 {
@@ -241,4 +250,54 @@ func TestPostgresEraseTask(t *testing.T) {
 		t.Errorf("scrub: %+v %v", scrub, err)
 	}
 	checkErasureImports(t, after, open)
+}
+
+// TestUpdateAloneIsABatchOfItsOwn: a request of UpdateAlone waiting among
+// others is committed in a transaction of its own, and the others are
+// committed together as before, every one of them.
+func TestUpdateAloneIsABatchOfItsOwn(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	go s.Update(ctx, "", func(tx *Tx) error { close(started); <-release; return nil })
+	<-started
+	var mu sync.Mutex
+	batches := map[uintptr][]string{} // requests by the batch (its versions map) they were in
+	var wg sync.WaitGroup
+	for i := range 9 {
+		name := fmt.Sprint("r", i)
+		run := s.Update
+		if i == 4 {
+			name, run = "alone", s.UpdateAlone
+		}
+		wg.Go(func() {
+			err := run(ctx, "", func(tx *Tx) error {
+				mu.Lock()
+				b := reflect.ValueOf(tx.batch).Pointer()
+				batches[b] = append(batches[b], name)
+				mu.Unlock()
+				_, err := tx.Append(ctx, events.Stream("01T"+name, "/root"), AnyVersion, events.NewPending(events.TaskCreated{TaskID: "01T" + name, SessionKey: name}))
+				return err
+			})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let them queue behind the first
+	close(release)
+	wg.Wait()
+	n := 0
+	for _, names := range batches {
+		n += len(names)
+		if slices.Contains(names, "alone") && len(names) != 1 {
+			t.Errorf("the lone request shared its batch: %q", names)
+		}
+	}
+	if len(batches) < 2 || len(batches) > 3 {
+		t.Errorf("%d batches, want the lone one and one or two of the others: %v", len(batches), batches)
+	}
+	if n != 9 || lastPosition(t, s) != 9 {
+		t.Errorf("%d requests ran, the log ends at %d", n, lastPosition(t, s))
+	}
 }

@@ -91,7 +91,7 @@ FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE str
 -- erasure at the position its data names: its type, schema, payload and
 -- request id are replaced; its position, id, stream, stream version, task
 -- and time are kept (docs/forgetting.md). By the events_task index.
-UPDATE events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
 WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
 
 -- name: TaskEventCounts :one

@@ -16,6 +16,7 @@ type writeRequest struct {
 	requestID string
 	fn        func(*Tx) error
 	err       chan error
+	alone     bool // committed in a batch of its own (UpdateAlone)
 }
 
 // Update runs fn in a write transaction and returns once it is durable.
@@ -24,7 +25,17 @@ type writeRequest struct {
 // ErrConflict, and fn's own errors unchanged. Updates are group-committed
 // in arrival order; see docs/durability.md.
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
-	req := &writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)}
+	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)})
+}
+
+// UpdateAlone is Update in a transaction of its own, with no other request
+// of a batch beside it, so without a savepoint: SQLite then keeps no copy
+// of the pages it changes, however many. An erasure runs so.
+func (s *Store) UpdateAlone(ctx context.Context, requestID string, fn func(*Tx) error) error {
+	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1), alone: true})
+}
+
+func (s *Store) update(req *writeRequest) error {
 	select {
 	case s.writes <- req:
 	case <-s.quit:
@@ -42,18 +53,26 @@ func (s *Store) writeLoop() {
 			s.wconn.close(nil) // back to the pool, which Close then closes
 		}
 	}()
+	var next *writeRequest // taken while draining, to be committed alone
 	for {
-		var first *writeRequest
-		select {
-		case first = <-s.writes:
-		case <-s.quit:
-			return
+		first := next
+		next = nil
+		if first == nil {
+			select {
+			case first = <-s.writes:
+			case <-s.quit:
+				return
+			}
 		}
 		batch := []*writeRequest{first}
 	drain:
-		for len(batch) < maxBatch {
+		for len(batch) < maxBatch && !first.alone {
 			select {
 			case req := <-s.writes:
+				if req.alone {
+					next = req // the next batch, alone
+					break drain
+				}
 				batch = append(batch, req)
 			default:
 				break drain

@@ -61,7 +61,8 @@ func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts 
 		return Erasure{}, invalidf("task_id must be a task id: 1 to %d bytes of UTF-8 without / or U+0000", maxTaskIDBytes)
 	}
 	res := Erasure{TaskID: taskID}
-	err := s.store.Update(ctx, requestID, func(tx *eventlog.Tx) error {
+	var zeroed int64
+	err := s.store.UpdateAlone(ctx, requestID, func(tx *eventlog.Tx) error {
 		r := projections.TxReader(tx)
 		exists, err := r.TaskExists(ctx, taskID)
 		if err != nil {
@@ -76,10 +77,10 @@ func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts 
 		if res.Rows, err = projections.TaskRows(ctx, tx.DB(), taskID); err != nil {
 			return err
 		}
-		ev, n, err := tx.EraseTask(ctx, taskID, events.Stream(taskID, address.Root), func(n int64) events.Pending {
+		erased, err := tx.EraseTask(ctx, taskID, events.Stream(taskID, address.Root), func(n int64) events.Pending {
 			return events.NewPending(events.TaskErased{TaskID: taskID, Events: n})
 		})
-		res.Position, res.Events = ev.Position, n
+		res.Position, res.Events, zeroed = erased.Erasure.Position, erased.Tombstoned, erased.FreePagesZeroed
 		return err
 	})
 	if err != nil {
@@ -87,6 +88,7 @@ func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts 
 	}
 	s.forgetTask(taskID)
 	res.Scrub, err = s.store.Scrub(ctx, projections.Tables(), eventlog.ScrubOptions{Vacuum: opts.Vacuum, Wait: opts.Wait})
+	res.Scrub.FreePagesZeroed = zeroed
 	if err != nil {
 		return res, fmt.Errorf("task %s is erased (position %d), but scrubbing the database's files failed: %w", taskID, res.Position, err)
 	}

@@ -21,7 +21,7 @@ func (q *Queries) CountEvents(ctx context.Context) (int64, error) {
 }
 
 const eraseTaskEvents = `-- name: EraseTaskEvents :execrows
-UPDATE events SET type = 'event.erased', schema = 1, data = ?1, request_id = ''
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = ?1, request_id = ''
 WHERE task_id = ?2 AND type <> 'event.erased'
 `
 
