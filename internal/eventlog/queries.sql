@@ -90,7 +90,10 @@ FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE str
 -- Every event of a task that is not a tombstone yet becomes one, of the
 -- erasure at the position its data names: its type, schema, payload and
 -- request id are replaced; its position, id, stream, stream version, task
--- and time are kept (docs/forgetting.md). By the events_task index.
+-- and time are kept (docs/forgetting.md). By the events_task index. OR
+-- FAIL: a failure ends the statement without undoing its rows (the
+-- erasure's transaction is rolled back whole), so SQLite keeps no
+-- statement journal, a copy of every page a task's events fill.
 UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
 WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
 

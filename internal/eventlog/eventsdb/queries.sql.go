@@ -33,7 +33,10 @@ type EraseTaskEventsParams struct {
 // Every event of a task that is not a tombstone yet becomes one, of the
 // erasure at the position its data names: its type, schema, payload and
 // request id are replaced; its position, id, stream, stream version, task
-// and time are kept (docs/forgetting.md). By the events_task index.
+// and time are kept (docs/forgetting.md). By the events_task index. OR
+// FAIL: a failure ends the statement without undoing its rows (the
+// erasure's transaction is rolled back whole), so SQLite keeps no
+// statement journal, a copy of every page a task's events fill.
 func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, eraseTaskEvents, arg.Tombstone, arg.TaskID)
 	if err != nil {
