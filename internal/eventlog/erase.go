@@ -91,9 +91,18 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string) (all, tombstones 
 // checkErasure checks an imported event against the erasure rules of the
 // log as the transaction holds it before ev. A tombstone's data is exactly
 // what an erasure writes and names a later position. A task.erased follows
-// only tombstones of its task, as many made by it as it says.
+// only tombstones of its task, as many made by it as it says. An erased
+// task's id is not created again.
 func (t *Tx) checkErasure(ctx context.Context, ev events.Event) error {
 	switch ev.Type {
+	case events.TypeTaskCreated:
+		erasures, err := t.TaskErasures(ctx, ev.TaskID())
+		if err != nil {
+			return err
+		}
+		if len(erasures) > 0 {
+			return events.Broken(ev, "task %s was erased at position %d: its id is not used again", ev.TaskID(), erasures[0].Position)
+		}
 	case events.TypeEventErased:
 		p, err := events.Decode(ev)
 		if err != nil {

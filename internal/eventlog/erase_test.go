@@ -146,6 +146,11 @@ func checkErasureImports(t *testing.T, after []events.Event, fresh func() *Store
 			evs[len(evs)-1].Data = []byte(`{"task_id":"01TASKA","events":5}`)
 			return evs
 		}, "events is 5, but 4 tombstone(s)"},
+		{"the erased task created again", func(evs []events.Event) []events.Event {
+			return append(evs, events.Event{Position: erasure.Position + 1, ID: "01M8V34Q8CZZZZZZZZZZZZZZZZ", Stream: "01TASKA/root",
+				StreamVersion: 5, Type: events.TypeTaskCreated, Schema: 1, RecordedAt: erasure.RecordedAt,
+				Data: []byte(`{"task_id":"01TASKA","session_key":"k"}`)})
+		}, "its id is not used again"},
 		{"erasure on another task's stream", func(evs []events.Event) []events.Event {
 			evs[len(evs)-1].Stream = "01TASKB/root"
 			evs[len(evs)-1].StreamVersion = 3
