@@ -52,6 +52,7 @@ var verbs = []*verb{
 	&handoffVerb,
 	&backupVerb,
 	&restoreVerb,
+	&forgetVerb,
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,

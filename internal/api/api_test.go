@@ -268,7 +268,7 @@ func (ts *testServer) walkRoutes(tb testing.TB) []route {
 		case "CONNECT", "OPTIONS", "TRACE":
 			return nil // r.Handle registers every method; these are not worth a request
 		}
-		path := strings.NewReplacer("{name}", "notes_read_file", "{host}", "codex").Replace(pattern)
+		path := strings.NewReplacer("{name}", "notes_read_file", "{host}", "codex", "{task_id}", "no-such-task").Replace(pattern)
 		if strings.Contains(path, "{") {
 			tb.Fatalf("route %s has a parameter the test does not fill in", pattern)
 		}

@@ -92,6 +92,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Post("/v1/tools/{name}", handleToolCall(log, cfg.Service, m))
 		r.Get("/v1/events", handleEventsList(log, cfg.Service))
 		r.Get("/v1/tasks", handleTasksList(log, cfg.Service))
+		r.Post("/v1/tasks/{task_id}/forget", handleTaskForget(log, cfg.Service))
 		r.Get("/v1/state", handleState(log, cfg.Service))
 		r.Post("/v1/lifecycle/usage", handleLifecycleUsage(log, cfg.Service))
 		r.Post("/v1/lifecycle/branch", handleLifecycleBranch(log, cfg.Service))

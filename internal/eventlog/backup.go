@@ -83,6 +83,10 @@ func (s *Store) Backup(ctx context.Context, dest string) (int64, error) {
 	return last, nil
 }
 
+// File returns the path of the database's file, or "" when its engine
+// keeps it elsewhere (PostgreSQL).
+func (s *Store) File() string { return s.file }
+
 // backupPosition reads the last log position of the SQLite file path.
 func backupPosition(ctx context.Context, path string) (int64, error) {
 	db, err := sql.Open("sqlite", FileURI(path, nil))

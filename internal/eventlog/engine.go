@@ -30,6 +30,18 @@ type engine interface {
 	// wrap marks a connection or transaction as this engine's, so that
 	// EngineOf tells its dialect, here and in the projections.
 	wrap(db DBTX) DBTX
+	// beginErase makes the write transaction db overwrite what it frees
+	// from now on, for an erasure; endErase, on the writer's connection
+	// after the transaction, ends that.
+	beginErase(ctx context.Context, db DBTX) error
+	endErase(ctx context.Context, c *keptConn) error
+	// zeroFreePages overwrites the database's free pages with zeros in
+	// the write transaction db, so none holds what was deleted before, and
+	// returns how many there were.
+	zeroFreePages(ctx context.Context, db DBTX) (int64, error)
+	// scrub takes out of the database's files, after an erasure's commit,
+	// what may still hold the erased rows (Store.Scrub).
+	scrub(ctx context.Context, s *Store, tables []string, opts ScrubOptions) (Scrub, error)
 }
 
 // engineDef is what an engine's file registers.

@@ -165,3 +165,35 @@ func classifyPostgres(err error) (error, bool) {
 	}
 	return err, false
 }
+
+// PostgreSQL overwrites nothing in place: an UPDATE or DELETE leaves the
+// old row version as a dead tuple, which scrub's VACUUM FULL drops by
+// rewriting the table.
+func (postgresEngine) beginErase(context.Context, DBTX) error    { return nil }
+func (postgresEngine) endErase(context.Context, *keptConn) error { return nil }
+func (postgresEngine) zeroFreePages(context.Context, DBTX) (int64, error) {
+	return 0, nil
+}
+
+// scrub rewrites the log and every table in tables with VACUUM FULL, on a
+// connection of its own, so that their files hold no dead tuple of the
+// erased rows (a plain VACUUM marks their space free without overwriting
+// it). Each table is locked while it is rewritten. What PostgreSQL keeps
+// elsewhere, memoryd cannot reach: docs/forgetting.md.
+func (postgresEngine) scrub(ctx context.Context, s *Store, tables []string, _ ScrubOptions) (Scrub, error) {
+	r := Scrub{Engine: Postgres, Vacuumed: []string{}, Left: []string{
+		"PostgreSQL's own WAL segments (pg_wal, until recycled), its WAL archive, its replicas and base backups hold the erased rows " +
+			"as they were written; memoryd cannot erase them (docs/forgetting.md)"}}
+	conn, err := s.reader.Conn(ctx)
+	if err != nil {
+		return r, classify(err)
+	}
+	defer conn.Close()
+	for _, t := range append([]string{"events"}, tables...) {
+		if _, err := conn.ExecContext(ctx, "VACUUM (FULL) "+pgx.Identifier{t}.Sanitize()); err != nil {
+			return r, fmt.Errorf("vacuum %s: %w", t, classify(err))
+		}
+		r.Vacuumed = append(r.Vacuumed, t)
+	}
+	return r, nil
+}

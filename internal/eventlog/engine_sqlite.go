@@ -59,6 +59,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	// memory too, since its queries sort nothing larger than a page of
 	// rows and migrations copy tables in key order.
 	wq.Add("_pragma", "temp_store(MEMORY)")
+	// Freed cells are overwritten with zeros, which costs no I/O; an
+	// erasure overwrites freed pages too (beginErase, docs/forgetting.md).
+	wq.Add("_pragma", "secure_delete(FAST)")
 	for _, p := range opts.WriterPragmas {
 		wq.Add("_pragma", p)
 	}
@@ -82,6 +85,10 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if err := migrations.Up(ctx, writer); err != nil {
 		writer.Close()
 		return nil, err
+	}
+	if err := markOverwriting(ctx, writer); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, classify(err))
 	}
 	rq := url.Values{}
 	rq.Add("_pragma", busy)
@@ -201,4 +208,148 @@ func warnExposed(path string, warnf func(format string, args ...any)) {
 		warnf("%s is accessible to other users (mode %04o): they can read every note in it; fix: chmod 600 %s",
 			name, fi.Mode().Perm(), name)
 	}
+}
+
+// beginErase turns secure_delete on for the rest of the transaction: what
+// it frees, cells and whole pages, is overwritten with zeros. The writer
+// otherwise runs with secure_delete FAST, which zeroes freed cells but not
+// freed pages, since that costs no I/O.
+func (sqliteEngine) beginErase(ctx context.Context, db DBTX) error {
+	_, err := db.ExecContext(ctx, "PRAGMA secure_delete = ON")
+	return err
+}
+
+func (sqliteEngine) endErase(ctx context.Context, c *keptConn) error {
+	return c.exec(ctx, "PRAGMA secure_delete = FAST")
+}
+
+// maxScrubBlob bounds one zero-filled row of zeroFreePages.
+const maxScrubBlob = 4 << 20
+
+// zeroFreePages overwrites every free page of the database with zeros, in
+// the erasure's transaction db, before it frees anything itself. A free
+// page may hold what a delete freed before, while secure_delete was only
+// FAST (or off, in an older memoryd). It inserts zero-filled rows (4 MiB
+// each) as large as the free pages together into a table of its own,
+// which SQLite builds from the free pages first, then deletes them and
+// drops the table; secure_delete ON leaves their pages zeroed. The
+// erasure runs alone in its batch, so no savepoint makes SQLite keep a
+// copy of the pages it overwrites, nor does any statement here.
+func (sqliteEngine) zeroFreePages(ctx context.Context, db DBTX) (int64, error) {
+	var free, size int64
+	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil || free == 0 {
+		return 0, err
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&size); err != nil {
+		return 0, err
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE memoryd_erase_scrub (b BLOB)"); err != nil {
+		return 0, err
+	}
+	rows := int64(0)
+	for left := free * size; left > 0; left -= maxScrubBlob {
+		if _, err := db.ExecContext(ctx, "INSERT INTO memoryd_erase_scrub VALUES (zeroblob(?))", min(left, maxScrubBlob)); err != nil {
+			return 0, err
+		}
+		rows++
+	}
+	// A row at a time: a DROP of the whole table would keep a copy of
+	// every page it frees in its statement journal, in memory.
+	for rowid := int64(1); rowid <= rows; rowid++ {
+		if _, err := db.ExecContext(ctx, "DELETE FROM memoryd_erase_scrub WHERE rowid = ?", rowid); err != nil {
+			return 0, err
+		}
+	}
+	_, err := db.ExecContext(ctx, "DROP TABLE memoryd_erase_scrub")
+	return free, err
+}
+
+// overwritingMark is the user_version of a database file all of whose
+// freed space memoryd overwrote (secure_delete FAST, on since memoryd made
+// the file or last rebuilt it with VACUUM). A file without it, one an
+// older memoryd wrote, may keep in its pages what its deletes freed, so an
+// erasure rebuilds it once.
+const overwritingMark = 1
+
+// markOverwriting marks a new database file, whose writes all overwrite
+// what they free.
+func markOverwriting(ctx context.Context, db *sql.DB) error {
+	var v, events int64
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v == overwritingMark {
+		return err
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM events LIMIT 1)").Scan(&events); err != nil || events > 0 {
+		return err
+	}
+	_, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", overwritingMark))
+	return err
+}
+
+// scrub checkpoints the WAL into the database file and truncates it to 0
+// bytes, on a connection of its own: the WAL's frames hold every page as
+// each transaction wrote it, the erased rows included, until it is reset.
+// A reader still reading an older snapshot holds the checkpoint back, so it
+// is tried again until opts.Wait is over. With opts.Vacuum, or once for a
+// file an older memoryd wrote (overwritingMark), the file is first rebuilt
+// from its live rows.
+func (sqliteEngine) scrub(ctx context.Context, s *Store, _ []string, opts ScrubOptions) (Scrub, error) {
+	r := Scrub{Engine: SQLite, SecureDelete: true, Vacuumed: []string{}, Left: []string{}}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.Wait.Milliseconds()))
+	db, err := sql.Open("sqlite", FileURI(s.file, q))
+	if err != nil {
+		return r, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var mark int64
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&mark); err != nil {
+		return r, classify(err)
+	}
+	switch {
+	case opts.Vacuum:
+		r.VacuumReason = "asked for"
+	case mark != overwritingMark:
+		r.VacuumReason = "the file was written by a memoryd that did not overwrite what its deletes freed: rebuilt once"
+	}
+	if r.VacuumReason != "" {
+		if _, err := db.ExecContext(ctx, "VACUUM"); err != nil {
+			return r, fmt.Errorf("vacuum: %w", classify(err))
+		}
+		r.Vacuumed = append(r.Vacuumed, "*")
+		if mark != overwritingMark {
+			if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", overwritingMark)); err != nil {
+				return r, classify(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(opts.Wait)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		var busy, frames, done int64
+		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
+		if err != nil && !errors.Is(classify(err), ErrUnavailable) {
+			return r, fmt.Errorf("checkpoint: %w", err)
+		}
+		if err == nil && busy == 0 {
+			r.WALTruncated = true
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+	if fi, err := os.Stat(s.file + "-wal"); err == nil {
+		r.WALBytes = fi.Size()
+	}
+	if !r.WALTruncated {
+		r.Left = append(r.Left, fmt.Sprintf("the WAL (%s-wal, %d bytes) may still hold page images of before the erasure: "+
+			"readers held it for %s; run memoryd forget again for the same task to retry, or stop memoryd, whose last close checkpoints it",
+			s.file, r.WALBytes, opts.Wait))
+	}
+	return r, nil
 }

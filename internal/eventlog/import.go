@@ -165,5 +165,8 @@ func (t *Tx) checkRules(ctx context.Context, ev *events.Event) error {
 		return err
 	}
 	*ev = checked
+	if err := t.checkErasure(ctx, *ev); err != nil {
+		return err
+	}
 	return t.proj.CheckImport(ctx, t.db, *ev)
 }

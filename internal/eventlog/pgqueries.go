@@ -20,6 +20,10 @@ func (p pgQueries) CountEvents(ctx context.Context) (int64, error) {
 	return p.q.CountEvents(ctx)
 }
 
+func (p pgQueries) EraseTaskEvents(ctx context.Context, arg eventsdb.EraseTaskEventsParams) (int64, error) {
+	return p.q.EraseTaskEvents(ctx, eventspg.EraseTaskEventsParams(arg))
+}
+
 func (p pgQueries) EventsAfter(ctx context.Context, arg eventsdb.EventsAfterParams) ([]eventsdb.Event, error) {
 	rows, err := p.q.EventsAfter(ctx, eventspg.EventsAfterParams(arg))
 	if err != nil {
@@ -123,6 +127,23 @@ func (p pgQueries) StreamNotesAfter(ctx context.Context, arg eventsdb.StreamNote
 
 func (p pgQueries) StreamVersion(ctx context.Context, stream string) (int64, error) {
 	return p.q.StreamVersion(ctx, stream)
+}
+
+func (p pgQueries) TaskErasures(ctx context.Context, taskID string) ([]eventsdb.Event, error) {
+	rows, err := p.q.TaskErasures(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]eventsdb.Event, len(rows))
+	for i, r := range rows {
+		out[i] = eventsdb.Event(r)
+	}
+	return out, nil
+}
+
+func (p pgQueries) TaskEventCounts(ctx context.Context, arg eventsdb.TaskEventCountsParams) (eventsdb.TaskEventCountsRow, error) {
+	r, err := p.q.TaskEventCounts(ctx, eventspg.TaskEventCountsParams(arg))
+	return eventsdb.TaskEventCountsRow(r), err
 }
 
 func (p pgQueries) TaskEventsAfter(ctx context.Context, arg eventsdb.TaskEventsAfterParams) ([]eventsdb.Event, error) {

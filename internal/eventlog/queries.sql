@@ -85,3 +85,27 @@ SELECT CAST(coalesce((SELECT position FROM events WHERE stream = sqlc.arg(stream
 SELECT CAST(coalesce((SELECT f.position FROM events f WHERE f.stream = sqlc.arg(stream) AND f.stream_version = 1 AND f.position <= sqlc.arg(until)), 0) AS INTEGER) AS first_position,
     CAST(coalesce(l.position, 0) AS INTEGER) AS last_position, CAST(coalesce(l.stream_version, 0) AS INTEGER) AS events
 FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until) ORDER BY stream_version DESC LIMIT 1) l;
+
+-- name: EraseTaskEvents :execrows
+-- Every event of a task that is not a tombstone yet becomes one, of the
+-- erasure at the position its data names: its type, schema, payload and
+-- request id are replaced; its position, id, stream, stream version, task
+-- and time are kept (docs/forgetting.md). By the events_task index. OR
+-- FAIL: a failure ends the statement without undoing its rows (the
+-- erasure's transaction is rolled back whole), so SQLite keeps no
+-- statement journal, a copy of every page a task's events fill.
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
+WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
+
+-- name: TaskEventCounts :one
+-- A task's events before a position: how many there are, how many are
+-- tombstones, and how many of those hold the tombstone data given (the
+-- erasure's own). An import checks a task.erased with it.
+SELECT CAST(count(*) AS INTEGER) AS events,
+  CAST(coalesce(sum(CASE WHEN type = 'event.erased' THEN 1 ELSE 0 END), 0) AS INTEGER) AS tombstones,
+  CAST(coalesce(sum(CASE WHEN type = 'event.erased' AND data = CAST(sqlc.arg(tombstone) AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS erased_here
+FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
+
+-- name: TaskErasures :many
+-- A task's task.erased events, in position order.
+SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;

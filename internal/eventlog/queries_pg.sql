@@ -85,3 +85,21 @@ SELECT CAST(coalesce((SELECT position FROM events WHERE stream = sqlc.arg(stream
 SELECT coalesce((SELECT f.position FROM events f WHERE f.stream = sqlc.arg(stream) AND f.stream_version = 1 AND f.position <= sqlc.arg(until)), 0)::bigint AS first_position,
     coalesce(l.position, 0)::bigint AS last_position, coalesce(l.stream_version, 0)::bigint AS events
 FROM (SELECT 1) AS one LEFT JOIN (SELECT position, stream_version FROM events WHERE stream = sqlc.arg(stream) AND position <= sqlc.arg(until) ORDER BY stream_version DESC LIMIT 1) l ON true;
+
+-- name: EraseTaskEvents :execrows
+-- Every event of a task that is not a tombstone yet becomes one (see the
+-- SQLite query).
+UPDATE events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
+WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
+
+-- name: TaskEventCounts :one
+-- A task's events before a position: how many, how many tombstones, and
+-- how many tombstones hold the data given.
+SELECT count(*)::bigint AS events,
+  coalesce(sum(CASE WHEN type = 'event.erased' THEN 1 ELSE 0 END), 0)::bigint AS tombstones,
+  coalesce(sum(CASE WHEN type = 'event.erased' AND data = sqlc.arg(tombstone)::text THEN 1 ELSE 0 END), 0)::bigint AS erased_here
+FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
+
+-- name: TaskErasures :many
+-- A task's task.erased events, in position order.
+SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;

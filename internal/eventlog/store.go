@@ -96,6 +96,10 @@ type Store struct {
 	// tip is what the committed log ends with, so that an append need not
 	// ask. Only the writer goroutine uses it.
 	tip logTip
+	// erased says that the batch's transaction erased a task, so the
+	// writer ends the erasure's scrubbing once it ends. Only the writer
+	// goroutine uses it.
+	erased bool
 }
 
 // logTip is the end of the committed log as the writer knows it.
@@ -105,12 +109,17 @@ type logTip struct {
 	last        int64            // -1 when unknown
 	versions    map[string]int64 // a stream missing is looked up
 	dataVersion int64            // PRAGMA data_version when last checked
+	// epoch counts the times the writer forgot the tip or erased a task:
+	// what a caller learned of the log and the projections in a
+	// transaction of the same epoch was changed by nothing but this
+	// store's appends since (Tx.Epoch).
+	epoch int64
 }
 
 // maxTipStreams bounds logTip.versions, which starts over when full.
 const maxTipStreams = 1 << 16
 
-func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion} }
+func (t *logTip) forget() { *t = logTip{last: -1, dataVersion: t.dataVersion, epoch: t.epoch + 1} }
 
 // merge records what a committed transaction wrote.
 func (t *logTip) merge(last int64, versions map[string]int64) {
@@ -218,6 +227,13 @@ type Tx struct {
 	// s.tip, the committed log, until the batch commits.
 	versions, batch map[string]int64
 }
+
+// Epoch changes whenever the log or the projections may have changed by
+// other means than this store's appends since an earlier transaction: a
+// commit by another connection or server, a failed commit, an erasure. A
+// caller that keeps what it read in one transaction, such as that an agent
+// is registered, may trust it in a later one of the same epoch.
+func (t *Tx) Epoch() int64 { return t.s.tip.epoch }
 
 // DB returns the transaction's queries, to read projections consistently
 // with the events about to be appended.

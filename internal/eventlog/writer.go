@@ -16,6 +16,7 @@ type writeRequest struct {
 	requestID string
 	fn        func(*Tx) error
 	err       chan error
+	alone     bool // committed in a batch of its own (UpdateAlone)
 }
 
 // Update runs fn in a write transaction and returns once it is durable.
@@ -24,7 +25,17 @@ type writeRequest struct {
 // ErrConflict, and fn's own errors unchanged. Updates are group-committed
 // in arrival order; see docs/durability.md.
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
-	req := &writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)}
+	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)})
+}
+
+// UpdateAlone is Update in a transaction of its own, with no other request
+// of a batch beside it, so without a savepoint: SQLite then keeps no copy
+// of the pages it changes, however many. An erasure runs so.
+func (s *Store) UpdateAlone(ctx context.Context, requestID string, fn func(*Tx) error) error {
+	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1), alone: true})
+}
+
+func (s *Store) update(req *writeRequest) error {
 	select {
 	case s.writes <- req:
 	case <-s.quit:
@@ -42,18 +53,26 @@ func (s *Store) writeLoop() {
 			s.wconn.close(nil) // back to the pool, which Close then closes
 		}
 	}()
+	var next *writeRequest // taken while draining, to be committed alone
 	for {
-		var first *writeRequest
-		select {
-		case first = <-s.writes:
-		case <-s.quit:
-			return
+		first := next
+		next = nil
+		if first == nil {
+			select {
+			case first = <-s.writes:
+			case <-s.quit:
+				return
+			}
 		}
 		batch := []*writeRequest{first}
 	drain:
-		for len(batch) < maxBatch {
+		for len(batch) < maxBatch && !first.alone {
 			select {
 			case req := <-s.writes:
+				if req.alone {
+					next = req // the next batch, alone
+					break drain
+				}
 				batch = append(batch, req)
 			default:
 				break drain
@@ -93,9 +112,10 @@ func (s *Store) writerConn(ctx context.Context) (*keptConn, error) {
 func (s *Store) dropWriterConn() {
 	s.wconn.close(driver.ErrBadConn)
 	s.wconn = nil
+	s.erased = false // a new connection starts without an erasure's setting
 	// The tip's data_version was the old connection's, and a new
 	// connection counts from its own start, so learn the log's end again.
-	s.tip = logTip{last: -1, dataVersion: -1}
+	s.tip = logTip{last: -1, dataVersion: -1, epoch: s.tip.epoch + 1}
 }
 
 // endBatch rolls back what the transaction left uncommitted. It drops the
@@ -116,6 +136,13 @@ func (s *Store) endBatch(ctx context.Context, committed bool) {
 	// no statement runs, so the tests do not reach this guard.
 	if !s.wconn.valid() {
 		s.dropWriterConn()
+		return
+	}
+	if s.erased {
+		s.erased = false
+		if err := s.engine.endErase(ctx, s.wconn); err != nil {
+			s.dropWriterConn() // a new one starts without the erasure's setting
+		}
 	}
 }
 

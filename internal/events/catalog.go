@@ -35,6 +35,9 @@ const (
 	TypeFenceLifted         = "lifecycle.fence_lifted"
 
 	TypeToolCalled = "audit.tool_called"
+
+	TypeEventErased = "event.erased"
+	TypeTaskErased  = "task.erased"
 )
 
 // Catalog lists every event type with its current schema number and a
@@ -65,6 +68,8 @@ var Catalog = []CatalogEntry{
 	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
 	{Type: TypeFenceLifted, Schema: 1, New: func() any { return new(FenceLifted) }},
 	{Type: TypeToolCalled, Schema: 2, New: func() any { return new(ToolCalled) }},
+	{Type: TypeEventErased, Schema: 1, New: func() any { return new(EventErased) }},
+	{Type: TypeTaskErased, Schema: 1, New: func() any { return new(TaskErased) }},
 }
 
 // CatalogEntry describes one event type.
@@ -376,4 +381,28 @@ func (c *ToolCalled) ArgumentsWhole() bool {
 type Digest struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+}
+
+// EventErased is a tombstone: what an event of an erased task became. The
+// event keeps its position, id, stream, stream version and recorded_at,
+// so the log stays gapless and every other stream unchanged, but its type,
+// its payload and its request id are gone. ErasedBy is the position of
+// the erasure (task.erased) that made it. See docs/forgetting.md.
+type EventErased struct {
+	ErasedBy int64 `json:"erased_by"`
+}
+
+// TaskErased records that a task was erased: every earlier event of the
+// task became a tombstone (EventErased), Events of them by this erasure,
+// and its projection rows were deleted. It is the last event of the task,
+// in the stream <task_id>/root.
+type TaskErased struct {
+	TaskID string `json:"task_id"`
+	Events int64  `json:"events"`
+}
+
+// Tombstone returns the data of a tombstone made by the erasure at
+// position erasedBy, byte for byte as the log stores it.
+func Tombstone(erasedBy int64) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"erased_by":%d}`, erasedBy))
 }

@@ -80,3 +80,9 @@ func (FenceLifted) EventType() string { return TypeFenceLifted }
 
 // EventType returns TypeToolCalled.
 func (ToolCalled) EventType() string { return TypeToolCalled }
+
+// EventType returns TypeEventErased.
+func (EventErased) EventType() string { return TypeEventErased }
+
+// EventType returns TypeTaskErased.
+func (TaskErased) EventType() string { return TypeTaskErased }

@@ -39,9 +39,11 @@ func CheckPayload(ev Event) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("events: %s has no payload rules", ev.Type) // a catalog entry without rules is a bug
 	}
-	task, agent := p.owner() // the stream is the one the payload belongs to
-	if want := Stream(task, agent); ev.Stream != want {
-		return nil, Broken(ev, "its data is about %s of task %s, not the agent of its stream %s", agent, task, ev.Stream)
+	task, agent := p.owner()                       // the stream is the one the payload belongs to
+	if _, tombstone := v.(anyStream); !tombstone { // a tombstone stands in the erased event's stream
+		if want := Stream(task, agent); ev.Stream != want {
+			return nil, Broken(ev, "its data is about %s of task %s, not the agent of its stream %s", agent, task, ev.Stream)
+		}
 	}
 	if err := p.rules(); err != nil {
 		return nil, Broken(ev, "%v", err)
@@ -94,6 +96,10 @@ type ruled interface {
 	owner() (taskID, agent string)
 	rules() error
 }
+
+// anyStream is a payload that may stand in any stream: a tombstone keeps
+// the stream of the event it replaced and says nothing of its agent.
+type anyStream interface{ anyStream() }
 
 // ruleError returns a rule error that names the field it is about.
 func ruleError(field, format string, args ...any) error {
@@ -219,3 +225,23 @@ func (p *HistoryBranchChanged) rules() error {
 
 func (p *AgentRef) owner() (string, string) { return p.TaskID, p.Agent }
 func (p *AgentRef) rules() error            { return refRules(p.TaskID, p.Agent) }
+
+func (p *EventErased) owner() (string, string) { return "", "" }
+func (p *EventErased) anyStream()              {}
+func (p *EventErased) rules() error {
+	if p.ErasedBy < 1 {
+		return ruleError("erased_by", "%d is not a position (1 or more)", p.ErasedBy)
+	}
+	return nil
+}
+
+func (p *TaskErased) owner() (string, string) { return p.TaskID, address.Root }
+func (p *TaskErased) rules() error {
+	if err := taskRule(p.TaskID); err != nil {
+		return err
+	}
+	if p.Events < 0 {
+		return ruleError("events", "%d is negative", p.Events)
+	}
+	return nil
+}

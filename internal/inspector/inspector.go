@@ -88,6 +88,9 @@ func New(cfg Config) *Inspector {
 	in := &Inspector{cfg: cfg, log: cfg.Logger, sessions: newSessions(),
 		states: newStates(cfg.Service, lim), pages: mustParsePages()}
 	in.routes = in.routeTree()
+	if cfg.Service != nil {
+		cfg.Service.OnErase(in.states.forgetTask) // its copies hold the task's history
+	}
 	return in
 }
 

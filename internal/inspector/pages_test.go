@@ -1,6 +1,7 @@
 package inspector_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/forensics"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/sessiongen"
@@ -378,5 +380,48 @@ func TestUIWithASlashIsTheStartPage(t *testing.T) {
 	doc := s.page(t, s.loggedIn(t), "/ui/")
 	if !strings.Contains(text(doc), cc.TaskID) {
 		t.Errorf("GET /ui/ does not list the task %s: %s", cc.TaskID, text(byID(doc, "main")))
+	}
+}
+
+// TestErasedTaskIsNotFound: once a task is erased, its pages are not
+// found, as of its last position before the erasure too (the log holds
+// only its tombstones), the tasks page no longer lists it, and the events
+// page shows its tombstones and nothing of what they were.
+func TestErasedTaskIsNotFound(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/erased.jsonl")
+	keep := attach(t, s.svc, "/sessions/kept.jsonl")
+	for _, c := range []memory.CallContext{cc, keep} {
+		c.CallID = "w-" + c.TaskID
+		if _, err := s.svc.CallTool(context.Background(), "notes_write_file", c, json.RawMessage(`{"path":"a.md","text":"ERASED-TEXT"}`), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := s.svc.LastPosition(context.Background())
+	res, err := s.svc.EraseTask(context.Background(), cc.TaskID, "", memory.EraseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.loggedIn(t)
+	for _, p := range []string{
+		"/ui/tasks/" + cc.TaskID + "/agents/root",
+		fmt.Sprintf("/ui/tasks/%s/agents/root?at=%d", cc.TaskID, before),
+		"/ui/tasks/" + cc.TaskID + "/notes?agent=/root",
+		fmt.Sprintf("/ui/tasks/%s/notes?agent=/root&at=%d", cc.TaskID, before),
+		"/ui/tasks/" + cc.TaskID + "/history?agent=/root",
+	} {
+		if resp, doc := s.get(t, c, p); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d (%s), want 404", p, resp.StatusCode, text(byID(doc, "error-message")))
+		}
+	}
+	for _, p := range []string{"/ui", fmt.Sprintf("/ui?at=%d", before)} {
+		if doc := s.page(t, c, p); strings.Contains(text(doc), cc.TaskID) || !strings.Contains(text(doc), keep.TaskID) {
+			t.Errorf("GET %s lists the erased task, or not the other", p)
+		}
+	}
+	doc := s.page(t, c, "/ui/events?task="+cc.TaskID)
+	if body := text(doc); strings.Contains(body, "ERASED-TEXT") || !strings.Contains(body, events.TypeEventErased) ||
+		!strings.Contains(body, events.TypeTaskErased) || !strings.Contains(body, fmt.Sprint(res.Position)) {
+		t.Errorf("the events page of the erased task: %.500s", body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/memoryd/memoryd/internal/forensics"
@@ -209,7 +210,7 @@ func (ss *states) build(st *state) {
 			remove = append(remove, db) // closed while it was built
 		}
 		remove = append(remove, ss.keepLocked()...)
-	case base != nil && !imported && !ss.closed:
+	case base != nil && !imported && !ss.closed && !base.evicted:
 		// The forward is one transaction, so the copy is still at its Q.
 		base.bytes = ss.sizeOf(base.db)
 		ss.order = append([]*state{base}, ss.order...)
@@ -373,4 +374,34 @@ func (ss *states) close() error {
 		db.Remove()
 	}
 	return nil
+}
+
+// forgetTask drops the copies of an erased task's history: kept ones no
+// page uses are removed now, builds are canceled, and copies in use are
+// removed when their pages end. A page built after the erasure copies
+// only tombstones.
+func (ss *states) forgetTask(task string) {
+	ss.mu.Lock()
+	var remove []*forensics.ScratchDB
+	for _, st := range slices.Clone(ss.order) {
+		if st.task != task {
+			continue
+		}
+		if !st.done {
+			st.cancel()
+			st.evicted = true
+			if st.base != nil {
+				st.base.evicted = true // the build then removes it, not keeps it
+			}
+			ss.removeLocked(st)
+			continue
+		}
+		if f := ss.evictLocked(st); f != nil {
+			remove = append(remove, f)
+		}
+	}
+	ss.mu.Unlock()
+	for _, db := range remove {
+		db.Remove()
+	}
 }

@@ -293,3 +293,60 @@ func waitFor(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// TestStatesForgetAnErasedTask: the copies of an erased task's history are
+// closed and removed, one in use when its page releases it, and another
+// task's are kept; an Inspector does it for its service's erasures.
+func TestStatesForgetAnErasedTask(t *testing.T) {
+	ctx := context.Background()
+	live, task := notesLive(t, 6)
+	other, err := live.Attach(ctx, memory.AttachRequest{SessionKey: "/s/other.jsonl"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		args, _ := json.Marshal(map[string]string{"path": "b.md", "text": fmt.Sprint(i)})
+		if _, err := live.CallTool(ctx, "notes_write_file", memory.CallContext{TaskID: other.TaskID, Agent: other.Agent}, args, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := New(Config{Service: live})
+	defer in.Close()
+	ss := in.states
+	get := func(task string, at int64) (*memory.Service, func()) {
+		t.Helper()
+		svc, release, err := ss.at(ctx, task, at)
+		if err != nil {
+			t.Fatalf("%s at %d: %v", task, at, err)
+		}
+		return svc, release
+	}
+	held, holdRelease := get(task, 6)
+	kept, release := get(task, 5) // before 6: a copy of its own
+	release()
+	otherCopy, release := get(other.TaskID, 8)
+	release()
+	if _, err := live.EraseTask(ctx, task, "", memory.EraseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.LastPosition(ctx); err == nil {
+		t.Error("a kept copy of the erased task is still open")
+	}
+	if _, err := held.LastPosition(ctx); err != nil {
+		t.Errorf("a copy in use was closed under its page: %v", err)
+	}
+	holdRelease()
+	if _, err := held.LastPosition(ctx); err == nil {
+		t.Error("the copy in use is still open after its page released it")
+	}
+	if _, err := otherCopy.LastPosition(ctx); err != nil {
+		t.Errorf("another task's copy was closed: %v", err)
+	}
+	ss.mu.Lock()
+	for _, st := range ss.order {
+		if st.task == task {
+			t.Errorf("a copy of the erased task at %d is kept", st.at)
+		}
+	}
+	ss.mu.Unlock()
+}

@@ -118,6 +118,9 @@ func (tl *timeline) add(ev events.Event) error {
 	if err != nil {
 		return fmt.Errorf("event %d: %w", ev.Position, err)
 	}
+	if e, ok := payload.(*events.EventErased); ok { // its registration, at every position
+		return errNotFound("task %s was erased, at position %d", tl.TaskID, e.ErasedBy)
+	}
 	before := tl.State
 	tl.State = fence.Apply(tl.State, payload)
 	if tl.State.WindowID != before.WindowID {

@@ -50,6 +50,9 @@ type auditor struct {
 
 	done  chan struct{}
 	known map[string]bool // streams of agents found registered, used by run only
+	// knownEpoch is the log's epoch (eventlog.Tx.Epoch) known holds at: an
+	// erasure, here or by another process, makes it forget them.
+	knownEpoch int64
 }
 
 // newAuditor starts an auditor appending to store.
@@ -260,12 +263,17 @@ func (a *auditor) run() {
 				run = run[:0]
 				return err
 			}
+			if e := tx.Epoch(); e != a.knownEpoch {
+				clear(a.known) // a task may have been erased since they were found
+				a.knownEpoch = e
+			}
 			for i := range batch {
 				rec := &batch[i].rec
 				// Only calls of registered agents are recorded, so nobody can
-				// fill the log with streams of tasks that do not exist. Agents
-				// are never unregistered, so one found stays known once the
-				// registration this transaction saw is committed.
+				// fill the log with streams of tasks that do not exist, nor
+				// the stream of an erased task. An agent found stays known
+				// once the registration this transaction saw is committed,
+				// until the log's epoch changes (an erasure among others).
 				key := events.Stream(rec.TaskID, rec.Agent)
 				if !a.known[key] && !slices.Contains(found, key) {
 					if _, err := r.Agent(ctx, rec.TaskID, rec.Agent); err != nil {

@@ -26,6 +26,8 @@ type Service struct {
 	// redactor takes secrets out of entries and note texts before they
 	// are stored; nil keeps them as they are.
 	redactor *redact.Redactor
+	// erasing holds what drops an erased task's content (OnErase).
+	erasing erasing
 	// afterCachedRead and syncToWriter are serviceOptions' test hooks.
 	afterCachedRead, syncToWriter func()
 }

@@ -55,6 +55,10 @@ func apply(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) 
 		return applyEntryRecorded(ctx, q, st, ev, p)
 	case *events.HistoryBranchChanged:
 		return applyBranchChanged(ctx, q, ev, p)
+	case *events.EventErased:
+		return nil // a tombstone projects nothing
+	case *events.TaskErased:
+		return applyTaskErased(ctx, db, st, p)
 	}
 	if ref, ok := lifecycleRef(payload); ok {
 		return applyLifecycle(ctx, q, ev, ref, payload)

@@ -309,3 +309,17 @@ func marshalChunkNos(nos []int64) string {
 	b, _ := json.Marshal(nos)
 	return string(b)
 }
+
+// ForgetTask drops the filters of every agent of a task, for its erasure.
+// A search that read the task before the erasure may still load some
+// again; they are evicted as any others are.
+func (f *ChunkFilters) ForgetTask(taskID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key, a := range f.agents {
+		if key.taskID == taskID {
+			f.bytes -= a.counted
+			delete(f.agents, key)
+		}
+	}
+}

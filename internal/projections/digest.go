@@ -103,7 +103,11 @@ func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 	if what == "" {
 		what = "*"
 	}
-	rows, err := db.QueryContext(ctx, "SELECT "+what+" FROM "+t.name+" ORDER BY "+t.orderBy)
+	query := "SELECT " + what + " FROM " + t.name
+	if t.where != "" {
+		query += " WHERE " + t.where
+	}
+	rows, err := db.QueryContext(ctx, query+" ORDER BY "+t.orderBy, t.args...)
 	if err != nil {
 		return err
 	}

@@ -103,3 +103,35 @@ func (r *Reader) UseNoteCache(c *NoteCache, stamp eventlog.CommitStamp) {
 // The caller's snapshot is then the stamp's, so its later queries see the
 // same state only if the stamp has not moved.
 func (r *Reader) FromNoteCache() bool { return r.fromCache }
+
+// ForgetTask drops the cached note reads of a task's agents, for its
+// erasure. Their stamps would keep them from answering after it, but
+// their text would stay in memory until they were replaced.
+func (c *NoteCache) ForgetTask(taskID string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if k.taskID == taskID || k.note.taskID == taskID {
+			c.bytes -= e.size
+			delete(c.m, k)
+		}
+	}
+}
+
+// Holds reports whether the cache keeps a read of one of a task's notes.
+func (c *NoteCache) Holds(taskID string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if k.taskID == taskID || k.note.taskID == taskID {
+			return true
+		}
+	}
+	return false
+}

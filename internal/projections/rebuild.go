@@ -17,6 +17,9 @@ type table struct {
 	// last as one row, their last columns concatenated. A note's text is
 	// compared, not how a deferred write or an append cut it into parts.
 	joinLast bool
+	// where and args, when set, select the rows read (TaskDigest).
+	where string
+	args  []any
 }
 
 // tables lists every projection table, which Rebuild truncates and Digest

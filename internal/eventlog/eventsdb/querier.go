@@ -10,6 +10,14 @@ import (
 
 type Querier interface {
 	CountEvents(ctx context.Context) (int64, error)
+	// Every event of a task that is not a tombstone yet becomes one, of the
+	// erasure at the position its data names: its type, schema, payload and
+	// request id are replaced; its position, id, stream, stream version, task
+	// and time are kept (docs/forgetting.md). By the events_task index. OR
+	// FAIL: a failure ends the statement without undoing its rows (the
+	// erasure's transaction is rolled back whole), so SQLite keeps no
+	// statement journal, a copy of every page a task's events fill.
+	EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams) (int64, error)
 	EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Event, error)
 	InsertEvent(ctx context.Context, arg InsertEventParams) error
 	LastPosition(ctx context.Context) (int64, error)
@@ -50,6 +58,12 @@ type Querier interface {
 	// stream_version) index.
 	StreamNotesAfter(ctx context.Context, arg StreamNotesAfterParams) ([]Event, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
+	// A task's task.erased events, in position order.
+	TaskErasures(ctx context.Context, taskID string) ([]Event, error)
+	// A task's events before a position: how many there are, how many are
+	// tombstones, and how many of those hold the tombstone data given (the
+	// erasure's own). An import checks a task.erased with it.
+	TaskEventCounts(ctx context.Context, arg TaskEventCountsParams) (TaskEventCountsRow, error)
 	TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams) ([]Event, error)
 	// A task's events but its notes and audit records, in position order (the
 	// inspector's copy for a history page as of a position), by the

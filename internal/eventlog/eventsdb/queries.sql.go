@@ -20,6 +20,31 @@ func (q *Queries) CountEvents(ctx context.Context) (int64, error) {
 	return count, err
 }
 
+const eraseTaskEvents = `-- name: EraseTaskEvents :execrows
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = ?1, request_id = ''
+WHERE task_id = ?2 AND type <> 'event.erased'
+`
+
+type EraseTaskEventsParams struct {
+	Tombstone string
+	TaskID    string
+}
+
+// Every event of a task that is not a tombstone yet becomes one, of the
+// erasure at the position its data names: its type, schema, payload and
+// request id are replaced; its position, id, stream, stream version, task
+// and time are kept (docs/forgetting.md). By the events_task index. OR
+// FAIL: a failure ends the statement without undoing its rows (the
+// erasure's transaction is rolled back whole), so SQLite keeps no
+// statement journal, a copy of every page a task's events fill.
+func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, eraseTaskEvents, arg.Tombstone, arg.TaskID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const eventsAfter = `-- name: EventsAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position > ?1 AND position <= ?2 ORDER BY position LIMIT ?3
 `
@@ -492,6 +517,74 @@ func (q *Queries) StreamVersion(ctx context.Context, stream string) (int64, erro
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const taskErasures = `-- name: TaskErasures :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type = 'task.erased' ORDER BY position
+`
+
+// A task's task.erased events, in position order.
+func (q *Queries) TaskErasures(ctx context.Context, taskID string) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, taskErasures, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskEventCounts = `-- name: TaskEventCounts :one
+SELECT CAST(count(*) AS INTEGER) AS events,
+  CAST(coalesce(sum(CASE WHEN type = 'event.erased' THEN 1 ELSE 0 END), 0) AS INTEGER) AS tombstones,
+  CAST(coalesce(sum(CASE WHEN type = 'event.erased' AND data = CAST(?1 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS erased_here
+FROM events WHERE task_id = ?2 AND position < ?3
+`
+
+type TaskEventCountsParams struct {
+	Tombstone string
+	TaskID    string
+	Before    int64
+}
+
+type TaskEventCountsRow struct {
+	Events     int64
+	Tombstones int64
+	ErasedHere int64
+}
+
+// A task's events before a position: how many there are, how many are
+// tombstones, and how many of those hold the tombstone data given (the
+// erasure's own). An import checks a task.erased with it.
+func (q *Queries) TaskEventCounts(ctx context.Context, arg TaskEventCountsParams) (TaskEventCountsRow, error) {
+	row := q.db.QueryRowContext(ctx, taskEventCounts, arg.Tombstone, arg.TaskID, arg.Before)
+	var i TaskEventCountsRow
+	err := row.Scan(&i.Events, &i.Tombstones, &i.ErasedHere)
+	return i, err
 }
 
 const taskEventsAfter = `-- name: TaskEventsAfter :many

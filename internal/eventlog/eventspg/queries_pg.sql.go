@@ -20,6 +20,26 @@ func (q *Queries) CountEvents(ctx context.Context) (int64, error) {
 	return count, err
 }
 
+const eraseTaskEvents = `-- name: EraseTaskEvents :execrows
+UPDATE events SET type = 'event.erased', schema = 1, data = $1, request_id = ''
+WHERE task_id = $2 AND type <> 'event.erased'
+`
+
+type EraseTaskEventsParams struct {
+	Tombstone string
+	TaskID    string
+}
+
+// Every event of a task that is not a tombstone yet becomes one (see the
+// SQLite query).
+func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, eraseTaskEvents, arg.Tombstone, arg.TaskID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const eventsAfter = `-- name: EventsAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3::bigint
 `
@@ -494,6 +514,73 @@ func (q *Queries) StreamVersion(ctx context.Context, stream string) (int64, erro
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const taskErasures = `-- name: TaskErasures :many
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND type = 'task.erased' ORDER BY position
+`
+
+// A task's task.erased events, in position order.
+func (q *Queries) TaskErasures(ctx context.Context, taskID string) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, taskErasures, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.Position,
+			&i.ID,
+			&i.Stream,
+			&i.StreamVersion,
+			&i.TaskID,
+			&i.Type,
+			&i.Schema,
+			&i.RecordedAt,
+			&i.Data,
+			&i.RequestID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskEventCounts = `-- name: TaskEventCounts :one
+SELECT count(*)::bigint AS events,
+  coalesce(sum(CASE WHEN type = 'event.erased' THEN 1 ELSE 0 END), 0)::bigint AS tombstones,
+  coalesce(sum(CASE WHEN type = 'event.erased' AND data = $1::text THEN 1 ELSE 0 END), 0)::bigint AS erased_here
+FROM events WHERE task_id = $2 AND position < $3
+`
+
+type TaskEventCountsParams struct {
+	Tombstone string
+	TaskID    string
+	Before    int64
+}
+
+type TaskEventCountsRow struct {
+	Events     int64
+	Tombstones int64
+	ErasedHere int64
+}
+
+// A task's events before a position: how many, how many tombstones, and
+// how many tombstones hold the data given.
+func (q *Queries) TaskEventCounts(ctx context.Context, arg TaskEventCountsParams) (TaskEventCountsRow, error) {
+	row := q.db.QueryRowContext(ctx, taskEventCounts, arg.Tombstone, arg.TaskID, arg.Before)
+	var i TaskEventCountsRow
+	err := row.Scan(&i.Events, &i.Tombstones, &i.ErasedHere)
+	return i, err
 }
 
 const taskEventsAfter = `-- name: TaskEventsAfter :many
