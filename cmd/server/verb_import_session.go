@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 var importSessionVerb = verb{
@@ -51,34 +52,24 @@ same sessions folder, is imported first when it was not. Importing again stores 
 
 // runImportClaudeCode imports a Claude Code transcript and its
 // sub-agents' as a task, all or nothing.
-func runImportClaudeCode(ctx context.Context, db, file string, in *invocation) (err error) {
-	path, err := filepath.Abs(file)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return err
-	}
-	svc, closeDB, err := openSessionImport(ctx, in.getenv, db, in.stderr)
-	if err != nil {
-		return err
-	}
-	defer func() { closeDB(err != nil) }()
-	report, done := progress(in.stderr, "import-session", "entries", -1)
-	res, err := forensics.ImportClaudeCodeSession(ctx, svc, path, report)
-	done()
-	if err != nil {
-		return err
-	}
-	if err := svc.Close(); err != nil {
-		return err
-	}
-	return writeJSON(in.stdout, res)
+func runImportClaudeCode(ctx context.Context, db, file string, in *invocation) error {
+	return runImportHostSession(ctx, db, file, in, func(svc *memory.Service, path string, report func(int64)) (any, error) {
+		return forensics.ImportClaudeCodeSession(ctx, svc, path, report)
+	})
 }
 
 // runImportCodex imports a Codex rollout as a task, or a sub-agent's as a
 // child agent of its session's task, all or nothing.
-func runImportCodex(ctx context.Context, db, file string, in *invocation) (err error) {
+func runImportCodex(ctx context.Context, db, file string, in *invocation) error {
+	return runImportHostSession(ctx, db, file, in, func(svc *memory.Service, path string, report func(int64)) (any, error) {
+		return forensics.ImportCodexSession(ctx, svc, path, forensics.RolloutFinder(path), report)
+	})
+}
+
+// runImportHostSession imports the session file of another agent with
+// load, all or nothing, and prints what load returns.
+func runImportHostSession(ctx context.Context, db, file string, in *invocation,
+	load func(svc *memory.Service, path string, report func(int64)) (any, error)) (err error) {
 	path, err := filepath.Abs(file)
 	if err != nil {
 		return err
@@ -92,7 +83,7 @@ func runImportCodex(ctx context.Context, db, file string, in *invocation) (err e
 	}
 	defer func() { closeDB(err != nil) }()
 	report, done := progress(in.stderr, "import-session", "entries", -1)
-	res, err := forensics.ImportCodexSession(ctx, svc, path, forensics.RolloutFinder(path), report)
+	res, err := load(svc, path, report)
 	done()
 	if err != nil {
 		return err
