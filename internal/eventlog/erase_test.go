@@ -306,3 +306,48 @@ func TestUpdateAloneIsABatchOfItsOwn(t *testing.T) {
 		t.Errorf("%d requests ran, the log ends at %d", n, lastPosition(t, s))
 	}
 }
+
+// TestScrubWaitsForReaders: a reader holding an older snapshot keeps the
+// WAL from being truncated; Scrub tries for as long as it is told, then
+// says what is left, and truncates it once the reader is gone.
+func TestScrubWaitsForReaders(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	stream := events.Stream("01TASKA", "/root")
+	if _, err := appendOne(t, s, stream, AnyVersion, events.TypeTaskCreated, events.TaskCreated{TaskID: "01TASKA", SessionKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", FileURI(s.File(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	reader, err := raw.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := reader.QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil { // its snapshot starts
+		t.Fatal(err)
+	}
+	if err := s.UpdateAlone(ctx, "", func(tx *Tx) error {
+		_, err := tx.EraseTask(ctx, "01TASKA", stream, func(n int64) events.Pending {
+			return events.NewPending(events.TaskErased{TaskID: "01TASKA", Events: n})
+		})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	scrub, err := s.Scrub(ctx, nil, ScrubOptions{Wait: 300 * time.Millisecond})
+	if err != nil || scrub.WALTruncated || scrub.WALBytes == 0 || len(scrub.Left) != 1 || !strings.Contains(scrub.Left[0], "readers held it") {
+		t.Errorf("scrub with a reader: %+v %v", scrub, err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond || waited > 10*time.Second {
+		t.Errorf("the scrub waited %s, told 300ms", waited)
+	}
+	reader.Rollback()
+	if scrub, err = s.Scrub(ctx, nil, ScrubOptions{Wait: time.Second}); err != nil || !scrub.WALTruncated || scrub.WALBytes != 0 || len(scrub.Left) != 0 {
+		t.Errorf("scrub after the reader: %+v %v", scrub, err)
+	}
+}

@@ -209,6 +209,45 @@ func TestPostgresEventQueries(t *testing.T) {
 			t.Errorf("StreamNoteSizes until %d:\ngot  %v\nwant %v", until, got, want)
 		}
 	}
+	// The erasure's: counts before and after tombstoning task t1, and an
+	// erasure event to find.
+	counts := func(a eventsdb.TaskEventCountsParams) {
+		t.Helper()
+		l, lerr := lq.TaskEventCounts(ctx, a)
+		p, perr := pq.TaskEventCounts(ctx, eventspg.TaskEventCountsParams(a))
+		check("TaskEventCounts", result{l, lerr}, result{eventsdb.TaskEventCountsRow(p), perr})
+	}
+	tomb := `{"erased_by":60}`
+	counts(eventsdb.TaskEventCountsParams{Tombstone: tomb, TaskID: "t1", Before: 60})
+	{
+		a := eventsdb.EraseTaskEventsParams{Tombstone: tomb, TaskID: "t1"}
+		l, lerr := lq.EraseTaskEvents(ctx, a)
+		p, perr := pq.EraseTaskEvents(ctx, eventspg.EraseTaskEventsParams(a))
+		check("EraseTaskEvents", result{l, lerr}, result{p, perr})
+		if l == 0 {
+			t.Error("EraseTaskEvents made no tombstone: the test checks nothing")
+		}
+	}
+	for _, a := range []eventsdb.TaskEventCountsParams{{Tombstone: tomb, TaskID: "t1", Before: 60}, {Tombstone: tomb, TaskID: "t1", Before: 20},
+		{Tombstone: `{"erased_by":61}`, TaskID: "t1", Before: 60}, {Tombstone: tomb, TaskID: "t2", Before: 60}} {
+		counts(a)
+	}
+	for _, db := range []interface {
+		InsertEvent(context.Context, eventsdb.InsertEventParams) error
+	}{lq, pgInsert{pq}} {
+		if err := db.InsertEvent(ctx, eventsdb.InsertEventParams{Position: 60, ID: "erasure", Stream: "t1/root", StreamVersion: 99, TaskID: "t1",
+			Type: "task.erased", Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", Data: `{"task_id":"t1","events":10}`}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range []string{"t1", "t2"} {
+		l, lerr := lq.TaskErasures(ctx, task)
+		p, perr := pq.TaskErasures(ctx, task)
+		check("TaskErasures", result{l, lerr}, result{events(p), perr})
+		if task == "t1" && len(l) != 1 {
+			t.Errorf("TaskErasures of t1: %d erasures, want 1", len(l))
+		}
+	}
 	qt := reflect.TypeFor[*eventsdb.Queries]()
 	for i := range qt.NumMethod() {
 		if m := qt.Method(i).Name; !called[m] {
@@ -220,3 +259,10 @@ func TestPostgresEventQueries(t *testing.T) {
 // testPostgresDB returns a new, migrated database on the PostgreSQL
 // server of the tests (skipped without one).
 func testPostgresDB(t *testing.T) *sql.DB { return pgtest.OpenMigrated(t) }
+
+// pgInsert inserts through PostgreSQL's queries with eventsdb's params.
+type pgInsert struct{ q *eventspg.Queries }
+
+func (p pgInsert) InsertEvent(ctx context.Context, a eventsdb.InsertEventParams) error {
+	return p.q.InsertEvent(ctx, eventspg.InsertEventParams(a))
+}
