@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -74,6 +75,16 @@ type bench struct {
 	syncRevision int64 // the history branch's revision, as the last sync returned it
 	syncTurns    int   // turns sent
 	syncFrom     int   // the branch's length before the first turn
+
+	// The search-all rows search the database import-sessions made of a
+	// machine's session files, and scan the files as their ceiling.
+	sessions    *sessionSet
+	sessionsDB  string
+	commonFiles int // the files holding allCommonNeedle, counted by the first scan
+	// sessionsServer serves the same database, its chunk filters loaded
+	// at start, for the same searches on the inspector's search page.
+	sessionsServer *proc
+	sessionsWeb    *http.Client
 
 	// replay and startup use the exported log and the replayed database.
 	logPath  string
@@ -190,7 +201,7 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running.
 // The first error lands in *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.pg[0], &b.pg[1]} {
+	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.sessionsServer, &b.pg[0], &b.pg[1]} {
 		if *p == nil {
 			continue
 		}

@@ -49,15 +49,17 @@ func usage() string {
 type config struct {
 	reps         int
 	historyBytes int64
-	events       int
-	dur          time.Duration
-	rows         []string
-	dir          string
-	keep         bool
-	server       string
-	serverFlags  string
-	postgres     string
-	args         []string
+	// sessionsBytes is the size of the search-all rows' session files.
+	sessionsBytes int64
+	events        int
+	dur           time.Duration
+	rows          []string
+	dir           string
+	keep          bool
+	server        string
+	serverFlags   string
+	postgres      string
+	args          []string
 }
 
 // has reports whether row is selected.
@@ -81,6 +83,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	fs.IntVar(&c.reps, "reps", 3, "repetitions of every figure and its ceiling")
 	fs.Var((*byteSize)(&c.historyBytes), "history-bytes", "`bytes` of generated Pi session history to search")
+	fs.Var((*byteSize)(&c.sessionsBytes), "sessions-bytes", "`bytes` of generated Pi, Claude Code and Codex session files the search-all rows import and search (default: -history-bytes)")
 	fs.IntVar(&c.events, "events", 1_000_000, "events in the log to replay (and in the startup database)")
 	fs.DurationVar(&c.dur, "dur", 3*time.Second, "duration of each throughput loop")
 	rows := fs.String("rows", strings.Join(rowNames(), ","), "comma-separated `rows` to run")
@@ -109,6 +112,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.historyBytes < 1<<20 || c.historyBytes > 1<<40 {
 		return nil, &usageError{"-history-bytes must be between 1MiB and 1TiB"}
+	}
+	if c.sessionsBytes == 0 {
+		c.sessionsBytes = c.historyBytes
+	}
+	if c.sessionsBytes < 1<<20 || c.sessionsBytes > 1<<40 {
+		return nil, &usageError{"-sessions-bytes must be between 1MiB and 1TiB"}
 	}
 	for _, r := range strings.Split(*rows, ",") {
 		r = strings.TrimSpace(r)

@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == durableVerb {
 		return runDurableServer(ctx, args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == scanVerb {
+		return runScan(args[1:], stdout)
+	}
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err

@@ -13,10 +13,11 @@ import (
 )
 
 // TestMain lets the test binary stand in for the bench binary when bench
-// re-executes itself as the read8 ceiling (bench bare-server FILE) or as
-// append16's durable reference (bench durable-server DB FILE).
+// re-executes itself as the read8 ceiling (bench bare-server FILE), as
+// append16's durable reference (bench durable-server DB FILE) or as the
+// search-all rows' scan (bench scan-files NEEDLE DIR).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == bareVerb || os.Args[1] == durableVerb) {
+	if len(os.Args) > 1 && (os.Args[1] == bareVerb || os.Args[1] == durableVerb || os.Args[1] == scanVerb) {
 		main()
 		return
 	}
@@ -66,7 +67,8 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"## Machine", "select sqlite_version()", "go run ./cmd/bench -history-bytes '2<<20'", "History ingest", "History server memory at the end of the ingest", "- bound: bare net/http, same requests: ", "- raw SQLite, 1,000 inserts a FULL transaction: ", "- memoryd p50 − bare p50: ",
-		"- " + inspectorAtPages[2].name + ": ", "- " + inspectorAtPages[4].name + ": "} {
+		"- " + inspectorAtPages[2].name + ": ", "- " + inspectorAtPages[4].name + ": ",
+		"`memoryd import-sessions --from all` of them", "bytes per byte of session files", "- scan GB/s of the bytes it read: "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q", want)
 		}

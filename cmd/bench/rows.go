@@ -92,6 +92,41 @@ var allRows = []*row{
 		fig: ms, ceil: ms, target: 2, targetText: "≤ 2×",
 	},
 	{
+		name: "search-all-rare",
+		help: "memoryd search, the verb, exec to exit, for a needle in one\n" +
+			"session among -sessions-bytes of Pi, Claude Code and Codex\n" +
+			"session files imported by import-sessions --from all, vs a\n" +
+			"brute-force byte scan of the files             (≥ 2× as fast)",
+		needs:   []*fixture{fxSessions},
+		measure: (*bench).measureSearchAllRow, notes: (*bench).searchAllRareNotes,
+		fig: ms, ceil: ms, target: 2, atLeast: true, targetText: "≥ 2×",
+	},
+	{
+		name: "search-all-absent",
+		help: "the same for a needle found nowhere, whose first byte is\n" +
+			"the files' most frequent letter                (≥ 2×)",
+		needs:   []*fixture{fxSessions},
+		measure: (*bench).measureSearchAllRow, notes: (*bench).searchAllAbsentNotes,
+		fig: ms, ceil: ms, target: 2, atLeast: true, targetText: "≥ 2×",
+	},
+	{
+		name: "search-all-common",
+		help: "the same for a needle in nearly every tool output, --limit 20,\n" +
+			"vs the scan listing every file that holds it   (≥ 1×)",
+		needs:   []*fixture{fxSessions},
+		measure: (*bench).measureSearchAllRow, notes: (*bench).searchAllCommonNotes,
+		fig: ms, ceil: ms, target: 1, atLeast: true, targetText: "≥ 1×",
+	},
+	{
+		name: "search-all-codex",
+		help: "the same with --agent-kind codex for a needle in one Codex,\n" +
+			"one Pi and one Claude Code session, vs a scan of the Codex\n" +
+			"rollouts alone                                 (≥ 2×)",
+		needs:   []*fixture{fxSessions},
+		measure: (*bench).measureSearchAllRow, notes: (*bench).searchAllCodexNotes,
+		fig: ms, ceil: ms, target: 2, atLeast: true, targetText: "≥ 2×",
+	},
+	{
 		name: "sync-turn",
 		help: "one more turn on the history: a history sync of one new\n" +
 			"entry with the branch as a delta from the last\n" +

@@ -52,6 +52,7 @@ func TestFixturesFor(t *testing.T) {
 		{[]string{"append1-http"}, []*fixture{fxNotes, fxAppendWarm, fxBareAppend}},
 		{[]string{"read1-http"}, []*fixture{fxNotes, fxRead8}},
 		{[]string{"rss", "search-rare"}, []*fixture{fxHistory}},
+		{[]string{"search-all-codex", "search-all-rare"}, []*fixture{fxSessions}},
 		{rowNames(), allFixtures},
 	} {
 		got := fixturesFor(&config{rows: c.rows})
