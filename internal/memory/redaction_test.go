@@ -78,3 +78,45 @@ func TestRedactionBeforeAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactionOfEntriesStoredBefore: an entry stored before redaction was
+// on (an upgrade) and sent again after is the same entry, not a conflict,
+// in a sync and in an import; the stored bytes stay as they were.
+func TestRedactionOfEntriesStoredBefore(t *testing.T) {
+	const token = "ghp_NLv6RhtTjKGHGlbgEyQeJJnKMmNlBD5s33vr"
+	db := pgtest.Or(t, filepath.Join(t.TempDir(), "memory.db"))
+	ctx := context.Background()
+	entry := json.RawMessage(`{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-07T10:00:00.000Z",` +
+		`"message":{"role":"user","content":"GITHUB_TOKEN=` + token + `"}}`)
+	branch := []string{"u1"}
+	before := mustOpenAt(t, db, testOptions())
+	cc := mustAttach(t, before, "stored-before")
+	if _, err := before.Sync(ctx, SyncRequest{Context: cc, Entries: []json.RawMessage{entry}, Branch: &branch}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.ImportSession(ctx, AttachRequest{SessionKey: "imported-before"}, []json.RawMessage{entry}, branch, nil); err != nil {
+		t.Fatal(err)
+	}
+	before.Close()
+
+	red, err := redact.New(redact.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions()
+	opts.Redactor = red
+	after := mustOpenAt(t, db, opts)
+	res, err := after.Sync(ctx, SyncRequest{Context: cc, Entries: []json.RawMessage{entry}, Branch: &branch}, "")
+	if err != nil || res.Stored != 0 {
+		t.Fatalf("the entry sent again after redaction was turned on: %+v, %v", res, err)
+	}
+	imp, err := after.ImportSession(ctx, AttachRequest{SessionKey: "imported-before"}, []json.RawMessage{entry}, branch, nil)
+	if err != nil || imp.Stored != 0 {
+		t.Fatalf("the session imported again: %+v, %v", imp, err)
+	}
+	// A different entry under a stored id is still a conflict.
+	other := json.RawMessage(strings.Replace(string(entry), "GITHUB_TOKEN", "ANOTHER", 1))
+	if _, err := after.Sync(ctx, SyncRequest{Context: cc, Entries: []json.RawMessage{other}, Branch: &branch}, ""); err == nil {
+		t.Error("a changed entry under a stored id was accepted")
+	}
+}

@@ -172,7 +172,7 @@ func (s *Service) importIn(ctx context.Context, tx *eventlog.Tx, f parsedFile, p
 		if end == len(f.entries) {
 			chunk.Branch = &f.branch // with the last entries
 		}
-		res, err := syncIn(ctx, tx, chunk, f.entries[start:end])
+		res, err := syncIn(ctx, tx, chunk, f.entries[start:end], s.redactor)
 		if err != nil {
 			return SessionImport{}, err
 		}

@@ -179,6 +179,22 @@ func redactedKinds(red *redact.Redactor, s string) string {
 	return strings.Join(kinds, ", ")
 }
 
+// sameStored reports whether stored, the JSON an entry was stored with, is
+// the entry e sent now: the same entry, or one stored before today's
+// redaction (memoryd upgraded, redaction turned on or a rule added) that
+// today's redaction makes e. A sent entry never conflicts with itself for
+// what memoryd took out of it.
+func (p *syncPlan) sameStored(stored []byte, e syncEntry) bool {
+	if bytes.Equal(stored, e.raw) || sameEntry(stored, e.raw) {
+		return true
+	}
+	if p.red == nil {
+		return false
+	}
+	redacted, changed, err := p.red.JSON(stored)
+	return err == nil && changed && sameEntry(redacted, e.raw)
+}
+
 // syncPlan is a sync as checked against its request alone, before the
 // writer. It holds what the write transaction needs, computed outside.
 type syncPlan struct {
@@ -192,6 +208,9 @@ type syncPlan struct {
 	// the same content; rendered are the others, rendered ahead.
 	stored   map[string]bool
 	rendered map[string]projections.RenderedEntry
+	// red is the redaction the entries went through, which an entry stored
+	// before it (or before one of its rules) is compared under.
+	red *redact.Redactor
 }
 
 // planSync checks what a sync request alone can tell, such as its sizes,
@@ -215,7 +234,7 @@ func planSync(req SyncRequest, red *redact.Redactor) (*syncPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.delta = delta
+	p.delta, p.red = delta, red
 	return p, nil
 }
 
@@ -398,7 +417,7 @@ func (p *syncPlan) checkStored(ctx context.Context, r *projections.Reader, cc Ca
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(raw, e.raw) && !sameEntry(raw, e.raw) {
+		if !p.sameStored(raw, e) {
 			return &EntryError{Index: e.index, Err: conflictf("entry %q was already synced with different content; entries are immutable", e.id)}
 		}
 		p.stored[e.id] = true
@@ -532,11 +551,12 @@ func (s *Service) writeSync(ctx context.Context, p *syncPlan, req SyncRequest, r
 
 // syncIn runs a session import's sync of entries inside tx. The checks of
 // checkStored run in tx itself.
-func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syncEntry) (SyncResult, error) {
+func syncIn(ctx context.Context, tx *eventlog.Tx, req SyncRequest, entries []syncEntry, red *redact.Redactor) (SyncResult, error) {
 	p, err := newSyncPlan(entries, req.Branch)
 	if err != nil {
 		return SyncResult{}, err
 	}
+	p.red = red
 	if err := p.checkStored(ctx, projections.TxReader(tx), req.Context, req.ExpectedRevision); err != nil {
 		return SyncResult{}, err
 	}
