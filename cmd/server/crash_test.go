@@ -611,7 +611,7 @@ func crashAttach(t *testing.T, c *crashClient, key string, task *map[string]stri
 func checkOffline(t *testing.T, db string, notes [][]*noteWriter, workers []crashWorker, rebuild bool) int {
 	t.Helper()
 	ctx := context.Background()
-	svc, err := openExistingService(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, os.Getenv, db, io.Discard)
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}

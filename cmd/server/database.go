@@ -71,36 +71,45 @@ func defaultDataDir(getenv func(string) string) (string, error) {
 
 // openService opens the database at path, creating it if missing, and
 // reports a migration's rebuild or a database others can read on stderr.
-func openService(ctx context.Context, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
-	return openRedacting(ctx, path, synchronous, stderr, nil)
+// A database encrypted at rest is opened with its key (atRestKey).
+func openService(ctx context.Context, getenv func(string) string, path, synchronous string, stderr io.Writer) (*memory.Service, error) {
+	return openRedacting(ctx, getenv, path, synchronous, stderr, nil, false)
 }
 
-// openRedacting is openService with the redaction of red (nil: none).
-func openRedacting(ctx context.Context, path, synchronous string, stderr io.Writer, red *redact.Redactor) (*memory.Service, error) {
-	return memory.Open(ctx, path, memory.OpenOptions{
+// openRedacting is openService with the redaction of red (nil: none),
+// making a new database encrypted at rest when encrypt is set.
+func openRedacting(ctx context.Context, getenv func(string) string, path, synchronous string, stderr io.Writer, red *redact.Redactor, encrypt bool) (*memory.Service, error) {
+	sealer, made, err := atRestKey(getenv, path, encrypt)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := memory.Open(ctx, path, memory.OpenOptions{
 		Redactor:    red,
+		Sealer:      sealer,
+		Encrypt:     encrypt,
 		Synchronous: synchronous,
 		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
 		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
 	})
+	return svc, atRestError(err, getenv, path, made)
 }
 
 // openExistingService opens a database that must already exist.
-func openExistingService(ctx context.Context, path string, stderr io.Writer) (*memory.Service, error) {
+func openExistingService(ctx context.Context, getenv func(string) string, path string, stderr io.Writer) (*memory.Service, error) {
 	if file, ok := memory.ParseLocation(path).File(); ok {
 		if _, err := os.Stat(file); err != nil {
 			return nil, fmt.Errorf("database %s: %w", file, err)
 		}
 	}
 	// A database on a server is migrated as it is opened.
-	return openService(ctx, path, "", stderr)
+	return openService(ctx, getenv, path, "", stderr)
 }
 
 // openAllOrNothing opens the database at path for a verb that is all or
 // nothing. done closes it and, when the verb failed, removes what opening
 // it created.
-func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *memory.Service, done func(failed bool), err error) {
-	return openAllOrNothingWith(ctx, path, stderr, func() (*redact.Redactor, error) { return nil, nil })
+func openAllOrNothing(ctx context.Context, getenv func(string) string, path string, stderr io.Writer) (svc *memory.Service, done func(failed bool), err error) {
+	return openAllOrNothingWith(ctx, getenv, path, stderr, func() (*redact.Redactor, error) { return nil, nil })
 }
 
 // openSessionImport is openAllOrNothing for an import of session files:
@@ -108,7 +117,7 @@ func openAllOrNothing(ctx context.Context, path string, stderr io.Writer) (svc *
 // MEMORYD_REDACT_RULES), keyed by the database's redaction key, so that a session
 // imported and the same session synced by a hook store the same entries.
 func openSessionImport(ctx context.Context, getenv func(string) string, path string, stderr io.Writer) (*memory.Service, func(failed bool), error) {
-	return openAllOrNothingWith(ctx, path, stderr, func() (*redact.Redactor, error) {
+	return openAllOrNothingWith(ctx, getenv, path, stderr, func() (*redact.Redactor, error) {
 		mode := envOr(getenv, "MEMORYD_REDACT", redactDefault)
 		if mode == redactOff {
 			return nil, nil
@@ -122,8 +131,14 @@ func openSessionImport(ctx context.Context, getenv func(string) string, path str
 }
 
 // openAllOrNothingWith is openAllOrNothing with the redactor redactor
-// makes once the database's folder exists.
-func openAllOrNothingWith(ctx context.Context, path string, stderr io.Writer, redactor func() (*redact.Redactor, error)) (svc *memory.Service, done func(failed bool), err error) {
+// makes once the database's folder exists. A new database is encrypted at
+// rest when MEMORYD_ENCRYPT asks for it; its new key file, if any, is
+// removed with it when the verb fails.
+func openAllOrNothingWith(ctx context.Context, getenv func(string) string, path string, stderr io.Writer, redactor func() (*redact.Redactor, error)) (svc *memory.Service, done func(failed bool), err error) {
+	encrypt, err := encryptAsked(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	fresh := newDatabase(path)
 	if file, ok := memory.ParseLocation(path).File(); ok {
 		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
@@ -136,7 +151,7 @@ func openAllOrNothingWith(ctx context.Context, path string, stderr io.Writer, re
 		fresh.remove()
 		return nil, nil, err
 	}
-	if svc, err = openRedacting(ctx, path, "", stderr, red); err != nil {
+	if svc, err = openRedacting(ctx, getenv, path, "", stderr, red, encrypt); err != nil {
 		fresh.remove()
 		return nil, nil, err
 	}
@@ -166,8 +181,10 @@ func newDatabase(db string) *freshDatabase {
 		return nil // another process may have it open, so a failure leaves its files
 	}
 	d := &freshDatabase{files: []string{path, path + "-wal", path + "-shm", path + "-journal"}}
-	if key := filepath.Join(filepath.Dir(path), redactionKeyFile.name); !exists(key) {
-		d.files = append(d.files, key)
+	for _, sf := range []secretFile{redactionKeyFile, encryptionKeyFile} {
+		if key := filepath.Join(filepath.Dir(path), sf.name); !exists(key) {
+			d.files = append(d.files, key)
+		}
 	}
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {

@@ -556,7 +556,7 @@ func TestImportSession(t *testing.T) {
 	exported := fxExport(t, "--db", db)
 
 	// The reference: the same session synced as the extension would.
-	svc, err := openService(ctx, filepath.Join(dir, "ref", "memory.db"), "", io.Discard)
+	svc, err := openService(ctx, os.Getenv, filepath.Join(dir, "ref", "memory.db"), "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -439,7 +439,7 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Errorf("the WAL (%d bytes) is still there after a clean exit: the database was not closed", fi.Size())
 	}
 
-	svc, err := openExistingService(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, os.Getenv, db, io.Discard)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -471,7 +471,7 @@ func TestServeBusyPort(t *testing.T) {
 func workload(t *testing.T, db string) []memory.CallContext {
 	t.Helper()
 	ctx := context.Background()
-	svc, err := openService(ctx, db, "", io.Discard)
+	svc, err := openService(ctx, os.Getenv, db, "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func workload(t *testing.T, db string) []memory.CallContext {
 func snapshot(t *testing.T, db string, agents []memory.CallContext) []string {
 	t.Helper()
 	ctx := context.Background()
-	svc, err := openExistingService(ctx, db, io.Discard)
+	svc, err := openExistingService(ctx, os.Getenv, db, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func snapshot(t *testing.T, db string, agents []memory.CallContext) []string {
 			out = append(out, fmt.Sprintf("%s %s %s: %v %s", cc.Agent, c.tool, c.args, err, b))
 		}
 	}
-	digest, err := projections.Digest(ctx, svc.Store().Reader())
+	digest, err := projections.Digest(ctx, svc.Store())
 	if err != nil {
 		t.Fatal(err)
 	}

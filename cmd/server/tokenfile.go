@@ -19,6 +19,9 @@ import (
 // made with 32 random bytes on first use, unless its variable gives it.
 type secretFile struct {
 	env, name, what string
+	// irreplaceable says that a new secret does not replace a lost one:
+	// what it keeps cannot be read without it.
+	irreplaceable bool
 }
 
 var (
@@ -145,8 +148,12 @@ func (e *unsafeTokenFileError) Error() string {
 	if sf.name == "" {
 		sf = tokenFile
 	}
+	fix := e.fix
+	if sf.irreplaceable && strings.HasPrefix(fix, "rm ") {
+		fix = "make it a regular file of yours (chown, chmod 600), or move it away and set " + sf.env + " to its content; do not delete it: what it encrypts cannot be read without it"
+	}
 	return fmt.Sprintf("refusing the %s file %s: it %s; like an ssh private key, it must be yours and accessible to no one else; fix: %s, or set %s",
-		sf.what, e.path, e.problem, e.fix, sf.env)
+		sf.what, e.path, e.problem, fix, sf.env)
 }
 
 // tokenFileNotOurs is the refusal of a token file memoryd did not make.

@@ -36,7 +36,7 @@ pg_basebackup), or its log taken with memoryd export (docs/durability.md).`,
 			if err != nil {
 				return err
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -70,16 +70,19 @@ func (o *callOptions) run(ctx context.Context, in *invocation) error {
 	if !json.Valid([]byte(rawArgs)) {
 		return &usageError{fmt.Sprintf("ARGS-JSON is not valid JSON: %q", rawArgs)}
 	}
-	scratch, cleanup, err := forensics.Scratch(ctx)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
+	var scratch *memory.Service
 	if o.db != "" {
-		src, err := openExistingService(ctx, o.db, stderr)
+		src, err := openExistingService(ctx, in.getenv, o.db, stderr)
 		if err != nil {
 			return err
 		}
+		// The copy is encrypted at rest as the database is.
+		var cleanup func()
+		if scratch, cleanup, err = forensics.ScratchFor(ctx, src); err != nil {
+			src.Close()
+			return err
+		}
+		defer cleanup()
 		// A database's log is read as verify reads it. An event an import
 		// would refuse is applied as the database applied it, and named.
 		if !o.until.empty() {
@@ -92,6 +95,12 @@ func (o *callOptions) run(ctx context.Context, in *invocation) error {
 			return err
 		}
 	} else {
+		var cleanup func()
+		var err error
+		if scratch, cleanup, err = forensics.Scratch(ctx); err != nil {
+			return err
+		}
+		defer cleanup()
 		lr, closeLog, err := openLog(o.log, in.stdin)
 		if err != nil {
 			return err

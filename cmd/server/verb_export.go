@@ -27,7 +27,7 @@ log with gaps, for reading: import and replay need a whole log). --until P stops
 			if err != nil {
 				return err
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -47,7 +47,7 @@ memoryd verify --erased TASK checks the result.`,
 				}
 				fmt.Fprintf(in.stderr, "memoryd: erasing from %s, the database serve uses (--db F for another)\n", path)
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ names the new agent (default the CLI's name: pi, claude_code or codex, with _2, 
 			if err != nil {
 				return err
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ one is refused with its line number, and nothing is kept (a database the import 
 				return err
 			}
 			defer closeLog()
-			svc, closeDB, err := openAllOrNothing(ctx, *db, in.stderr)
+			svc, closeDB, err := openAllOrNothing(ctx, in.getenv, *db, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -76,7 +76,7 @@ func (o *inspectOptions) run(ctx context.Context, in *invocation) error {
 	leave := false
 	var svc *memory.Service
 	if o.db != "" {
-		if svc, err = openExistingService(ctx, o.db, in.stderr); err != nil {
+		if svc, err = openExistingService(ctx, in.getenv, o.db, in.stderr); err != nil {
 			return err
 		}
 		defer func() {

@@ -47,7 +47,7 @@ an audit record. --agent-kind keeps the agents of one kind (pi, claude-code, cod
 			if err != nil {
 				return err
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

@@ -55,6 +55,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 		fs.StringVar(&o.tlsKey, "tls-key", getenv("MEMORYD_TLS_KEY"), "the private key of --tls-cert, in `FILE` (PEM; env MEMORYD_TLS_KEY)")
 		fs.StringVar(&o.redact, "redact", envOr(getenv, "MEMORYD_REDACT", redactDefault), "take secrets out of history entries and notes before they are stored: `MODE` default (key blocks and known token formats), all (also assignments and high-entropy strings) or off (env MEMORYD_REDACT; docs/redaction.md)")
 		fs.StringVar(&o.redactRules, "redact-rules", getenv("MEMORYD_REDACT_RULES"), "more redaction rules, in the TOML `FILE` docs/redaction.md describes (env MEMORYD_REDACT_RULES)")
+		fs.BoolVar(&o.encrypt, "encrypt", false, "make a new database encrypted at rest, with the key in MEMORYD_ENCRYPTION_KEY, else in the file encryption.key beside the database, made if missing (env MEMORYD_ENCRYPT=1; docs/encryption.md); a database encrypted already is opened with its key without it")
 		fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "serve plain HTTP on a non-loopback --addr: the token and the notes cross the network unencrypted (only where the network encrypts, e.g. a VPN)")
 		return o.run
 	},
@@ -66,7 +67,7 @@ type serveOptions struct {
 	tlsCert, tlsKey                      string
 	redact, redactRules                  string
 	maxBody, inspectorScratch            int64
-	audit, insecurePlaintext             bool
+	audit, insecurePlaintext, encrypt    bool
 	grace, idleExit                      time.Duration
 }
 
@@ -240,8 +241,19 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 	if err != nil {
 		return nil, "", err
 	}
+	encrypt, err := encryptAsked(getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	encrypt = encrypt || o.encrypt
+	sealer, made, err := atRestKey(getenv, p.dbPath, encrypt)
+	if err != nil {
+		return nil, "", err
+	}
 	svc, err := memory.Open(ctx, p.dbPath, memory.OpenOptions{
 		Redactor:    red,
+		Sealer:      sealer,
+		Encrypt:     encrypt,
 		Synchronous: o.sync,
 		Logf:        func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
 		Warnf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
@@ -251,7 +263,7 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 		PreloadChunkFilters: true,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", atRestError(err, getenv, p.dbPath, made)
 	}
 	return svc, token, nil
 }

@@ -31,7 +31,7 @@ holds --limit tasks; its next_before is the --before of the next page (null on t
 			if err != nil {
 				return err
 			}
-			svc, err := openExistingService(ctx, path, in.stderr)
+			svc, err := openExistingService(ctx, in.getenv, path, in.stderr)
 			if err != nil {
 				return err
 			}

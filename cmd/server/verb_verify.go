@@ -65,7 +65,7 @@ func (l *stringList) Set(s string) error {
 
 // runVerifyErased checks that a task is erased and prints the report.
 func runVerifyErased(ctx context.Context, db, task string, grep []string, in *invocation) error {
-	svc, err := openExistingService(ctx, db, in.stderr)
+	svc, err := openExistingService(ctx, in.getenv, db, in.stderr)
 	if err != nil {
 		return err
 	}
@@ -87,12 +87,12 @@ func runVerifyErased(ctx context.Context, db, task string, grep []string, in *in
 // and reports every difference.
 func runVerify(ctx context.Context, db string, in *invocation) error {
 	stdout, stderr := in.stdout, in.stderr
-	live, err := openExistingService(ctx, db, stderr)
+	live, err := openExistingService(ctx, in.getenv, db, stderr)
 	if err != nil {
 		return err
 	}
 	defer live.Close()
-	scratch, cleanup, err := forensics.Scratch(ctx)
+	scratch, cleanup, err := forensics.ScratchFor(ctx, live)
 	if err != nil {
 		return err
 	}

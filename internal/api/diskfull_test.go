@@ -35,7 +35,7 @@ func storageStateOf(tb testing.TB, store *eventlog.Store) storageState {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := projections.Digest(ctx, store.Reader())
+	d, err := projections.Digest(ctx, store)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func checkRebuild(t *testing.T, live *eventlog.Store) {
 	}); err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
-	diffs, err := projections.Diff(ctx, live.Reader(), scratch.Reader(), 2)
+	diffs, err := projections.Diff(ctx, live, scratch, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 )
 
@@ -128,6 +129,7 @@ func openAt(ctx context.Context, loc Location, opts Options) (*Store, error) {
 type engineDB struct {
 	DBTX
 	engine Engine
+	sealer *atrest.Sealer // set on a database encrypted at rest
 }
 
 // Engine returns the engine of the connection.
@@ -151,4 +153,11 @@ func EngineOf(db DBTX) Engine {
 }
 
 // queriesOf returns the log's queries on db in db's dialect.
-func queriesOf(db DBTX) eventsdb.Querier { return engines[EngineOf(db)].queries(db) }
+// On a database encrypted at rest they seal and open the events' payloads.
+func queriesOf(db DBTX) eventsdb.Querier {
+	q := engines[EngineOf(db)].queries(db)
+	if s := SealerOf(db); s != nil {
+		return sealedQueries{q, s}
+	}
+	return q
+}

@@ -78,7 +78,7 @@ func (postgresEngine) beginRead(c *keptConn) error {
 	return c.exec(context.Background(), "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 }
 
-func (postgresEngine) wrap(db DBTX) DBTX { return engineDB{db, Postgres} }
+func (postgresEngine) wrap(db DBTX) DBTX { return engineDB{DBTX: db, engine: Postgres} }
 
 // openPostgres opens the log in the PostgreSQL database dsn names and
 // applies the migrations. Other servers may have it open.
@@ -101,6 +101,10 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	if err := migrations.UpPostgres(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", name, classify(err))
+	}
+	if opts.Sealer, err = openAtRest(ctx, writer, pgQueries{eventspg.New(writer)}, opts); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	reader, err := sql.Open("pgx", dsn)
 	if err != nil {

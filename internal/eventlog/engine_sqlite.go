@@ -90,6 +90,10 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, classify(err))
 	}
+	if opts.Sealer, err = openAtRest(ctx, writer, eventsdb.New(writer), opts); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	rq := url.Values{}
 	rq.Add("_pragma", busy)
 	rq.Add("_pragma", "query_only(1)")

@@ -16,6 +16,18 @@ type pgQueries struct{ q *eventspg.Queries }
 
 var _ eventsdb.Querier = pgQueries{}
 
+func (p pgQueries) AtRest(ctx context.Context) ([]eventsdb.AtRest, error) {
+	rows, err := p.q.AtRest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]eventsdb.AtRest, len(rows))
+	for i, r := range rows {
+		out[i] = eventsdb.AtRest(r)
+	}
+	return out, nil
+}
+
 func (p pgQueries) CountEvents(ctx context.Context) (int64, error) {
 	return p.q.CountEvents(ctx)
 }
@@ -42,6 +54,10 @@ func (p pgQueries) InsertEvent(ctx context.Context, arg eventsdb.InsertEventPara
 
 func (p pgQueries) LastPosition(ctx context.Context) (int64, error) {
 	return p.q.LastPosition(ctx)
+}
+
+func (p pgQueries) MarkAtRest(ctx context.Context, arg eventsdb.MarkAtRestParams) error {
+	return p.q.MarkAtRest(ctx, eventspg.MarkAtRestParams(arg))
 }
 
 func (p pgQueries) NoteEventsAfter(ctx context.Context, arg eventsdb.NoteEventsAfterParams) ([]eventsdb.Event, error) {

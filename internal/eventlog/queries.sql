@@ -109,3 +109,13 @@ FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
 -- name: TaskErasures :many
 -- A task's task.erased events, in position order.
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;
+
+-- name: MarkAtRest :exec
+-- Marks a new database encrypted at rest: the row is written only while
+-- the database has neither the row nor an event.
+INSERT INTO at_rest (scheme, key_check)
+SELECT CAST(sqlc.arg(scheme) AS TEXT), CAST(sqlc.arg(key_check) AS TEXT)
+WHERE NOT EXISTS (SELECT 1 FROM at_rest) AND NOT EXISTS (SELECT 1 FROM events);
+
+-- name: AtRest :many
+SELECT scheme, key_check FROM at_rest;

@@ -103,3 +103,11 @@ FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
 -- name: TaskErasures :many
 -- A task's task.erased events, in position order.
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;
+
+-- name: MarkAtRest :exec
+INSERT INTO at_rest (scheme, key_check)
+SELECT sqlc.arg(scheme)::text, sqlc.arg(key_check)::text
+WHERE NOT EXISTS (SELECT 1 FROM at_rest) AND NOT EXISTS (SELECT 1 FROM events);
+
+-- name: AtRest :many
+SELECT scheme, key_check FROM at_rest;

@@ -214,7 +214,7 @@ func (s *Store) BeginRead(ctx context.Context) (*ReadTx, error) {
 			return nil, err
 		}
 		if err = s.engine.beginRead(c); err == nil {
-			return &ReadTx{p: s.readConns, c: c, db: s.engine.wrap(c.db)}, nil
+			return &ReadTx{p: s.readConns, c: c, db: s.wrap(c.db)}, nil
 		}
 		s.readConns.discard(c)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 	"github.com/memoryd/memoryd/internal/events"
 )
@@ -68,6 +69,13 @@ type Options struct {
 	// Warnf reports problems that do not stop the open, such as a database
 	// file that other users can access. If nil, they are not reported.
 	Warnf func(format string, args ...any)
+	// Sealer is the key of a database encrypted at rest
+	// (docs/encryption.md). A database that is encrypted needs it, and
+	// one that is not ignores it, unless Encrypt is set.
+	Sealer *atrest.Sealer
+	// Encrypt makes a new database encrypted at rest with Sealer's key. A
+	// database that holds plain events is refused with ErrNotEncrypted.
+	Encrypt bool
 }
 
 // Store is the event log. It is safe for concurrent use.
@@ -82,8 +90,9 @@ type Store struct {
 
 	readConns *readConns
 	readStmts *stmtCache
-	walIndex  *walIndex // CommitStamp's source; nil on PostgreSQL
-	file      string    // the database's file; "" on PostgreSQL
+	walIndex  *walIndex      // CommitStamp's source; nil on PostgreSQL
+	file      string         // the database's file; "" on PostgreSQL
+	sealer    *atrest.Sealer // nil unless the database is encrypted at rest
 	// wconn is the writer's connection, taken from writer by writerConn.
 	// Only the writer goroutine uses it.
 	wconn *keptConn
@@ -168,6 +177,7 @@ func newStore(writer, reader *sql.DB, opts Options, e engine, wal *walIndex) *St
 		reader:    reader,
 		engine:    e,
 		projector: opts.Projector,
+		sealer:    opts.Sealer,
 		now:       opts.Now,
 		entropy:   ulid.Monotonic(rand.Reader, 0),
 		writes:    make(chan *writeRequest),
@@ -178,6 +188,10 @@ func newStore(writer, reader *sql.DB, opts Options, e engine, wal *walIndex) *St
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		tip:       logTip{last: -1},
+	}
+	if s.sealer != nil {
+		sealedPools.Store(reader, s.sealer)
+		sealedPools.Store(writer, s.sealer)
 	}
 	go s.writeLoop()
 	return s
@@ -194,6 +208,8 @@ func (s *Store) Close() error {
 		s.readConns.close()
 		s.readStmts.close()
 		err = errors.Join(s.reader.Close(), s.writer.Close())
+		sealedPools.Delete(s.reader)
+		sealedPools.Delete(s.writer)
 		if s.walIndex != nil {
 			s.walIndex.close() // after the connections; see walIndex
 		}
@@ -206,7 +222,7 @@ func (s *Store) Reader() *sql.DB { return s.reader }
 
 // queries runs queries on the reader pool, outside any read transaction,
 // through its prepared statements, marked with the store's engine.
-func (s *Store) queries() DBTX { return s.engine.wrap(s.readStmts.queries()) }
+func (s *Store) queries() DBTX { return s.wrap(s.readStmts.queries()) }
 
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.now() }

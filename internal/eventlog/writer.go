@@ -164,7 +164,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		finish()
 		return
 	}
-	db := s.engine.wrap(conn.db)
+	db := s.wrap(conn.db)
 	proj := s.projector.Begin()
 	if err := s.engine.checkTip(ctx, db, &s.tip); err != nil {
 		s.failBatch(ctx, results, classify(err))

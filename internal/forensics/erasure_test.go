@@ -52,7 +52,7 @@ func taskDigests(t *testing.T, svc *memory.Service, tasks []string) map[string][
 	t.Helper()
 	out := map[string][]projections.TableDigest{}
 	for _, task := range tasks {
-		d, err := projections.TaskDigest(context.Background(), svc.Store().Reader(), task)
+		d, err := projections.TaskDigest(context.Background(), svc.Store(), task)
 		if err != nil {
 			t.Fatal(err)
 		}

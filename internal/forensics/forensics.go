@@ -297,11 +297,32 @@ type ScratchDB struct {
 
 // NewScratchDB is Scratch giving the database's folder too.
 func NewScratchDB(ctx context.Context) (*ScratchDB, error) {
+	return newScratchDB(ctx, memory.OpenOptions{Synchronous: "off"})
+}
+
+// ScratchFor is Scratch for a copy of what live holds: encrypted at rest
+// with live's key when live is (docs/encryption.md), so that a copy made
+// to verify, replay or inspect it reveals no more than live does.
+func ScratchFor(ctx context.Context, live *memory.Service) (svc *memory.Service, cleanup func(), err error) {
+	db, err := NewScratchDBFor(ctx, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.Service, db.Remove, nil
+}
+
+// NewScratchDBFor is ScratchFor giving the database's folder too.
+func NewScratchDBFor(ctx context.Context, live *memory.Service) (*ScratchDB, error) {
+	s := live.Store().Sealer()
+	return newScratchDB(ctx, memory.OpenOptions{Synchronous: "off", Sealer: s, Encrypt: s != nil})
+}
+
+func newScratchDB(ctx context.Context, opts memory.OpenOptions) (*ScratchDB, error) {
 	dir, err := newScratchDir()
 	if err != nil {
 		return nil, err
 	}
-	svc, err := Open(ctx, filepath.Join(dir, "replay.db"))
+	svc, err := memory.Open(ctx, filepath.Join(dir, "replay.db"), opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -390,7 +411,7 @@ func Summarize(ctx context.Context, svc *memory.Service) (Summary, error) {
 		return s, err
 	}
 	s.Tasks, s.Agents, s.Windows, s.Notes = c.Tasks, c.Agents, c.Windows, c.Notes
-	if s.Tables, err = projections.Digest(ctx, store.Reader()); err != nil {
+	if s.Tables, err = projections.Digest(ctx, store); err != nil {
 		return s, err
 	}
 	s.Digest = projections.Combined(s.Tables)
@@ -650,7 +671,7 @@ func VerifyProgress(ctx context.Context, live, scratch *memory.Service, samples 
 	if comparing != nil {
 		comparing()
 	}
-	diffs, err := projections.Diff(ctx, live.Store().Reader(), scratch.Store().Reader(), samples)
+	diffs, err := projections.Diff(ctx, live.Store(), scratch.Store(), samples)
 	return diffs, violations, err
 }
 

@@ -183,7 +183,7 @@ func (ss *states) build(st *state) {
 			if st.base != nil {
 				db = st.base.db
 				_, err = forensics.ForwardHistory(st.ctx, db.Service, ss.live, st.task, st.at, ss.watch(st, db))
-			} else if db, err = forensics.NewScratchDB(st.ctx); err == nil {
+			} else if db, err = forensics.NewScratchDBFor(st.ctx, ss.live); err == nil {
 				_, err = forensics.CopyHistory(st.ctx, db.Service, ss.live, st.task, st.at, ss.watch(st, db))
 			}
 			if err == nil {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,12 +339,12 @@ func TestReadersSeeWholeNotes(t *testing.T) {
 				return
 			default:
 			}
-			tx, err := s.Store().Reader().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			tx, err := s.Store().BeginRead(ctx)
 			if err != nil {
 				t.Errorf("begin: %v", err)
 				return
 			}
-			r := projections.NewReader(tx)
+			r := projections.NewReader(tx.DB())
 			infos, err := r.Notes(ctx, root.TaskID, "/root", "")
 			for _, info := range infos {
 				if err != nil {
@@ -361,7 +360,7 @@ func TestReadersSeeWholeNotes(t *testing.T) {
 				}
 				checkWhole(info.Path, n.Content)
 			}
-			tx.Rollback()
+			tx.Close()
 			if err != nil {
 				t.Errorf("read: %v", err)
 				return

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/atrest/atresttest"
 	"github.com/memoryd/memoryd/internal/pgtest"
 	"github.com/memoryd/memoryd/internal/tools"
 )
@@ -66,12 +67,21 @@ func testOptions() OpenOptions {
 // internal/memorytest, which imports memory.)
 func mustOpenAt(tb testing.TB, path string, opts OpenOptions) *Service {
 	tb.Helper()
-	s, err := Open(context.Background(), path, opts)
+	s, err := Open(context.Background(), path, atRest(tb, opts))
 	if err != nil {
 		tb.Fatalf("open %s: %v", filepath.Base(path), err)
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
+}
+
+// atRest is opts with the test key of a database encrypted at rest when
+// the tests run on them (atresttest), unless opts gives a key.
+func atRest(tb testing.TB, opts OpenOptions) OpenOptions {
+	if opts.Sealer == nil && atresttest.On(tb) {
+		opts.Sealer, opts.Encrypt = atresttest.Sealer(tb), true
+	}
+	return opts
 }
 
 // mustAttach attaches a new root session and returns its call context.

@@ -1199,7 +1199,7 @@ func TestHistoryRebuildAndImport(t *testing.T) {
 // tables are not empty.
 func historyDigest(tb testing.TB, store *eventlog.Store) []projections.TableDigest {
 	tb.Helper()
-	d, err := projections.Digest(context.Background(), store.Reader())
+	d, err := projections.Digest(context.Background(), store)
 	if err != nil {
 		tb.Fatal(err)
 	}

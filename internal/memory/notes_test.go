@@ -189,7 +189,7 @@ func stateOf(tb testing.TB, s *Service) logState {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := projections.Digest(ctx, s.Store().Reader())
+	d, err := projections.Digest(ctx, s.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/redact"
@@ -35,6 +36,11 @@ type OpenOptions struct {
 	// Redactor, if set, replaces the secrets it finds in history entries
 	// and note texts before they are stored (docs/redaction.md).
 	Redactor *redact.Redactor
+	// Sealer is the key of a database encrypted at rest, and Encrypt
+	// makes a new database encrypted with it, as eventlog.Options takes
+	// them (docs/encryption.md).
+	Sealer  *atrest.Sealer
+	Encrypt bool
 
 	// The options below exist for tests, so that they open storage the
 	// way the server does; the server leaves them unset.
@@ -68,6 +74,7 @@ func Open(ctx context.Context, db string, opts OpenOptions) (*Service, error) {
 	store, err := projections.Open(ctx, loc, eventlog.Options{
 		Synchronous: opts.Synchronous, Warnf: opts.Warnf,
 		Now: opts.Now, BusyTimeout: opts.BusyTimeout, WriterPragmas: opts.WriterPragmas,
+		Sealer: opts.Sealer, Encrypt: opts.Encrypt,
 	}, opts.Logf)
 	if err != nil {
 		return nil, err

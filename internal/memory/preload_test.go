@@ -15,10 +15,7 @@ import (
 func preloadHistory(t *testing.T) (string, []CallContext, []int64) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	s, err := Open(context.Background(), path, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpenAt(t, path, testOptions())
 	ccs := []CallContext{mustAttach(t, s, "/home/u/.pi/agent/sessions/preload-a.jsonl"), mustAttach(t, s, "/home/u/.pi/agent/sessions/preload-b.jsonl")}
 	syncBatches(t, s, ccs[0], sessiongen.Large(3<<20), 8<<20)
 	syncBatches(t, s, ccs[1], sessiongen.Large(1<<20), 8<<20)
@@ -102,7 +99,7 @@ func TestPreloadChunkFiltersAtOpen(t *testing.T) {
 				close(released)
 			}
 		}}
-		s, err := Open(context.Background(), path, opts)
+		s, err := Open(context.Background(), path, atRest(t, opts))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -184,7 +184,7 @@ func TestSyncDeltaMatchesWhole(t *testing.T) {
 // projectionDigest fingerprints every projection of s.
 func projectionDigest(tb testing.TB, s *Service) []projections.TableDigest {
 	tb.Helper()
-	d, err := projections.Digest(context.Background(), s.Store().Reader())
+	d, err := projections.Digest(context.Background(), s.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}

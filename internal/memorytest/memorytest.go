@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/atrest/atresttest"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/pgtest"
 )
@@ -35,8 +36,14 @@ func NewDatabase(tb testing.TB) string {
 
 // OpenAt is Open on the database at path, created if needed. Closing the
 // Service before the test ends is allowed.
+//
+// With MEMORYD_TEST_AT_REST=1 (atresttest) a database is encrypted at rest
+// unless opts gives a key.
 func OpenAt(tb testing.TB, path string, opts memory.OpenOptions) *memory.Service {
 	tb.Helper()
+	if opts.Sealer == nil && atresttest.On(tb) {
+		opts.Sealer, opts.Encrypt = atresttest.Sealer(tb), true
+	}
 	svc, err := memory.Open(context.Background(), path, opts)
 	if err != nil {
 		tb.Fatalf("open %s: %v", memory.ParseLocation(path), err)

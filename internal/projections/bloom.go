@@ -19,11 +19,12 @@ func trigramBit(a, b, c byte) uint32 {
 	return (t * 0x9E3779B1) >> (32 - bloomBitsLog)
 }
 
-// trigramBloom returns the filter of data.
-func trigramBloom(data []byte) []byte {
+// trigramBloom returns the filter of data with the trigram hash bit
+// (trigramHashOf).
+func trigramBloom(bit func(a, b, c byte) uint32, data []byte) []byte {
 	f := make([]byte, bloomBytes)
 	for i := 0; i+3 <= len(data); i++ {
-		bit := trigramBit(data[i], data[i+1], data[i+2])
+		bit := bit(data[i], data[i+1], data[i+2])
 		f[bit>>3] |= 1 << (bit & 7)
 	}
 	return f
@@ -32,11 +33,11 @@ func trigramBloom(data []byte) []byte {
 // bloomProbes returns the filter bits of needle's trigrams as
 // little-endian uint16s. A needle under three bytes has none and passes
 // every chunk.
-func bloomProbes(needle []byte) []byte {
+func bloomProbes(bit func(a, b, c byte) uint32, needle []byte) []byte {
 	out := []byte{}
 	seen := map[uint32]bool{}
 	for i := 0; i+3 <= len(needle); i++ {
-		bit := trigramBit(needle[i], needle[i+1], needle[i+2])
+		bit := bit(needle[i], needle[i+1], needle[i+2])
 		if !seen[bit] {
 			seen[bit] = true
 			out = binary.LittleEndian.AppendUint16(out, uint16(bit))

@@ -3,13 +3,15 @@ package projections
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
 	"slices"
 	"strings"
+
+	"github.com/memoryd/memoryd/internal/atrest"
+	"github.com/memoryd/memoryd/internal/eventlog"
 )
 
 // TableDigest is the fingerprint of one projection table.
@@ -19,10 +21,16 @@ type TableDigest struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Digest fingerprints every projection table of db with its row count and
-// a SHA-256 over the rows in key order. Two databases built from the same
-// log have equal digests.
-func Digest(ctx context.Context, db *sql.DB) ([]TableDigest, error) {
+// Digest fingerprints every projection table of store with its row count
+// and a SHA-256 over the rows in key order. Two databases built from the
+// same log have equal digests, encrypted at rest or not: sealed texts are
+// opened, and a chunk's Bloom filter, keyed when sealed, is taken as the
+// plain filter of its text.
+func Digest(ctx context.Context, store *eventlog.Store) ([]TableDigest, error) {
+	return digest(ctx, sourceOf(store))
+}
+
+func digest(ctx context.Context, db source) ([]TableDigest, error) {
 	out := make([]TableDigest, 0, len(tables))
 	for _, t := range tables {
 		h := sha256.New()
@@ -44,7 +52,7 @@ func Combined(ds []TableDigest) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func hashTable(ctx context.Context, db *sql.DB, t table, h hash.Hash) (int64, error) {
+func hashTable(ctx context.Context, db source, t table, h hash.Hash) (int64, error) {
 	var n int64
 	enc := json.NewEncoder(h)
 	err := eachRow(ctx, db, t, func(vals []any) error {
@@ -56,7 +64,7 @@ func hashTable(ctx context.Context, db *sql.DB, t table, h hash.Hash) (int64, er
 
 // eachRow calls fn with every row of t in key order, joined as joinLast
 // says. BLOBs are passed as strings.
-func eachRow(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+func eachRow(ctx context.Context, db source, t table, fn func([]any) error) error {
 	if t.joinLast {
 		return joinRows(ctx, db, t, fn)
 	}
@@ -65,7 +73,7 @@ func eachRow(ctx context.Context, db *sql.DB, t table, fn func([]any) error) err
 
 // joinRows is eachRow for a table whose rows are joined on their last
 // column.
-func joinRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+func joinRows(ctx context.Context, db source, t table, fn func([]any) error) error {
 	var held []any // the row being joined; its last column a string
 	var last strings.Builder
 	emit := func() error {
@@ -96,9 +104,23 @@ func joinRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 	return emit()
 }
 
-// scanRows calls fn with every row of t in key order. BLOBs are passed as
-// strings. fn must not keep vals.
-func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) error {
+// source is the database Digest, Diff and TaskDigest read, and the sealer
+// of its texts if it is encrypted at rest.
+type source struct {
+	db eventlog.DBTX
+	s  *atrest.Sealer
+}
+
+func sourceOf(store *eventlog.Store) source { return source{store.Reader(), store.Sealer()} }
+
+// sealedColumns are the columns whose texts a database encrypted at rest
+// seals (atrest.go), each by its tag, which is its table.column, and
+// whether it is sealed as text.
+var sealedColumns = map[string]bool{tagNotePart: false, tagEntryRaw: true, tagOpenText: false, tagChunkData: false, tagCallRes: true}
+
+// scanRows calls fn with every row of t in key order, its sealed texts
+// opened. BLOBs are passed as strings. fn must not keep vals.
+func scanRows(ctx context.Context, db source, t table, fn func([]any) error) error {
 	what := t.columns
 	if what == "" {
 		what = "*"
@@ -107,7 +129,7 @@ func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 	if t.where != "" {
 		query += " WHERE " + t.where
 	}
-	rows, err := db.QueryContext(ctx, query+" ORDER BY "+t.orderBy, t.args...)
+	rows, err := db.db.QueryContext(ctx, query+" ORDER BY "+t.orderBy, t.args...)
 	if err != nil {
 		return err
 	}
@@ -118,8 +140,15 @@ func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 	}
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
+	sealed := make([]string, len(cols)) // the tag of a sealed column
+	bloomCol := slices.Index(cols, "bloom")
 	for i := range vals {
 		ptrs[i] = &vals[i]
+		if tag := t.name + "." + cols[i]; db.s != nil {
+			if _, ok := sealedColumns[tag]; ok {
+				sealed[i] = tag
+			}
+		}
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
@@ -128,6 +157,23 @@ func scanRows(ctx context.Context, db *sql.DB, t table, fn func([]any) error) er
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
+			}
+			if sealed[i] == "" || vals[i] == nil {
+				continue
+			}
+			var plain []byte
+			var err error
+			if sealedColumns[sealed[i]] {
+				plain, err = db.s.OpenString(sealed[i], vals[i].(string))
+			} else {
+				plain, err = db.s.Open(sealed[i], []byte(vals[i].(string)))
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", sealed[i], err)
+			}
+			vals[i] = string(plain)
+			if sealed[i] == tagChunkData && bloomCol >= 0 {
+				vals[bloomCol] = string(trigramBloom(trigramBit, plain))
 			}
 		}
 		if err := fn(vals); err != nil {
@@ -147,7 +193,7 @@ type Counts struct {
 
 // Count returns the projection counts of db. Its SQL runs on SQLite and
 // PostgreSQL alike.
-func Count(ctx context.Context, db *sql.DB) (Counts, error) {
+func Count(ctx context.Context, db eventlog.DBTX) (Counts, error) {
 	var c Counts
 	// PostgreSQL 15 wants the subquery's alias.
 	err := db.QueryRowContext(ctx, `SELECT
@@ -170,7 +216,12 @@ type TableDiff struct {
 
 // Diff compares every projection table of live and rebuilt row by row and
 // returns the tables that differ, each with up to samples rows of each side.
-func Diff(ctx context.Context, live, rebuilt *sql.DB, samples int) ([]TableDiff, error) {
+// Sealed texts are compared opened, as Digest does.
+func Diff(ctx context.Context, live, rebuilt *eventlog.Store, samples int) ([]TableDiff, error) {
+	return diff(ctx, sourceOf(live), sourceOf(rebuilt), samples)
+}
+
+func diff(ctx context.Context, live, rebuilt source, samples int) ([]TableDiff, error) {
 	out := []TableDiff{}
 	for _, t := range tables {
 		a, err := tableRows(ctx, live, t)
@@ -208,7 +259,7 @@ func Diff(ctx context.Context, live, rebuilt *sql.DB, samples int) ([]TableDiff,
 }
 
 // tableRows returns a table's rows as JSON arrays, with their multiplicity.
-func tableRows(ctx context.Context, db *sql.DB, t table) (map[string]int, error) {
+func tableRows(ctx context.Context, db source, t table) (map[string]int, error) {
 	out := map[string]int{}
 	err := eachRow(ctx, db, t, func(vals []any) error {
 		b, err := json.Marshal(vals)

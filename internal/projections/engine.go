@@ -15,6 +15,11 @@ var dialects = map[eventlog.Engine]func(db projectionsdb.DBTX) projectionsdb.Que
 
 // queriesOf returns the projections' queries over db in its engine's
 // dialect.
+// On a database encrypted at rest they seal and open its texts.
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
-	return dialects[eventlog.EngineOf(db)](db)
+	q := dialects[eventlog.EngineOf(db)](db)
+	if s := eventlog.SealerOf(db); s != nil {
+		return sealedQueries{q, s}
+	}
+	return q
 }

@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -74,7 +73,8 @@ func TaskRows(ctx context.Context, db eventlog.DBTX, taskID string) (map[string]
 // as Digest fingerprints whole tables: two databases whose projections
 // hold the same rows of the task have equal digests, whatever else they
 // hold. An erasure of another task leaves it unchanged.
-func TaskDigest(ctx context.Context, db *sql.DB, taskID string) ([]TableDigest, error) {
+func TaskDigest(ctx context.Context, store *eventlog.Store, taskID string) ([]TableDigest, error) {
+	db := sourceOf(store)
 	out := make([]TableDigest, 0, len(tables))
 	for _, t := range tables {
 		h := sha256.New()

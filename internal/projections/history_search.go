@@ -29,7 +29,7 @@ func (r *Reader) SearchItems(ctx context.Context, taskID, agent string, end int6
 	if query == "" {
 		return errors.New("search: empty query")
 	}
-	probes := bloomProbes([]byte(query))
+	probes := bloomProbes(trigramHashOf(r.q), []byte(query))
 	candidates, sealed, checked, err := r.candidateChunks(ctx, taskID, agent, probes, true)
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ func sealChunk(ctx context.Context, q projectionsdb.Querier, taskID, agent strin
 		return err
 	}
 	if err := q.InsertChunk(ctx, projectionsdb.InsertChunkParams{
-		TaskID: taskID, Agent: agent, ChunkNo: chunkNo, Bloom: trigramBloom(data),
+		TaskID: taskID, Agent: agent, ChunkNo: chunkNo, Bloom: trigramBloom(trigramHashOf(q), data),
 		Entries: string(table), Data: data,
 	}); err != nil {
 		return err
@@ -137,7 +137,7 @@ func (r *Reader) SearchTexts(ctx context.Context, taskID, agent, query string, f
 	}
 	m := newLiteral(query)
 	// Only the sealed chunks the Bloom filters pass are read and checked.
-	candidates, _, _, err := r.candidateChunks(ctx, taskID, agent, bloomProbes([]byte(query)), false)
+	candidates, _, _, err := r.candidateChunks(ctx, taskID, agent, bloomProbes(trigramHashOf(r.q), []byte(query)), false)
 	if err != nil {
 		return err
 	}

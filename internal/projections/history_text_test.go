@@ -43,24 +43,24 @@ func TestBloomNoFalseNegative(t *testing.T) {
 	for len(data) < chunkSealBytes {
 		data = append(data, words[r.IntN(len(words))]...)
 	}
-	filter := trigramBloom(data)
+	filter := trigramBloom(trigramBit, data)
 	for range 5000 {
 		i := r.IntN(len(data))
 		needle := data[i : i+1+r.IntN(min(len(data)-i, 40))]
-		if !bloomHas(filter, bloomProbes(needle)) {
+		if !bloomHas(filter, bloomProbes(trigramBit, needle)) {
 			t.Fatalf("the filter skips %q, which the chunk holds", needle)
 		}
 	}
 	skipped := 0
 	for k := range 1000 {
-		if !bloomHas(filter, bloomProbes([]byte("ZQX-RARE-NEEDLE-"+string(rune('A'+k%26))))) {
+		if !bloomHas(filter, bloomProbes(trigramBit, []byte("ZQX-RARE-NEEDLE-"+string(rune('A'+k%26))))) {
 			skipped++
 		}
 	}
 	if skipped < 990 {
 		t.Fatalf("the filter skipped %d of 1000 absent needles", skipped)
 	}
-	if !bloomHas(filter, bloomProbes([]byte("zq"))) || !bloomHas(nil, bloomProbes([]byte("abc"))) {
+	if !bloomHas(filter, bloomProbes(trigramBit, []byte("zq"))) || !bloomHas(nil, bloomProbes(trigramBit, []byte("abc"))) {
 		t.Fatal("a needle under three bytes, or a malformed filter, must pass")
 	}
 }

@@ -147,7 +147,7 @@ func openDeferringWith(t *testing.T, flush noteFlush) *eventlog.Store {
 
 func digestOf(t *testing.T, store *eventlog.Store) string {
 	t.Helper()
-	d, err := Digest(context.Background(), store.Reader())
+	d, err := Digest(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestDeferredNotesMatchOneAtATime(t *testing.T) {
 			if got := digestOf(t, store); got != want {
 				t.Fatalf("digest %s, want the live store's %s", got, want)
 			}
-			if diffs, err := Diff(ctx, live.Reader(), store.Reader(), 3); err != nil || len(diffs) != 0 {
+			if diffs, err := Diff(ctx, live, store, 3); err != nil || len(diffs) != 0 {
 				t.Fatalf("Diff: %+v, %v", diffs, err)
 			}
 			// Appends applied one at a time after the deferred ones, and

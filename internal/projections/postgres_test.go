@@ -67,24 +67,24 @@ func TestPostgresBloomHas(t *testing.T) {
 	for range 300 {
 		// A filter of real trigrams, probes of needles in it and not.
 		data := randBytes(1 + rng.IntN(3000))
-		f := trigramBloom(data)
+		f := trigramBloom(trigramBit, data)
 		i := rng.IntN(len(data))
 		j := min(len(data), i+rng.IntN(20))
 		cases = append(cases,
-			pair{f, bloomProbes(data[i:j])},
-			pair{f, bloomProbes(randBytes(3 + rng.IntN(10)))},
+			pair{f, bloomProbes(trigramBit, data[i:j])},
+			pair{f, bloomProbes(trigramBit, randBytes(3+rng.IntN(10)))},
 			pair{f, randBytes(rng.IntN(9))}, // any bits, odd lengths, bits past the filter
 		)
 	}
 	for _, n := range []int{0, 1, 2047, 2049, 4096} {
-		cases = append(cases, pair{randBytes(n), bloomProbes([]byte("needle"))})
+		cases = append(cases, pair{randBytes(n), bloomProbes(trigramBit, []byte("needle"))})
 	}
 	full := make([]byte, bloomBytes)
 	for i := range full {
 		full[i] = 0xff
 	}
 	cases = append(cases,
-		pair{nil, nil}, pair{nil, bloomProbes([]byte("abc"))}, pair{make([]byte, bloomBytes), nil},
+		pair{nil, nil}, pair{nil, bloomProbes(trigramBit, []byte("abc"))}, pair{make([]byte, bloomBytes), nil},
 		pair{make([]byte, bloomBytes), []byte{0xff, 0xff}}, // bit 65535: past the filter
 		pair{make([]byte, bloomBytes), []byte{0x00, 0x40}}, // bit 16384: just past it
 		pair{make([]byte, bloomBytes), []byte{0xff, 0x3f}}, // bit 16383: the last one, unset
@@ -168,7 +168,7 @@ func TestPostgresQuerier(t *testing.T) {
 
 	text := []byte("héllo\x00world: a note's text may hold NUL\n")
 	chunk := []byte("first entry text|second entry, with ünïcode|third")
-	probes := func(needle string) []byte { return bloomProbes([]byte(needle)) }
+	probes := func(needle string) []byte { return bloomProbes(trigramBit, []byte(needle)) }
 	calls := []querierCall{
 		// Writes.
 		exec("InsertTask", func(ctx context.Context, q projectionsdb.Querier) error {
@@ -238,7 +238,7 @@ func TestPostgresQuerier(t *testing.T) {
 		exec("InsertChunk", func(ctx context.Context, q projectionsdb.Querier) error {
 			for no := int64(1); no <= 3; no++ {
 				data := append(chunk, byte('0'+no))
-				if err := q.InsertChunk(ctx, projectionsdb.InsertChunkParams{TaskID: "t1", Agent: "/root", ChunkNo: no, Bloom: trigramBloom(data), Entries: `[]`, Data: data}); err != nil {
+				if err := q.InsertChunk(ctx, projectionsdb.InsertChunkParams{TaskID: "t1", Agent: "/root", ChunkNo: no, Bloom: trigramBloom(trigramBit, data), Entries: `[]`, Data: data}); err != nil {
 					return err
 				}
 			}
@@ -557,11 +557,11 @@ func TestPostgresQuerier(t *testing.T) {
 
 	// Digest, Count and Diff (raw SQL, digest.go) read the same rows
 	// from both engines, to the byte.
-	ld, err := Digest(ctx, lite)
+	ld, err := digest(ctx, source{db: lite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pd, err := Digest(ctx, pg.DB)
+	pd, err := digest(ctx, source{db: pg.DB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ func TestPostgresQuerier(t *testing.T) {
 	if err != nil || lc != pc {
 		t.Errorf("Count: SQLite %+v, PostgreSQL %+v, %v", lc, pc, err)
 	}
-	if diffs, err := Diff(ctx, lite, pg.DB, 3); err != nil || len(diffs) > 0 {
+	if diffs, err := diff(ctx, source{db: lite}, source{db: pg.DB}, 3); err != nil || len(diffs) > 0 {
 		t.Errorf("Diff(SQLite, PostgreSQL): %+v, %v", diffs, err)
 	}
 
@@ -712,7 +712,7 @@ func TestPostgresNotesAsSQLite(t *testing.T) {
 	if l, p := digestOf(t, lite), digestOf(t, pg); l != p {
 		t.Errorf("digest: SQLite %s, PostgreSQL %s", l, p)
 	}
-	if diffs, err := Diff(ctx, lite.Reader(), pg.Reader(), 3); err != nil || len(diffs) > 0 {
+	if diffs, err := Diff(ctx, lite, pg, 3); err != nil || len(diffs) > 0 {
 		t.Errorf("Diff(SQLite, PostgreSQL): %+v, %v", diffs, err)
 	}
 }

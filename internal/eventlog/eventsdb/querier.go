@@ -9,6 +9,7 @@ import (
 )
 
 type Querier interface {
+	AtRest(ctx context.Context) ([]AtRest, error)
 	CountEvents(ctx context.Context) (int64, error)
 	// Every event of a task that is not a tombstone yet becomes one, of the
 	// erasure at the position its data names: its type, schema, payload and
@@ -21,6 +22,9 @@ type Querier interface {
 	EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Event, error)
 	InsertEvent(ctx context.Context, arg InsertEventParams) error
 	LastPosition(ctx context.Context) (int64, error)
+	// Marks a new database encrypted at rest: the row is written only while
+	// the database has neither the row nor an event.
+	MarkAtRest(ctx context.Context, arg MarkAtRestParams) error
 	// One note's writes and appends in position order (the inspector's list
 	// of its revisions): its owner's stream by the (stream, stream_version)
 	// index, the other events of the stream skipped in SQLite, unread by Go.

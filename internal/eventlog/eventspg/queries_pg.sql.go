@@ -9,6 +9,33 @@ import (
 	"context"
 )
 
+const atRest = `-- name: AtRest :many
+SELECT scheme, key_check FROM at_rest
+`
+
+func (q *Queries) AtRest(ctx context.Context) ([]AtRest, error) {
+	rows, err := q.db.QueryContext(ctx, atRest)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AtRest{}
+	for rows.Next() {
+		var i AtRest
+		if err := rows.Scan(&i.Scheme, &i.KeyCheck); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countEvents = `-- name: CountEvents :one
 SELECT count(*) FROM events
 `
@@ -131,6 +158,22 @@ func (q *Queries) LastPosition(ctx context.Context) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const markAtRest = `-- name: MarkAtRest :exec
+INSERT INTO at_rest (scheme, key_check)
+SELECT $1::text, $2::text
+WHERE NOT EXISTS (SELECT 1 FROM at_rest) AND NOT EXISTS (SELECT 1 FROM events)
+`
+
+type MarkAtRestParams struct {
+	Scheme   string
+	KeyCheck string
+}
+
+func (q *Queries) MarkAtRest(ctx context.Context, arg MarkAtRestParams) error {
+	_, err := q.db.ExecContext(ctx, markAtRest, arg.Scheme, arg.KeyCheck)
+	return err
 }
 
 const noteEventsAfter = `-- name: NoteEventsAfter :many

@@ -22,6 +22,11 @@ type AgentState struct {
 	Position int64
 }
 
+type AtRest struct {
+	Scheme   string
+	KeyCheck string
+}
+
 type Event struct {
 	Position      int64
 	ID            string
