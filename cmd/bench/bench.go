@@ -86,6 +86,9 @@ type bench struct {
 	sessionsServer *proc
 	sessionsWeb    *http.Client
 
+	// The redact rows: two memoryds, with redaction and without.
+	redact *redactFixture
+
 	// replay and startup use the exported log and the replayed database.
 	logPath  string
 	logBytes int64
@@ -201,7 +204,15 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // closeAll stops every process still running.
 // The first error lands in *err if it is nil.
 func (b *bench) closeAll(err *error) {
-	for _, p := range []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.sessionsServer, &b.pg[0], &b.pg[1]} {
+	procs := []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.sessionsServer, &b.pg[0], &b.pg[1]}
+	if b.redact != nil {
+		for _, s := range []*redactServer{b.redact.on, b.redact.off} {
+			if s != nil {
+				procs = append(procs, &s.p)
+			}
+		}
+	}
+	for _, p := range procs {
 		if *p == nil {
 			continue
 		}

@@ -43,10 +43,12 @@ func (b *bench) buildServer(ctx context.Context) error {
 	return nil
 }
 
-// startMemoryd starts memoryd serve on db.
-func (b *bench) startMemoryd(ctx context.Context, name, db string) (*proc, error) {
+// startMemoryd starts memoryd serve on db, with -server-flags and then
+// the row's own flags, if any (the last of a flag given twice wins).
+func (b *bench) startMemoryd(ctx context.Context, name, db string, flags ...string) (*proc, error) {
 	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "error"}
 	args = append(args, strings.Fields(b.cfg.serverFlags)...)
+	args = append(args, flags...)
 	return startProc(ctx, name, args, []string{"MEMORYD_TOKEN=" + b.token}, b.progress)
 }
 

@@ -229,6 +229,46 @@ var allRows = []*row{
 		fig: rate("appends/s"), ceil: rate("rows/s"), targetText: "none (information)",
 	},
 	{
+		name: "redact-append1",
+		help: "one client's note append p50 with redaction (the default)\n" +
+			"vs --redact off (information)",
+		needs:   []*fixture{fxRedact},
+		measure: (*bench).measureRedactAppend1, notes: (*bench).redactAppend1Notes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
+		name:    "redact-write",
+		help:    "the same for a 32 KiB note rewritten whole (information)",
+		needs:   []*fixture{fxRedact},
+		measure: (*bench).measureRedactWrite, notes: (*bench).redactWriteNotes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
+		name: "redact-sync",
+		help: "the same for a history sync of 16 entries of a generated\n" +
+			"Pi session (information)",
+		needs:   []*fixture{fxRedact},
+		measure: (*bench).measureRedactSync, notes: (*bench).redactSyncNotes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
+		name: "redact-import",
+		help: "memoryd import-session of a generated Pi session (1/64 of\n" +
+			"-history-bytes, 1 to 16 MiB), exec to exit, with\n" +
+			"MEMORYD_REDACT=default vs off (information)",
+		needs:   []*fixture{fxRedact},
+		measure: (*bench).measureRedactImport, notes: (*bench).redactImportNotes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
+		name: "redact-read1",
+		help: "the control: a note read, which redaction does not touch,\n" +
+			"on the same two memoryds (information)",
+		needs:   []*fixture{fxRedact},
+		measure: (*bench).measureRedactRead1, notes: (*bench).redactRead1Notes,
+		fig: ms, ceil: ms, targetText: "none (information)",
+	},
+	{
 		name: "startup",
 		help: "exec to the first 200 from /healthz on the replayed\n" +
 			"-events database                               (≤ 300 ms)",

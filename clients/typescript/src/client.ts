@@ -25,6 +25,8 @@ import type {
   AttachResult,
   CallContext,
   EventsPage,
+  ForgetRequest,
+  ForgetResult,
   Health,
   ListEventsOptions,
   ListTasksOptions,
@@ -199,6 +201,17 @@ export class MemorydClient {
   state(taskId: string, agent: string, options?: CallOptions): Promise<AgentState> {
     const q = new URLSearchParams({ task_id: taskId, agent });
     return this.json({ method: "GET", path: "/v1/state?" + q.toString(), ...options });
+  }
+
+  /**
+   * POST /v1/tasks/{task_id}/forget (an addition, issue 36): erases the task
+   * (docs/forgetting.md): its events become tombstones, its projection rows
+   * are deleted and the database's files scrubbed; resolves to what was
+   * erased. An unknown task, or one erased already, rejects with `not_found`
+   * (404). Not undone: the task's content is gone from the database.
+   */
+  forgetTask(taskId: string, req: ForgetRequest = {}, options?: CallOptions): Promise<ForgetResult> {
+    return this.post(`/v1/tasks/${encodeURIComponent(taskId)}/forget`, req, options);
   }
 
   // ---- lifecycle ----------------------------------------------------------

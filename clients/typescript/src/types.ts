@@ -222,3 +222,44 @@ export interface Health {
   service: "memoryd";
   position: number;
 }
+
+// ---- forgetting a task (API.md, an addition; docs/forgetting.md) -----------
+
+/** The body of POST /v1/tasks/{task_id}/forget. */
+export interface ForgetRequest {
+  /** Rebuild an SQLite database file afterwards (VACUUM), whatever its mark says; holds the write lock meanwhile. */
+  vacuum?: boolean;
+}
+
+/** What the scrub after an erasure did to the database's files. */
+export interface ForgetScrub {
+  engine: "sqlite" | "postgres";
+  /** SQLite: the erasure's transaction overwrote the free pages, then what it freed, with zeros. */
+  secure_delete: boolean;
+  /** SQLite: how many free pages it overwrote first. */
+  free_pages_zeroed: number;
+  /** SQLite: the WAL was checkpointed and truncated to 0 bytes. */
+  wal_truncated: boolean;
+  /** SQLite: the WAL's size afterwards. */
+  wal_bytes: number;
+  /** The tables rewritten (PostgreSQL: VACUUM FULL), or ["*"] for a whole SQLite file rebuilt. */
+  vacuumed: string[];
+  /** Why SQLite's file was rebuilt, when it was. */
+  vacuum_reason?: string;
+  /** What may still hold the erased content (a WAL readers kept, PostgreSQL's own WAL and copies); empty: nothing. */
+  left: string[];
+}
+
+/** The answer of POST /v1/tasks/{task_id}/forget: what was erased. */
+export interface ForgetResult {
+  task_id: string;
+  /** The position of the erasure's own event, task.erased. */
+  position: number;
+  /** How many of the task's events became tombstones (event.erased). */
+  events: number;
+  /** The task's agents. */
+  agents: string[];
+  /** The projection rows deleted, by table (only tables that held some). */
+  rows: Record<string, number>;
+  scrub: ForgetScrub;
+}

@@ -572,6 +572,62 @@ describe("events and state", () => {
   });
 });
 
+describe("forgetting a task", () => {
+  test("forgetTask erases the task: its events tombstones, its notes, history and state gone; again or unknown 404", async () => {
+    const a = await attachNew();
+    const keep = await attachNew();
+    const secret = `forget-me-${process.pid}-${Date.now()}`;
+    await client.notesWriteFile(a.ctx("toolu_fg1"), { path: "secret.md", text: `the text ${secret}\n` });
+    const e1 = msgEntry(`fg-${n}-1`, null, "user", [{ type: "text", text: `please keep ${secret}` }]);
+    await client.historySync({ context: a.ctx(), entries: [e1], branch: [e1.id] });
+    await client.notesWriteFile(keep.ctx("toolu_fg2"), { path: "kept.md", text: "kept\n" });
+    const before = await client.listEvents({ task_id: a.task_id, limit: 1000 });
+    assert.ok(before.events.length >= 4);
+
+    const res = await client.forgetTask(a.task_id);
+    assert.equal(res.task_id, a.task_id);
+    assert.equal(res.events, before.events.length, "every event of the task became a tombstone");
+    assert.ok(res.position > before.next_after);
+    assert.deepEqual(res.agents, ["/root"]);
+    assert.ok(res.rows.notes >= 1 && res.rows.history_entries >= 1, JSON.stringify(res.rows));
+    assert.equal(res.scrub.engine, "sqlite");
+    assert.equal(res.scrub.secure_delete, true);
+    assert.equal(typeof res.scrub.free_pages_zeroed, "number");
+    assert.ok(Array.isArray(res.scrub.vacuumed) && Array.isArray(res.scrub.left));
+    if (res.scrub.wal_truncated) {
+      assert.equal(res.scrub.wal_bytes, 0);
+      assert.deepEqual(res.scrub.left, []);
+    } else {
+      assert.ok(res.scrub.left.length > 0, "a WAL readers kept is said in left");
+    }
+
+    // The log keeps its positions: the task's events are tombstones in place, then the erasure.
+    const after = await client.listEvents({ task_id: a.task_id, limit: 1000 });
+    assert.deepEqual(
+      after.events.slice(0, -1).map((e) => [e.position, e.type]),
+      before.events.map((e) => [e.position, "event.erased"]),
+    );
+    const erasure = after.events.at(-1);
+    assert.deepEqual([erasure.position, erasure.type, erasure.data], [res.position, "task.erased", { task_id: a.task_id, events: res.events }]);
+    assert.equal(JSON.stringify(after).includes(secret), false, "no event holds the text");
+
+    // The task is gone; the other one is not.
+    const tasks = await client.listTasks({ limit: 500 });
+    assert.equal(tasks.tasks.some((t) => t.task_id === a.task_id), false);
+    assert.ok(tasks.tasks.some((t) => t.task_id === keep.task_id));
+    await rejectsWith(() => client.state(a.task_id, "/root"), "not_found", 404);
+    await rejectsWith(() => client.notesReadFile(a.ctx(), { path: "secret.md" }), "not_found", 404);
+    const kept = await client.notesReadFile(keep.ctx(), { path: "kept.md" });
+    assert.equal(kept.details.text, "kept\n");
+
+    const again = await rejectsWith(() => client.forgetTask(a.task_id), "not_found", 404);
+    assert.match(again.message, /erased already/);
+    await rejectsWith(() => client.forgetTask("01JEXAMPLE0000000000000000"), "not_found", 404);
+    // The route needs the token, as every /v1 route.
+    await rejectsWith(() => new MemorydClient({ baseUrl: md.url, token: "wrong" }).forgetTask(keep.task_id), "unproven", 0);
+  });
+});
+
 describe("transport errors", () => {
   test("a wrong token is never sent (memoryd does not prove it holds it), and no token", async () => {
     const bad = new MemorydClient({ baseUrl: md.url, token: "not-the-token" });

@@ -35,6 +35,14 @@ export async function checks(): Promise<void> {
   // @ts-expect-error a delta without its base
   await client.historySync({ context: ctx, entries: [], delta: { keep: 1, append: [] } });
 
+  // Forgetting a task: typed answer, a body of vacuum only.
+  const erased = await client.forgetTask("01JEXAMPLE0000000000000000", { vacuum: true });
+  const tombstones: number = erased.events;
+  const left: string[] = erased.scrub.left;
+  void [tombstones, left];
+  // @ts-expect-error a field the route does not take
+  await client.forgetTask("01JEXAMPLE0000000000000000", { notes_of: "/root" });
+
   // @ts-expect-error the details of another tool
   const wrong: ToolDetails["notes_read_file"] = written.details;
   void wrong;
