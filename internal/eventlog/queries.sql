@@ -109,3 +109,8 @@ FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
 -- name: TaskErasures :many
 -- A task's task.erased events, in position order.
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;
+
+-- name: TaskLastRecordedBefore :one
+-- The recorded_at of a task's latest event before a position: an import
+-- checks a retention erasure's last_activity with it.
+SELECT recorded_at FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before) ORDER BY position DESC LIMIT 1;

@@ -157,4 +157,5 @@ type Task struct {
 	RootSession string
 	CreatedAt   string
 	Position    int64
+	Retain      string
 }
