@@ -82,6 +82,7 @@ func openRedacting(ctx context.Context, path, synchronous string, stderr io.Writ
 		Synchronous: synchronous,
 		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
 		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
+		Now:         testHooksOf(ctx).now, // a test's clock; nil: time.Now
 	})
 }
 

@@ -18,25 +18,27 @@ const retainEvery = time.Hour
 // to let the WAL be truncated, as a forget's.
 const retainWait = 10 * time.Second
 
-// serveHooks are what a test gives serve through its context: a clock for
-// the service (recorded_at) and its retention, the retention's ticks in
-// place of an hourly ticker, and a call after each retention pass.
-type serveHooks struct {
+// testHooks are what a test gives the program through its context: a
+// clock for the service it opens (recorded_at, and the time retention
+// weighs), serve's retention ticks in place of an hourly ticker, and a
+// call after each of serve's retention passes. Outside tests there are
+// none.
+type testHooks struct {
 	now         func() time.Time
 	retainTicks <-chan time.Time
 	retainPass  func(memory.RetentionRun, error)
 }
 
-type serveHooksKey struct{}
+type testHooksKey struct{}
 
-// withServeHooks returns ctx carrying h, for a test.
-func withServeHooks(ctx context.Context, h serveHooks) context.Context {
-	return context.WithValue(ctx, serveHooksKey{}, h)
+// withTestHooks returns ctx carrying h, for a test.
+func withTestHooks(ctx context.Context, h testHooks) context.Context {
+	return context.WithValue(ctx, testHooksKey{}, h)
 }
 
-// serveHooksOf returns the hooks of ctx, none outside tests.
-func serveHooksOf(ctx context.Context) serveHooks {
-	h, _ := ctx.Value(serveHooksKey{}).(serveHooks)
+// testHooksOf returns the hooks of ctx, none outside tests.
+func testHooksOf(ctx context.Context) testHooks {
+	h, _ := ctx.Value(testHooksKey{}).(testHooks)
 	return h
 }
 
@@ -51,7 +53,7 @@ type retainer struct {
 // startRetainer starts the passes of global (and of the tasks' own
 // policies, which apply even when global is off) on svc, each logged.
 // ticks, when nil, is an hourly ticker.
-func startRetainer(ctx context.Context, svc *memory.Service, global retention.Policy, h serveHooks, log *slog.Logger) *retainer {
+func startRetainer(ctx context.Context, svc *memory.Service, global retention.Policy, h testHooks, log *slog.Logger) *retainer {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &retainer{cancel: cancel, done: make(chan struct{})}
 	ticks := h.retainTicks

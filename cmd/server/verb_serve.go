@@ -123,7 +123,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback, Retain: plan.retain,
 		InspectorScratch: o.inspectorScratch, Shutdown: idleStop}, idle)
 	defer ui.Close() // its copies of past states; before the store closes
-	retain := startRetainer(ctx, svc, plan.retain, serveHooksOf(ctx), log)
+	retain := startRetainer(ctx, svc, plan.retain, testHooksOf(ctx), log)
 	defer retain.stop() // before the store closes
 	srv := newHTTPServer(handler, plan.tls, log)
 	drain := newDrain()
@@ -259,7 +259,7 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 		Logger:      log,
 		// The first search after the start costs what later ones do.
 		PreloadChunkFilters: true,
-		Now:                 serveHooksOf(ctx).now, // a test's clock; nil: time.Now
+		Now:                 testHooksOf(ctx).now, // a test's clock; nil: time.Now
 	})
 	if err != nil {
 		return nil, "", err

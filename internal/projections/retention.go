@@ -12,7 +12,7 @@ import (
 )
 
 // applyRetentionSet keeps a task's own retention policy in its tasks row,
-// '' for default.
+// ” for default.
 func applyRetentionSet(ctx context.Context, q projectionsdb.Querier, p *events.TaskRetentionSet) error {
 	retain := p.Retain
 	if retain == retention.Default {
