@@ -62,8 +62,13 @@ func startRetainer(ctx context.Context, svc *memory.Service, global retention.Po
 		ticker = time.NewTicker(retainEvery)
 		ticks = ticker.C
 	}
-	log.Info("retention: tasks with no activity for their policy's period are erased, at the start and every hour",
-		"retain", global.String(), "every", retainEvery.String())
+	if global.On() {
+		log.Info("retention: tasks with no activity for their policy's period are erased, at the start and every hour",
+			"retain", global.String(), "every", retainEvery.String())
+	} else {
+		log.Debug("retention: no global policy (--retain off); only tasks with a period of their own are erased",
+			"every", retainEvery.String())
+	}
 	go func() {
 		defer close(r.done)
 		if ticker != nil {
