@@ -508,7 +508,9 @@ func TestPostgresQuerier(t *testing.T) {
 		}),
 		read("TasksForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.TasksForRetention(ctx) }),
 		read("TaskForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.TaskForRetention(ctx, "t1") }),
-		read("TaskForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.TaskForRetention(ctx, "none") }),
+		read("TaskForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.TaskForRetention(ctx, "none")
+		}),
 		read("AgentsOfTasks", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.AgentsOfTasks(ctx, `["t2","t1","none"]`)
 		}),
