@@ -90,6 +90,7 @@ func openRedacting(ctx context.Context, getenv func(string) string, path, synchr
 		Synchronous: synchronous,
 		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) },
 		Warnf:       func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: warning: "+format+"\n", args...) },
+		Now:         testHooksOf(ctx).now, // a test's clock; nil: time.Now
 	})
 	return svc, atRestError(err, getenv, path, made)
 }

@@ -53,6 +53,7 @@ var verbs = []*verb{
 	&backupVerb,
 	&restoreVerb,
 	&forgetVerb,
+	&retainVerb,
 	&inspectVerb,
 	&stopVerb,
 	&hookVerb,

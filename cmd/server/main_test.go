@@ -73,7 +73,20 @@ func startRun(t *testing.T, args []string, getenv func(string) string) *server {
 // is reached on 127.0.0.1), and a client to reach it with.
 func startRunWith(t *testing.T, args []string, getenv func(string) string, line *regexp.Regexp, client *http.Client) *server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	return startRunFrom(t, context.Background(), args, getenv, line, client)
+}
+
+// startRunIn is startRun in a context of the test's, such as one with
+// testHooks.
+func startRunIn(t *testing.T, base context.Context, args []string, getenv func(string) string) *server {
+	t.Helper()
+	return startRunFrom(t, base, args, getenv, listeningLine, http.DefaultClient)
+}
+
+// startRunFrom is startRunWith in the context base.
+func startRunFrom(t *testing.T, base context.Context, args []string, getenv func(string) string, line *regexp.Regexp, client *http.Client) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(base)
 	pr, pw := io.Pipe()
 	s := &server{client: client, stderr: &memorytest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {

@@ -229,7 +229,7 @@ func keptDigest(t *testing.T, db, taskID string) []projections.TableDigest {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	d, err := projections.TaskDigest(context.Background(), svc.Store().Reader(), taskID)
+	d, err := projections.TaskDigest(context.Background(), svc.Store(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

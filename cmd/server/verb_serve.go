@@ -22,6 +22,7 @@ import (
 	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/redact"
+	"github.com/memoryd/memoryd/internal/retention"
 	"github.com/memoryd/memoryd/internal/version"
 )
 
@@ -55,6 +56,7 @@ then off. Every /v1 request needs "Authorization: Bearer TOKEN": env MEMORYD_TOK
 		fs.StringVar(&o.tlsKey, "tls-key", getenv("MEMORYD_TLS_KEY"), "the private key of --tls-cert, in `FILE` (PEM; env MEMORYD_TLS_KEY)")
 		fs.StringVar(&o.redact, "redact", envOr(getenv, "MEMORYD_REDACT", redactDefault), "take secrets out of history entries and notes before they are stored: `MODE` default (key blocks and known token formats), all (also assignments and high-entropy strings) or off (env MEMORYD_REDACT; docs/redaction.md)")
 		fs.StringVar(&o.redactRules, "redact-rules", getenv("MEMORYD_REDACT_RULES"), "more redaction rules, in the TOML `FILE` docs/redaction.md describes (env MEMORYD_REDACT_RULES)")
+		fs.StringVar(&o.retain, "retain", getenv("MEMORYD_RETAIN"), "erase the tasks with no activity for this `PERIOD` (a whole number and h, d or w: 12h, 90d, 2w), at the start and every hour, each logged; off or empty: none (the tasks' own policies, memoryd retain TASK, still apply) (env MEMORYD_RETAIN; docs/forgetting.md)")
 		fs.BoolVar(&o.encrypt, "encrypt", false, "make a new database encrypted at rest, with the key in MEMORYD_ENCRYPTION_KEY, else in the file encryption.key beside the database, made if missing (env MEMORYD_ENCRYPT=1; docs/encryption.md); a database encrypted already is opened with its key without it")
 		fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "serve plain HTTP on a non-loopback --addr: the token and the notes cross the network unencrypted (only where the network encrypts, e.g. a VPN)")
 		return o.run
@@ -66,6 +68,7 @@ type serveOptions struct {
 	addr, db, sync, logLevel, cpuProfile string
 	tlsCert, tlsKey                      string
 	redact, redactRules                  string
+	retain                               string
 	maxBody, inspectorScratch            int64
 	audit, insecurePlaintext, encrypt    bool
 	grace, idleExit                      time.Duration
@@ -118,9 +121,11 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if o.idleExit > 0 {
 		idle = newIdleWatch(time.Now)
 	}
-	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback,
+	handler, ui := serveHandler(api.Config{Service: svc, Logger: log, Token: token, MaxBody: o.maxBody, CheckHost: loopback, Retain: plan.retain,
 		InspectorScratch: o.inspectorScratch, Shutdown: idleStop}, idle)
 	defer ui.Close() // its copies of past states; before the store closes
+	retain := startRetainer(ctx, svc, plan.retain, testHooksOf(ctx), log)
+	defer retain.stop() // before the store closes
 	srv := newHTTPServer(handler, plan.tls, log)
 	drain := newDrain()
 	drain.install(srv)
@@ -144,6 +149,7 @@ func (o *serveOptions) run(ctx context.Context, in *invocation) error {
 	if leaveStoreOpen, err = o.serve(ctx, srv, ln, drain, log); err != nil {
 		return err
 	}
+	retain.stop()
 	ui.Close()
 	// Closing flushes the read audit of the calls answered, then the store.
 	if err := svc.Close(); err != nil {
@@ -160,6 +166,7 @@ type servePlan struct {
 	level  slog.Level
 	tls    *tls.Config // nil for plain HTTP
 	dbPath string
+	retain retention.Policy
 }
 
 // validate checks the flags and loads what they name before anything
@@ -183,6 +190,9 @@ func (o *serveOptions) validate(getenv func(string) string) (servePlan, error) {
 		return p, &usageError{fmt.Sprintf("--shutdown-grace must not be negative, got %s", o.grace)}
 	case o.idleExit < 0:
 		return p, &usageError{fmt.Sprintf("--idle-exit must not be negative, got %s", o.idleExit)}
+	}
+	if p.retain, err = retention.ParseGlobal(o.retain); err != nil {
+		return p, &usageError{fmt.Sprintf("--retain (or MEMORYD_RETAIN): %v, or off", err)}
 	}
 	if err := p.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return p, &usageError{fmt.Sprintf("--log-level: %v", err)}
@@ -261,6 +271,7 @@ func (o *serveOptions) open(ctx context.Context, p servePlan, getenv func(string
 		Logger:      log,
 		// The first search after the start costs what later ones do.
 		PreloadChunkFilters: true,
+		Now:                 testHooksOf(ctx).now, // a test's clock; nil: time.Now
 	})
 	if err != nil {
 		return nil, "", atRestError(err, getenv, p.dbPath, made)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/inspector"
 	"github.com/memoryd/memoryd/internal/memory"
+	"github.com/memoryd/memoryd/internal/retention"
 )
 
 // Config holds every dependency of the HTTP interface.
@@ -40,6 +41,9 @@ type Config struct {
 	// Activity, when set, is called when a request has passed the token or
 	// session check, and done when it ends. --idle-exit counts only these.
 	Activity func() (done func())
+	// Retain is the server's retention policy (--retain), which GET
+	// /v1/retention weighs; the zero policy is off.
+	Retain retention.Policy
 	// Shutdown, when set, stops the server as SIGTERM does. POST
 	// /v1/shutdown calls it after it has answered.
 	Shutdown func()
@@ -93,6 +97,8 @@ func NewServer(cfg Config) http.Handler {
 		r.Get("/v1/events", handleEventsList(log, cfg.Service))
 		r.Get("/v1/tasks", handleTasksList(log, cfg.Service))
 		r.Post("/v1/tasks/{task_id}/forget", handleTaskForget(log, cfg.Service))
+		r.Put("/v1/tasks/{task_id}/retention", handleTaskRetention(log, cfg.Service))
+		r.Get("/v1/retention", handleRetentionPlan(log, cfg.Service, cfg.Retain))
 		r.Get("/v1/state", handleState(log, cfg.Service))
 		r.Post("/v1/lifecycle/usage", handleLifecycleUsage(log, cfg.Service))
 		r.Post("/v1/lifecycle/branch", handleLifecycleBranch(log, cfg.Service))

@@ -2,12 +2,14 @@ package eventlog
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/memoryd/memoryd/internal/eventlog/eventsdb"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/retention"
 )
 
 // Erased is what Tx.EraseTask did.
@@ -135,6 +137,36 @@ func (t *Tx) checkErasure(ctx context.Context, ev events.Event) error {
 		if c.ErasedHere != e.Events {
 			return events.Broken(ev, "events is %d, but %d tombstone(s) of task %s name it", e.Events, c.ErasedHere, e.TaskID)
 		}
+		if e.Retention != nil {
+			return t.checkRetention(ctx, ev, e)
+		}
+	}
+	return nil
+}
+
+// checkRetention checks an erasure a retention policy made: its
+// last_activity is the recorded_at of the task's latest event before it,
+// at least its retain period before the erasure's own recorded_at.
+func (t *Tx) checkRetention(ctx context.Context, ev events.Event, e *events.TaskErased) error {
+	r := e.Retention
+	last, err := t.q.TaskLastRecordedBefore(ctx, eventsdb.TaskLastRecordedBeforeParams{TaskID: e.TaskID, Before: ev.Position})
+	if errors.Is(err, sql.ErrNoRows) {
+		return events.Broken(ev, "retention: task %s has no event before it", e.TaskID)
+	}
+	if err != nil {
+		return classify(err)
+	}
+	if last != r.LastActivity {
+		return events.Broken(ev, "retention.last_activity is %s, but the latest event of task %s before it was recorded at %s", r.LastActivity, e.TaskID, last)
+	}
+	period, err := retention.ParseDuration(r.Retain)
+	if err != nil {
+		return events.Broken(ev, "retention.retain: %v", err)
+	}
+	lastAt, err1 := time.Parse(events.TimeFormat, r.LastActivity)
+	at, err2 := time.Parse(events.TimeFormat, ev.RecordedAt)
+	if err1 != nil || err2 != nil || lastAt.Add(period).After(at) {
+		return events.Broken(ev, "retention: the last activity %s is less than %s before the erasure (%s)", r.LastActivity, r.Retain, ev.RecordedAt)
 	}
 	return nil
 }

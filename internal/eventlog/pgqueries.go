@@ -185,3 +185,7 @@ func (p pgQueries) TaskEventsWithoutNotesAfter(ctx context.Context, arg eventsdb
 	}
 	return out, nil
 }
+
+func (p pgQueries) TaskLastRecordedBefore(ctx context.Context, arg eventsdb.TaskLastRecordedBeforeParams) (string, error) {
+	return p.q.TaskLastRecordedBefore(ctx, eventspg.TaskLastRecordedBeforeParams(arg))
+}

@@ -110,6 +110,11 @@ FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
 -- A task's task.erased events, in position order.
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;
 
+-- name: TaskLastRecordedBefore :one
+-- The recorded_at of a task's latest event before a position: an import
+-- checks a retention erasure's last_activity with it.
+SELECT recorded_at FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before) ORDER BY position DESC LIMIT 1;
+
 -- name: MarkAtRest :exec
 -- Marks a new database encrypted at rest: the row is written only while
 -- the database has neither the row nor an event.

@@ -104,6 +104,11 @@ FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before);
 -- A task's task.erased events, in position order.
 SELECT * FROM events WHERE task_id = sqlc.arg(task_id) AND type = 'task.erased' ORDER BY position;
 
+-- name: TaskLastRecordedBefore :one
+-- The recorded_at of a task's latest event before a position: an import
+-- checks a retention erasure's last_activity with it.
+SELECT recorded_at FROM events WHERE task_id = sqlc.arg(task_id) AND position < sqlc.arg(before) ORDER BY position DESC LIMIT 1;
+
 -- name: MarkAtRest :exec
 INSERT INTO at_rest (scheme, key_check)
 SELECT sqlc.arg(scheme)::text, sqlc.arg(key_check)::text

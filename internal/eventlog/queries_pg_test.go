@@ -232,6 +232,11 @@ func TestPostgresEventQueries(t *testing.T) {
 		{Tombstone: `{"erased_by":61}`, TaskID: "t1", Before: 60}, {Tombstone: tomb, TaskID: "t2", Before: 60}} {
 		counts(a)
 	}
+	for _, a := range []eventsdb.TaskLastRecordedBeforeParams{{TaskID: "t1", Before: 60}, {TaskID: "t1", Before: 20}, {TaskID: "t2", Before: 60}} {
+		l, lerr := lq.TaskLastRecordedBefore(ctx, a)
+		p, perr := pq.TaskLastRecordedBefore(ctx, eventspg.TaskLastRecordedBeforeParams(a))
+		check("TaskLastRecordedBefore", result{l, lerr}, result{p, perr})
+	}
 	for _, db := range []interface {
 		InsertEvent(context.Context, eventsdb.InsertEventParams) error
 	}{lq, pgInsert{pq}} {

@@ -513,7 +513,7 @@ func exportLog(tb testing.TB) []events.Event {
 				continue
 			}
 			st := streams[(i+j)%len(streams)]
-			if e.Type == events.TypeTaskCreated {
+			if e.Type == events.TypeTaskCreated || e.Type == events.TypeTaskRetentionSet {
 				st = events.Stream(events.StreamTask(st), "/root")
 			}
 			if _, err := appendOne(tb, s, st, AnyVersion, e.Type, conform(sample(tb, e), st)); err != nil {
@@ -542,6 +542,9 @@ func conform(v any, stream string) any {
 	}
 	if b, ok := v.(*events.HistoryBranchChanged); ok {
 		b.Length = b.Keep + int64(len(b.Append))
+	}
+	if r, ok := v.(*events.TaskRetentionSet); ok {
+		r.Retain = "30d"
 	}
 	return v
 }

@@ -38,6 +38,8 @@ const (
 
 	TypeEventErased = "event.erased"
 	TypeTaskErased  = "task.erased"
+
+	TypeTaskRetentionSet = "task.retention_set"
 )
 
 // Catalog lists every event type with its current schema number and a
@@ -69,7 +71,8 @@ var Catalog = []CatalogEntry{
 	{Type: TypeFenceLifted, Schema: 1, New: func() any { return new(FenceLifted) }},
 	{Type: TypeToolCalled, Schema: 2, New: func() any { return new(ToolCalled) }},
 	{Type: TypeEventErased, Schema: 1, New: func() any { return new(EventErased) }},
-	{Type: TypeTaskErased, Schema: 1, New: func() any { return new(TaskErased) }},
+	{Type: TypeTaskErased, Schema: 2, New: func() any { return new(TaskErased) }},
+	{Type: TypeTaskRetentionSet, Schema: 1, New: func() any { return new(TaskRetentionSet) }},
 }
 
 // CatalogEntry describes one event type.
@@ -395,10 +398,37 @@ type EventErased struct {
 // TaskErased records that a task was erased: every earlier event of the
 // task became a tombstone (EventErased), Events of them by this erasure,
 // and its projection rows were deleted. It is the last event of the task,
-// in the stream <task_id>/root.
+// in the stream <task_id>/root. Retention (schema 2) is set when a
+// retention policy erased it, not a user's forget.
 type TaskErased struct {
+	TaskID    string             `json:"task_id"`
+	Events    int64              `json:"events"`
+	Retention *ErasedByRetention `json:"retention,omitempty"`
+}
+
+// ErasedByRetention says why a retention policy erased a task: the
+// policy, a period such as 90d, where it came from (global: the server's
+// --retain; task: the task's own task.retention_set), and the task's last
+// activity, the recorded_at of its latest event before the erasure, at
+// least Retain before the erasure's own recorded_at.
+type ErasedByRetention struct {
+	Retain       string `json:"retain"`
+	Source       string `json:"source"`
+	LastActivity string `json:"last_activity"`
+}
+
+// Sources of a retention policy, for ErasedByRetention.Source.
+const (
+	RetentionGlobal = "global"
+	RetentionTask   = "task"
+)
+
+// TaskRetentionSet records a task's own retention policy, in the stream
+// <task_id>/root: a period (30d), forever, or default (the task follows the
+// server's policy again). docs/forgetting.md, Retention.
+type TaskRetentionSet struct {
 	TaskID string `json:"task_id"`
-	Events int64  `json:"events"`
+	Retain string `json:"retain"`
 }
 
 // Tombstone returns the data of a tombstone made by the erasure at

@@ -86,3 +86,6 @@ func (EventErased) EventType() string { return TypeEventErased }
 
 // EventType returns TypeTaskErased.
 func (TaskErased) EventType() string { return TypeTaskErased }
+
+// EventType returns TypeTaskRetentionSet.
+func (TaskRetentionSet) EventType() string { return TypeTaskRetentionSet }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/address"
+	"github.com/memoryd/memoryd/internal/retention"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
 
@@ -242,6 +244,33 @@ func (p *TaskErased) rules() error {
 	}
 	if p.Events < 0 {
 		return ruleError("events", "%d is negative", p.Events)
+	}
+	if r := p.Retention; r != nil {
+		text, pol, err := retention.ParseTask(r.Retain)
+		if err != nil || !pol.On() || text != r.Retain {
+			return ruleError("retention.retain", "%q is not a period in its canonical form (such as 90d)", r.Retain)
+		}
+		if r.Source != RetentionGlobal && r.Source != RetentionTask {
+			return ruleError("retention.source", "%q is neither %s nor %s", r.Source, RetentionGlobal, RetentionTask)
+		}
+		if _, err := time.Parse(TimeFormat, r.LastActivity); err != nil {
+			return ruleError("retention.last_activity", "%q is not a time as recorded_at spells it", r.LastActivity)
+		}
+	}
+	return nil
+}
+
+func (p *TaskRetentionSet) owner() (string, string) { return p.TaskID, address.Root }
+func (p *TaskRetentionSet) rules() error {
+	if err := taskRule(p.TaskID); err != nil {
+		return err
+	}
+	text, _, err := retention.ParseTask(p.Retain)
+	if err != nil {
+		return ruleError("retain", "%v", err)
+	}
+	if p.Retain != retention.Default && text != p.Retain {
+		return ruleError("retain", "%q is not in its canonical form, %q", p.Retain, text)
 	}
 	return nil
 }

@@ -3,10 +3,8 @@ package memory
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memoryd/memoryd/internal/address"
 	"github.com/memoryd/memoryd/internal/eventlog"
@@ -23,6 +21,10 @@ type EraseOptions struct {
 	// Wait bounds how long the scrub waits for readers to let the WAL go;
 	// 10 seconds when zero.
 	Wait time.Duration
+	// Retention, when set, makes it a retention policy's erasure: it
+	// erases the task only if the policy erases it now, and says so in the
+	// erasure (ApplyRetention sets it).
+	Retention *RetentionCheck
 }
 
 // Scrub is what the scrub after an erasure did to the database's files.
@@ -55,10 +57,12 @@ const maxTaskIDBytes = 256
 // in its caches (and calls the OnErase hooks), then scrubs the database's
 // files (Store.Scrub: SQLite's free pages and WAL, PostgreSQL's dead rows). An unknown task or one
 // erased already is ErrNotFound. A failed scrub returns the committed
-// erasure with an error saying so. docs/forgetting.md describes it.
+// erasure with an error saying so. With opts.Retention it is a retention
+// policy's erasure: a task the policy does not erase now is ErrConflict
+// and left alone. docs/forgetting.md describes it.
 func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts EraseOptions) (Erasure, error) {
-	if taskID == "" || len(taskID) > maxTaskIDBytes || !utf8.ValidString(taskID) || strings.ContainsAny(taskID, "/\x00") {
-		return Erasure{}, invalidf("task_id must be a task id: 1 to %d bytes of UTF-8 without / or U+0000", maxTaskIDBytes)
+	if err := checkTaskID(taskID); err != nil {
+		return Erasure{}, err
 	}
 	res := Erasure{TaskID: taskID}
 	var zeroed int64
@@ -71,6 +75,12 @@ func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts 
 		if !exists {
 			return s.unknownTask(ctx, tx, taskID)
 		}
+		var byRetention *events.ErasedByRetention
+		if opts.Retention != nil {
+			if byRetention, err = opts.Retention.check(ctx, r, taskID, s.retentionNow()); err != nil {
+				return err
+			}
+		}
 		if res.Agents, err = r.TaskAgents(ctx, taskID); err != nil {
 			return err
 		}
@@ -78,7 +88,7 @@ func (s *Service) EraseTask(ctx context.Context, taskID, requestID string, opts 
 			return err
 		}
 		erased, err := tx.EraseTask(ctx, taskID, events.Stream(taskID, address.Root), func(n int64) events.Pending {
-			return events.NewPending(events.TaskErased{TaskID: taskID, Events: n})
+			return events.NewPending(events.TaskErased{TaskID: taskID, Events: n, Retention: byRetention})
 		})
 		res.Position, res.Events, zeroed = erased.Erasure.Position, erased.Tombstoned, erased.FreePagesZeroed
 		return err

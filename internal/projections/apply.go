@@ -59,6 +59,8 @@ func apply(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) 
 		return nil // a tombstone projects nothing
 	case *events.TaskErased:
 		return applyTaskErased(ctx, db, st, p)
+	case *events.TaskRetentionSet:
+		return applyRetentionSet(ctx, q, p)
 	}
 	if ref, ok := lifecycleRef(payload); ok {
 		return applyLifecycle(ctx, q, ev, ref, payload)

@@ -68,6 +68,14 @@ func eachRow(ctx context.Context, db source, t table, fn func([]any) error) erro
 	if t.joinLast {
 		return joinRows(ctx, db, t, fn)
 	}
+	if t.omitEmptyLast {
+		return scanRows(ctx, db, t, func(vals []any) error {
+			if n := len(vals) - 1; n >= 0 && vals[n] == "" {
+				vals = vals[:n]
+			}
+			return fn(vals)
+		})
+	}
 	return scanRows(ctx, db, t, fn)
 }
 

@@ -21,6 +21,7 @@ import (
 //   - Every other event names an agent registered in its task, and so does
 //     a note's writer.
 //   - A note write or append leaves the note within its owner's cap.
+//   - A task.retention_set names an existing task.
 func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events.Event) error {
 	payload, err := events.Decode(ev)
 	if err != nil {
@@ -72,6 +73,12 @@ func checkImported(ctx context.Context, db eventlog.DBTX, st *txState, ev events
 	case *events.ToolCalled:
 		_, err := c.registered(p.TaskID, p.Agent)
 		return err
+	case *events.TaskRetentionSet:
+		exists, err := c.taskExists(p.TaskID)
+		if err != nil || exists {
+			return err
+		}
+		return c.invalid("task %s does not exist", p.TaskID)
 	case *events.EventErased, *events.TaskErased:
 		// The log's own rules check them (eventlog): a tombstone names
 		// nothing, and an erasure's task has no rows left to check once its

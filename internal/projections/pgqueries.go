@@ -177,9 +177,9 @@ func (p pgQueries) GetHistoryEntry(ctx context.Context, arg projectionsdb.GetHis
 	return projectionsdb.GetHistoryEntryRow(r), err
 }
 
-func (p pgQueries) GetTask(ctx context.Context, taskID string) (projectionsdb.Task, error) {
+func (p pgQueries) GetTask(ctx context.Context, taskID string) (projectionsdb.GetTaskRow, error) {
 	r, err := p.q.GetTask(ctx, taskID)
-	return projectionsdb.Task(r), err
+	return projectionsdb.GetTaskRow(r), err
 }
 
 func (p pgQueries) HistoryCallsAt(ctx context.Context, arg projectionsdb.HistoryCallsAtParams) ([]projectionsdb.HistoryCallsAtRow, error) {
@@ -414,12 +414,21 @@ func (p pgQueries) OpenTextsEnd(ctx context.Context, arg projectionsdb.OpenTexts
 	return p.q.OpenTextsEnd(ctx, projectionspg.OpenTextsEndParams(arg))
 }
 
+func (p pgQueries) SetTaskRetain(ctx context.Context, arg projectionsdb.SetTaskRetainParams) (int64, error) {
+	return p.q.SetTaskRetain(ctx, projectionspg.SetTaskRetainParams(arg))
+}
+
 func (p pgQueries) StoredEntryIDs(ctx context.Context, arg projectionsdb.StoredEntryIDsParams) ([]string, error) {
 	return p.q.StoredEntryIDs(ctx, projectionspg.StoredEntryIDsParams(arg))
 }
 
 func (p pgQueries) TaskAgents(ctx context.Context, taskID string) ([]string, error) {
 	return p.q.TaskAgents(ctx, taskID)
+}
+
+func (p pgQueries) TaskForRetention(ctx context.Context, taskID string) (projectionsdb.TaskForRetentionRow, error) {
+	r, err := p.q.TaskForRetention(ctx, taskID)
+	return projectionsdb.TaskForRetentionRow(r), err
 }
 
 func (p pgQueries) TaskNotes(ctx context.Context, taskID string) ([]projectionsdb.TaskNotesRow, error) {
@@ -442,6 +451,18 @@ func (p pgQueries) TasksByActivity(ctx context.Context, arg projectionsdb.TasksB
 	out := make([]projectionsdb.TasksByActivityRow, len(rows))
 	for i, r := range rows {
 		out[i] = projectionsdb.TasksByActivityRow(r)
+	}
+	return out, nil
+}
+
+func (p pgQueries) TasksForRetention(ctx context.Context) ([]projectionsdb.TasksForRetentionRow, error) {
+	rows, err := p.q.TasksForRetention(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]projectionsdb.TasksForRetentionRow, len(rows))
+	for i, r := range rows {
+		out[i] = projectionsdb.TasksForRetentionRow(r)
 	}
 	return out, nil
 }

@@ -280,6 +280,18 @@ func TestPostgresQuerier(t *testing.T) {
 			}
 			return nil
 		}),
+		exec("SetTaskRetain", func(ctx context.Context, q projectionsdb.Querier) error {
+			for task, retain := range map[string]string{"t1": "30d", "none": "forever"} {
+				n, err := q.SetTaskRetain(ctx, projectionsdb.SetTaskRetainParams{Retain: retain, TaskID: task})
+				if err != nil {
+					return err
+				}
+				if want := map[string]int64{"t1": 1}[task]; n != want { // t1 has a row, none has not
+					return fmt.Errorf("SetTaskRetain of %s: %d rows, want %d", task, n, want)
+				}
+			}
+			return nil
+		}),
 
 		// Reads.
 		read("GetTask", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.GetTask(ctx, "t1") }),
@@ -493,6 +505,11 @@ func TestPostgresQuerier(t *testing.T) {
 		}),
 		read("TasksByActivity", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.TasksByActivity(ctx, projectionsdb.TasksByActivityParams{Before: 7, MaxTasks: 1})
+		}),
+		read("TasksForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.TasksForRetention(ctx) }),
+		read("TaskForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) { return q.TaskForRetention(ctx, "t1") }),
+		read("TaskForRetention", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.TaskForRetention(ctx, "none")
 		}),
 		read("AgentsOfTasks", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.AgentsOfTasks(ctx, `["t2","t1","none"]`)

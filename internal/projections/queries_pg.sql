@@ -421,3 +421,22 @@ LEFT JOIN history_entries fr ON fr.task_id = a.task_id AND fr.agent = a.agent AN
 JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.stream = a.task_id || a.agent ORDER BY l.stream_version DESC LIMIT 1)
 WHERE a.task_id IN (SELECT value FROM json_array_elements_text(sqlc.arg(task_ids)::text::json))
 ORDER BY a.task_id, a.position;
+
+-- name: SetTaskRetain :execrows
+-- A task's own retention policy (task.retention_set), '' for default.
+UPDATE tasks SET retain = sqlc.arg(retain) WHERE task_id = sqlc.arg(task_id);
+
+-- name: TasksForRetention :many
+-- Every task with its own retention policy and its latest event (its last
+-- activity), least recent first: what a retention pass weighs.
+SELECT t.task_id, t.retain, e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+ORDER BY e.position;
+
+-- name: TaskForRetention :one
+-- TasksForRetention of one task, in the erasure's transaction.
+SELECT t.task_id, t.retain, e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+WHERE t.task_id = sqlc.arg(task_id);

@@ -17,6 +17,10 @@ type table struct {
 	// last as one row, their last columns concatenated. A note's text is
 	// compared, not how a deferred write or an append cut it into parts.
 	joinLast bool
+	// omitEmptyLast leaves the last column out of a row where it is "": a
+	// column added later (tasks.retain) changes no digest of a log that
+	// never sets it.
+	omitEmptyLast bool
 	// where and args, when set, select the rows read (TaskDigest).
 	where string
 	args  []any
@@ -25,7 +29,7 @@ type table struct {
 // tables lists every projection table, which Rebuild truncates and Digest
 // fingerprints.
 var tables = []table{
-	{name: "tasks", orderBy: "task_id"},
+	{name: "tasks", orderBy: "task_id", columns: "task_id, root_session, created_at, position, retain", omitEmptyLast: true},
 	{name: "agents", orderBy: "task_id, agent"},
 	{name: "notes", orderBy: "task_id, agent, path", // not parts, which say how the text is cut
 		columns: "task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position"},

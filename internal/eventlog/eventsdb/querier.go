@@ -73,6 +73,9 @@ type Querier interface {
 	// inspector's copy for a history page as of a position), by the
 	// events_task index, the skipped rows unread by Go.
 	TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEventsWithoutNotesAfterParams) ([]Event, error)
+	// The recorded_at of a task's latest event before a position: an import
+	// checks a retention erasure's last_activity with it.
+	TaskLastRecordedBefore(ctx context.Context, arg TaskLastRecordedBeforeParams) (string, error)
 }
 
 var _ Querier = (*Queries)(nil)

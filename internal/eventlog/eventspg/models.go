@@ -162,4 +162,5 @@ type Task struct {
 	RootSession string
 	CreatedAt   string
 	Position    int64
+	Retain      string
 }

@@ -726,3 +726,21 @@ func (q *Queries) TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEvent
 	}
 	return items, nil
 }
+
+const taskLastRecordedBefore = `-- name: TaskLastRecordedBefore :one
+SELECT recorded_at FROM events WHERE task_id = $1 AND position < $2 ORDER BY position DESC LIMIT 1
+`
+
+type TaskLastRecordedBeforeParams struct {
+	TaskID string
+	Before int64
+}
+
+// The recorded_at of a task's latest event before a position: an import
+// checks a retention erasure's last_activity with it.
+func (q *Queries) TaskLastRecordedBefore(ctx context.Context, arg TaskLastRecordedBeforeParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, taskLastRecordedBefore, arg.TaskID, arg.Before)
+	var recorded_at string
+	err := row.Scan(&recorded_at)
+	return recorded_at, err
+}

@@ -73,7 +73,7 @@ type Querier interface {
 	GetAgentWithStateAndNoteWrite(ctx context.Context, arg GetAgentWithStateAndNoteWriteParams) (GetAgentWithStateAndNoteWriteRow, error)
 	GetHistoryBranch(ctx context.Context, arg GetHistoryBranchParams) (GetHistoryBranchRow, error)
 	GetHistoryEntry(ctx context.Context, arg GetHistoryEntryParams) (GetHistoryEntryRow, error)
-	GetTask(ctx context.Context, taskID string) (Task, error)
+	GetTask(ctx context.Context, taskID string) (GetTaskRow, error)
 	HistoryCallsAt(ctx context.Context, arg HistoryCallsAtParams) ([]HistoryCallsAtRow, error)
 	HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetweenParams) ([]HistoryCallsBetweenRow, error)
 	HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams) (string, error)
@@ -121,9 +121,13 @@ type Querier interface {
 	// The bytes of text in an agent's open chunk: the end of its last text
 	// (found by the key, not by scanning the open chunk's texts).
 	OpenTextsEnd(ctx context.Context, arg OpenTextsEndParams) (int64, error)
+	// A task's own retention policy (task.retention_set), '' for default.
+	SetTaskRetain(ctx context.Context, arg SetTaskRetainParams) (int64, error)
 	// The ids among a JSON array of entry ids that an agent has stored.
 	StoredEntryIDs(ctx context.Context, arg StoredEntryIDsParams) ([]string, error)
 	TaskAgents(ctx context.Context, taskID string) ([]string, error)
+	// TasksForRetention of one task, in the erasure's transaction.
+	TaskForRetention(ctx context.Context, taskID string) (TaskForRetentionRow, error)
 	// Every note of a task, without its text (the inspector's list of files).
 	TaskNotes(ctx context.Context, taskID string) ([]TaskNotesRow, error)
 	// The tasks whose latest event is before a position, newest activity
@@ -131,6 +135,10 @@ type Querier interface {
 	// log's events_task index, and its time one lookup by position: no scan
 	// of the log.
 	TasksByActivity(ctx context.Context, arg TasksByActivityParams) ([]TasksByActivityRow, error)
+	// Every task with its own retention policy and its latest event (its last
+	// activity), least recent first: what a retention pass weighs. Each task's
+	// latest event is one seek of the log's events_task index.
+	TasksForRetention(ctx context.Context) ([]TasksForRetentionRow, error)
 	UpdateAgentSession(ctx context.Context, arg UpdateAgentSessionParams) error
 	UpdateNote(ctx context.Context, arg UpdateNoteParams) error
 	UpsertAgentState(ctx context.Context, arg UpsertAgentStateParams) error

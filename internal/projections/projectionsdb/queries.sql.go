@@ -955,9 +955,16 @@ const getTask = `-- name: GetTask :one
 SELECT task_id, root_session, created_at, position FROM tasks WHERE task_id = ?
 `
 
-func (q *Queries) GetTask(ctx context.Context, taskID string) (Task, error) {
+type GetTaskRow struct {
+	TaskID      string
+	RootSession string
+	CreatedAt   string
+	Position    int64
+}
+
+func (q *Queries) GetTask(ctx context.Context, taskID string) (GetTaskRow, error) {
 	row := q.db.QueryRowContext(ctx, getTask, taskID)
-	var i Task
+	var i GetTaskRow
 	err := row.Scan(
 		&i.TaskID,
 		&i.RootSession,
@@ -2236,6 +2243,24 @@ func (q *Queries) OpenTextsEnd(ctx context.Context, arg OpenTextsEndParams) (int
 	return column_1, err
 }
 
+const setTaskRetain = `-- name: SetTaskRetain :execrows
+UPDATE tasks SET retain = ?1 WHERE task_id = ?2
+`
+
+type SetTaskRetainParams struct {
+	Retain string
+	TaskID string
+}
+
+// A task's own retention policy (task.retention_set), ” for default.
+func (q *Queries) SetTaskRetain(ctx context.Context, arg SetTaskRetainParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setTaskRetain, arg.Retain, arg.TaskID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const storedEntryIDs = `-- name: StoredEntryIDs :many
 SELECT entry_id FROM history_entries
 WHERE task_id = ?1 AND agent = ?2
@@ -2297,6 +2322,33 @@ func (q *Queries) TaskAgents(ctx context.Context, taskID string) ([]string, erro
 		return nil, err
 	}
 	return items, nil
+}
+
+const taskForRetention = `-- name: TaskForRetention :one
+SELECT t.task_id, t.retain, e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+WHERE t.task_id = ?1
+`
+
+type TaskForRetentionRow struct {
+	TaskID       string
+	Retain       string
+	LastPosition int64
+	LastAt       string
+}
+
+// TasksForRetention of one task, in the erasure's transaction.
+func (q *Queries) TaskForRetention(ctx context.Context, taskID string) (TaskForRetentionRow, error) {
+	row := q.db.QueryRowContext(ctx, taskForRetention, taskID)
+	var i TaskForRetentionRow
+	err := row.Scan(
+		&i.TaskID,
+		&i.Retain,
+		&i.LastPosition,
+		&i.LastAt,
+	)
+	return i, err
 }
 
 const taskNotes = `-- name: TaskNotes :many
@@ -2384,6 +2436,51 @@ func (q *Queries) TasksByActivity(ctx context.Context, arg TasksByActivityParams
 			&i.TaskID,
 			&i.CreatedAt,
 			&i.CreatedPosition,
+			&i.LastPosition,
+			&i.LastAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tasksForRetention = `-- name: TasksForRetention :many
+SELECT t.task_id, t.retain, e.position AS last_position, e.recorded_at AS last_at
+FROM tasks t
+JOIN events e ON e.position = (SELECT l.position FROM events l WHERE l.task_id = t.task_id ORDER BY l.position DESC LIMIT 1)
+ORDER BY e.position
+`
+
+type TasksForRetentionRow struct {
+	TaskID       string
+	Retain       string
+	LastPosition int64
+	LastAt       string
+}
+
+// Every task with its own retention policy and its latest event (its last
+// activity), least recent first: what a retention pass weighs. Each task's
+// latest event is one seek of the log's events_task index.
+func (q *Queries) TasksForRetention(ctx context.Context) ([]TasksForRetentionRow, error) {
+	rows, err := q.db.QueryContext(ctx, tasksForRetention)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksForRetentionRow{}
+	for rows.Next() {
+		var i TasksForRetentionRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Retain,
 			&i.LastPosition,
 			&i.LastAt,
 		); err != nil {

@@ -1,5 +1,5 @@
 -- +goose Up
--- The SQLite migration 00010: one row when the database is encrypted at
+-- The SQLite migration 00011: one row when the database is encrypted at
 -- rest, naming the scheme and its key's check value (docs/encryption.md).
 CREATE TABLE at_rest (
     scheme    TEXT COLLATE "C" NOT NULL,
