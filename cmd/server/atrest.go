@@ -51,8 +51,11 @@ func loadAtRestKey(getenv func(string) string, db string, encrypt bool) (*atrest
 	text := getenv(encryptionKeyFile.env)
 	if text == "" {
 		path, err := secretPath(getenv, db, encryptionKeyFile)
-		if err != nil {
-			return nil, made, err
+		switch {
+		case err != nil && !encrypt: // no data folder, so no key file
+			return nil, "", nil
+		case err != nil:
+			return nil, "", err
 		}
 		b, err := readTokenFile(path)
 		var unsafe *unsafeTokenFileError
@@ -98,8 +101,11 @@ func secretPath(getenv func(string) string, db string, sf secretFile) (string, e
 // the key is looked for. A key file made for a database that turned out to
 // hold plain events (made, from atRestKey) is removed: it keys nothing.
 func atRestError(err error, getenv func(string) string, db, made string) error {
-	if made != "" && errors.Is(err, eventlog.ErrNotEncrypted) {
-		os.Remove(made)
+	if errors.Is(err, eventlog.ErrNotEncrypted) {
+		if made != "" {
+			os.Remove(made)
+		}
+		return fmt.Errorf("%w: export it and import the log into a new database with MEMORYD_ENCRYPT=1 (docs/encryption.md)", err)
 	}
 	if !errors.Is(err, eventlog.ErrKeyNeeded) && !errors.Is(err, eventlog.ErrWrongKey) {
 		return err

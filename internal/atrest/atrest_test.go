@@ -161,3 +161,31 @@ func BenchmarkOpen(b *testing.B) {
 		}
 	}
 }
+
+// FuzzSealJSON: any JSON object opens to itself, byte for byte, and what
+// SealJSON keeps readable is valid JSON whose members it keeps are the
+// payload's own; anything else is refused, not sealed.
+func FuzzSealJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `{"erased_by":1}`, `{"path":"a.md","text":"x"}`, `{"a":{"b":[1,"s"]},"keep":2}`,
+		`{"text":"\"~sealed\":\"x\"}"}`, `{"budget":{"x":null},"p":"\u00e9"}`, `{"a":1,"a":"dup"}`, ` { "sp" : "x" } `} {
+		f.Add(s)
+	}
+	s, err := New(make([]byte, KeySize))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		sealed, err := s.SealJSON("events.data", []byte(data))
+		if err != nil {
+			return
+		}
+		var kept map[string]json.RawMessage
+		if err := json.Unmarshal(sealed, &kept); err != nil {
+			t.Fatalf("SealJSON(%q) = %q, not a JSON object: %v", data, sealed, err)
+		}
+		opened, err := s.OpenJSON("events.data", sealed)
+		if err != nil || !bytes.Equal(opened, []byte(data)) {
+			t.Fatalf("OpenJSON(SealJSON(%q)) = %q, %v", data, opened, err)
+		}
+	})
+}

@@ -253,6 +253,22 @@ func TestPostgresEventQueries(t *testing.T) {
 			t.Errorf("TaskErasures of t1: %d erasures, want 1", len(l))
 		}
 	}
+	// MarkAtRest writes nothing into a database that holds events, on
+	// either engine (an encrypted one is made before its first event).
+	{
+		a := eventsdb.MarkAtRestParams{Scheme: "s", KeyCheck: "k"}
+		check("MarkAtRest", result{nil, lq.MarkAtRest(ctx, a)}, result{nil, pq.MarkAtRest(ctx, eventspg.MarkAtRestParams(a))})
+		l, lerr := lq.AtRest(ctx)
+		p, perr := pq.AtRest(ctx)
+		pr := make([]eventsdb.AtRest, len(p))
+		for i, r := range p {
+			pr[i] = eventsdb.AtRest(r)
+		}
+		check("AtRest", result{l, lerr}, result{pr, perr})
+		if len(l) != 0 {
+			t.Errorf("MarkAtRest marked a database that holds events: %v", l)
+		}
+	}
 	qt := reflect.TypeFor[*eventsdb.Queries]()
 	for i := range qt.NumMethod() {
 		if m := qt.Method(i).Name; !called[m] {
