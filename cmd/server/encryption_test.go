@@ -29,7 +29,9 @@ import (
 // server returns them and a pg_dump (PostgreSQL). The export is the plain
 // log, whose import into a plain database and into an encrypted one give
 // equal projection digests. Without its key, or with another, every verb
-// refuses the database, naming where the key is looked for; serve
+// refuses the database, naming where the key is looked for; verify
+// --erased --grep finds a task's text in the sealed values until the task
+// is forgotten, and none after; serve
 // --encrypt refuses a database of plain events and leaves no key file.
 func TestEncryptionAtRest(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { encryptionAtRest(t, filepath.Join(t.TempDir(), "db", "memory.db")) })
@@ -200,6 +202,16 @@ func encryptionAtRest(t *testing.T, db string) {
 			t.Errorf("the projections of %s differ from a plain import of its export:\n%v\n%v", d, got, plainDigest)
 		}
 	}
+
+	// verify --erased searches the sealed texts opened: before the
+	// erasure it finds them, after it none.
+	sealedEnv := env(sealedVars)
+	out, _, err := atRestRun(sealedEnv, "verify", "--db", sealedDB, "--erased", att.TaskID, "--grep", entryText)
+	if err == nil || !strings.Contains(out, `"history_chunks (sealed)"`) || !strings.Contains(out, `"events (sealed)"`) {
+		t.Errorf("verify --erased --grep before the erasure: %v\n%s", err, out)
+	}
+	atRestMust(t, sealedEnv, "forget", "--db", sealedDB, att.TaskID)
+	atRestMust(t, sealedEnv, "verify", "--db", sealedDB, "--erased", att.TaskID, "--grep", entryText, "--grep", noteText)
 
 	// Without its key, or with another, every verb refuses it.
 	noKey := env(map[string]string{"HOME": t.TempDir()})

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/memory"
 	"github.com/memoryd/memoryd/internal/projections"
 )
@@ -141,6 +142,11 @@ func VerifyErased(ctx context.Context, svc *memory.Service, taskID string, grep 
 	if rep.Mentions, err = mentions(ctx, db, taskID); err != nil {
 		return rep, err
 	}
+	if store.Sealer() != nil { // sealed payloads, opened
+		if rep.Mentions, err = sealedMentions(ctx, store, taskID); err != nil {
+			return rep, err
+		}
+	}
 	if len(rep.Mentions) > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d event(s) of other tasks name task %s in their data (the first at position %d)",
 			len(rep.Mentions), taskID, rep.Mentions[0]))
@@ -150,6 +156,13 @@ func VerifyErased(ctx context.Context, svc *memory.Service, taskID string, grep 
 		found := TextFound{Text: text, FoundIn: map[string]int64{}, Found: []Place{}}
 		if found.Rows, err = rowsHolding(ctx, db, isSQLite, text); err != nil {
 			return rep, err
+		}
+		sealed, err := projections.SealedHolding(ctx, store, variants(text))
+		if err != nil {
+			return rep, err
+		}
+		for table, n := range sealed { // on a database encrypted at rest
+			found.Rows[table+" (sealed)"] = n
 		}
 		if len(found.Rows) > 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%q is in the database's rows: %s", text, countsText(found.Rows)))
@@ -226,6 +239,20 @@ func mentions(ctx context.Context, db *sql.DB, taskID string) ([]int64, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// sealedMentions is mentions on a database encrypted at rest, whose
+// payloads SQL cannot search: every event is read, opened.
+func sealedMentions(ctx context.Context, store *eventlog.Store, taskID string) ([]int64, error) {
+	out := []int64{}
+	id := []byte(taskID)
+	err := store.Each(ctx, eventlog.Filter{}, func(ev events.Event) error {
+		if len(out) < maxPlaces && ev.TaskID() != taskID && bytes.Contains(ev.Data, id) {
+			out = append(out, ev.Position)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // variants are the byte strings a text may be stored as: its UTF-8, and

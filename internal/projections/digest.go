@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TableDigest is the fingerprint of one projection table.
@@ -278,4 +280,59 @@ func tableRows(ctx context.Context, db source, t table) (map[string]int, error) 
 		return nil
 	})
 	return out, err
+}
+
+// SealedHolding counts, by table, the rows of a database encrypted at rest
+// whose sealed texts, opened, hold one of texts: what a search of the
+// stored bytes cannot see (forensics' verify --erased). The log's events
+// are counted as "events". A plain database has none to count.
+func SealedHolding(ctx context.Context, store *eventlog.Store, texts [][]byte) (map[string]int64, error) {
+	out := map[string]int64{}
+	src := sourceOf(store)
+	if src.s == nil {
+		return out, nil
+	}
+	holds := func(b []byte) bool {
+		for _, t := range texts {
+			if bytes.Contains(b, t) {
+				return true
+			}
+		}
+		return false
+	}
+	err := store.Each(ctx, eventlog.Filter{}, func(ev events.Event) error {
+		if holds(ev.Data) {
+			out["events"]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		var cols []string
+		for tag := range sealedColumns {
+			if table, col, _ := strings.Cut(tag, "."); table == t.name {
+				cols = append(cols, col)
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		slices.Sort(cols)
+		t.columns, t.joinLast = strings.Join(cols, ", "), false
+		err := scanRows(ctx, src, t, func(vals []any) error {
+			for _, v := range vals {
+				if s, ok := v.(string); ok && holds([]byte(s)) {
+					out[t.name]++
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
