@@ -36,7 +36,7 @@ const eventsTag = "events.data"
 // nil when it is not encrypted at rest. With opts.Encrypt a new database
 // is made encrypted with opts.Sealer's key. It runs on the writer pool
 // once the migrations are applied.
-func openAtRest(ctx context.Context, db *sql.DB, q eventsdb.Querier, opts Options) (*atrest.Sealer, error) {
+func openAtRest(ctx context.Context, q eventsdb.Querier, opts Options) (*atrest.Sealer, error) {
 	if opts.Encrypt {
 		if opts.Sealer == nil {
 			return nil, fmt.Errorf("%w: encryption at rest was asked for without a key", ErrKeyNeeded)

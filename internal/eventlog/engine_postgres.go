@@ -102,7 +102,7 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", name, classify(err))
 	}
-	if opts.Sealer, err = openAtRest(ctx, writer, pgQueries{eventspg.New(writer)}, opts); err != nil {
+	if opts.Sealer, err = openAtRest(ctx, pgQueries{eventspg.New(writer)}, opts); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}

@@ -90,7 +90,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, classify(err))
 	}
-	if opts.Sealer, err = openAtRest(ctx, writer, eventsdb.New(writer), opts); err != nil {
+	if opts.Sealer, err = openAtRest(ctx, eventsdb.New(writer), opts); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
