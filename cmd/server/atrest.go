@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/atrest"
-	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/memory"
 )
 
@@ -101,13 +100,13 @@ func secretPath(getenv func(string) string, db string, sf secretFile) (string, e
 // the key is looked for. A key file made for a database that turned out to
 // hold plain events (made, from atRestKey) is removed: it keys nothing.
 func atRestError(err error, getenv func(string) string, db, made string) error {
-	if errors.Is(err, eventlog.ErrNotEncrypted) {
+	if errors.Is(err, memory.ErrNotEncrypted) {
 		if made != "" {
 			os.Remove(made)
 		}
 		return fmt.Errorf("%w: export it and import the log into a new database with MEMORYD_ENCRYPT=1 (docs/encryption.md)", err)
 	}
-	if !errors.Is(err, eventlog.ErrKeyNeeded) && !errors.Is(err, eventlog.ErrWrongKey) {
+	if !errors.Is(err, memory.ErrKeyNeeded) && !errors.Is(err, memory.ErrWrongKey) {
 		return err
 	}
 	where := "set " + encryptionKeyFile.env

@@ -90,6 +90,15 @@ func Open(ctx context.Context, db string, opts OpenOptions) (*Service, error) {
 	return s, nil
 }
 
+// The refusals of Open for a database encrypted at rest
+// (docs/encryption.md): no key, another key, or encryption asked of a
+// database that holds plain events.
+var (
+	ErrKeyNeeded    = eventlog.ErrKeyNeeded
+	ErrWrongKey     = eventlog.ErrWrongKey
+	ErrNotEncrypted = eventlog.ErrNotEncrypted
+)
+
 // Location is a database name parsed once: its engine, and its file when
 // the engine keeps one.
 type Location = eventlog.Location
