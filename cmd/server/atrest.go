@@ -69,6 +69,9 @@ func loadAtRestKey(getenv func(string) string, db string, encrypt bool) (*atrest
 		case !encrypt:
 			return nil, "", nil
 		default:
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil { // a new database's folder
+				return nil, "", fmt.Errorf("create the database folder: %w", err)
+			}
 			if text, err = loadSecret(getenv, db, encryptionKeyFile); err != nil {
 				return nil, made, err
 			}

@@ -189,11 +189,17 @@ func encryptionAtRest(t *testing.T, db string) {
 		sealedVars["MEMORYD_ENCRYPTION_KEY"] = vars["MEMORYD_ENCRYPTION_KEY"]
 	}
 	atRestMust(t, env(sealedVars), "import", "--db", sealedDB, export)
+	replayedDB := filepath.Join(dir, "replayed", "memory.db")
+	if !isSQLite {
+		replayedDB = pgtest.NewDatabase(t)
+	}
+	atRestMust(t, env(sealedVars), "replay", export, "--db", replayedDB)
 	if isSQLite {
 		holdsNone(t, "an encrypted import", fileBytes(t, sealedDB), texts)
+		holdsNone(t, "an encrypted replay", fileBytes(t, replayedDB), texts)
 	}
 	plainDigest := atRestDigest(t, plainDB, nil)
-	for _, d := range []string{db, sealedDB} {
+	for _, d := range []string{db, sealedDB, replayedDB} {
 		sealer, _, err := atRestKey(env(sealedVars), d, false)
 		if err != nil || sealer == nil {
 			t.Fatalf("the key of %s: %v", d, err)

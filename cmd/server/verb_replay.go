@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/memoryd/memoryd/internal/forensics"
+	"github.com/memoryd/memoryd/internal/memory"
 )
 
 // replayReport is what the replay verb prints.
@@ -88,8 +89,18 @@ func (o *replayOptions) run(ctx context.Context, in *invocation) (err error) {
 			}
 		}()
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }
-	dst, closeDst, err := forensics.Target(ctx, o.out, logf)
+	opts := memory.OpenOptions{Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "memoryd: "+format+"\n", args...) }}
+	if o.out != "" { // a database of the user's: encrypted at rest as MEMORYD_ENCRYPT asks, or as it is
+		if opts.Encrypt, err = encryptAsked(in.getenv); err != nil {
+			return err
+		}
+		var made string
+		if opts.Sealer, made, err = atRestKey(in.getenv, o.out, opts.Encrypt); err != nil {
+			return err
+		}
+		defer func() { err = atRestError(err, in.getenv, o.out, made) }()
+	}
+	dst, closeDst, err := forensics.Target(ctx, o.out, opts)
 	if err != nil {
 		return err
 	}

@@ -353,13 +353,16 @@ func (db *ScratchDB) Remove() {
 }
 
 // Target opens the database a replay writes at path, or a scratch one when
-// path is "". logf gets OpenLogging's report, and done closes the database
-// and removes a scratch one.
-func Target(ctx context.Context, path string, logf func(format string, args ...any)) (svc *memory.Service, done func(), err error) {
+// path is "". opts are those of the database at path (its key and whether
+// a new one is encrypted at rest, its Logf), which is written with
+// synchronous off, as Open does. done closes the database and removes a
+// scratch one.
+func Target(ctx context.Context, path string, opts memory.OpenOptions) (svc *memory.Service, done func(), err error) {
 	if path == "" {
 		return Scratch(ctx)
 	}
-	if svc, err = OpenLogging(ctx, path, logf); err != nil {
+	opts.Synchronous = "off"
+	if svc, err = memory.Open(ctx, path, opts); err != nil {
 		return nil, nil, err
 	}
 	return svc, func() { svc.Close() }, nil
