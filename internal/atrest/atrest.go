@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -185,9 +184,6 @@ func (s *Sealer) SealJSON(tag string, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range members {
-		members[i].clear = members[i].name == "path" || !holdsString(members[i].value)
-	}
 	if allClear(members) {
 		return data, nil
 	}
@@ -240,35 +236,6 @@ type member struct {
 	clear bool // kept as it is beside the sealed payload
 }
 
-// holdsString reports whether a JSON value holds a string (not counting
-// an object's member names).
-func holdsString(raw []byte) bool {
-	if bytes.IndexByte(raw, '"') < 0 {
-		return false
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return true
-	}
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch v := v.(type) {
-		case string:
-			return true
-		case []any:
-			return slices.ContainsFunc(v, walk)
-		case map[string]any:
-			for _, e := range v {
-				if walk(e) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return walk(v)
-}
-
 // allClear reports whether every member holds no string: the payload
 // reveals no text, and is kept whole.
 func allClear(ms []member) bool {
@@ -280,16 +247,92 @@ func allClear(ms []member) bool {
 	return true
 }
 
-// topLevel returns a JSON object's members sorted by name, their values
-// as written.
+// topLevel returns a JSON object's members sorted by name (the last of a
+// name written twice), their values as written, each clear when it holds
+// no string (a top-level path is clear too). One pass over the bytes,
+// which json.Valid checked, that stops decoding nothing.
 func topLevel(data []byte) ([]member, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("atrest: a payload is not a JSON object")
+	notObject := fmt.Errorf("atrest: a payload is not a JSON object")
+	if !json.Valid(data) {
+		return nil, notObject
 	}
-	out := make([]member, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, member{name: k, value: m[k]})
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, notObject
 	}
-	return out, nil
+	var out []member
+	i = skipSpace(data, i+1)
+	for data[i] != '}' {
+		end := scanString(data, i)
+		name := string(data[i+1 : end-1])
+		if bytes.IndexByte(data[i:end], '\\') >= 0 {
+			if err := json.Unmarshal(data[i:end], &name); err != nil {
+				return nil, notObject
+			}
+		}
+		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
+		vend, str := scanValue(data, i)
+		out = append(out, member{name: name, value: data[i:vend], clear: name == "path" || !str})
+		if i = skipSpace(data, vend); data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	dedup := out[:0]
+	for k, m := range out {
+		if k+1 < len(out) && out[k+1].name == m.name {
+			continue // a later one of the name wins, as in json.Unmarshal
+		}
+		dedup = append(dedup, m)
+	}
+	return dedup, nil
+}
+
+// The scanners below walk valid JSON (json.Valid checked it): each takes
+// the index of a token and returns the index after it.
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index after the string that starts at d[i].
+func scanString(d []byte, i int) int {
+	for i++; d[i] != '"'; i++ {
+		if d[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// scanValue returns the index after the value that starts at d[i], and
+// whether it holds a string (not counting member names).
+func scanValue(d []byte, i int) (int, bool) {
+	switch d[i] {
+	case '"':
+		return scanString(d, i), true
+	case '{', '[':
+		object, str := d[i] == '{', false
+		i = skipSpace(d, i+1)
+		for d[i] != '}' && d[i] != ']' {
+			if object {
+				i = skipSpace(d, skipSpace(d, scanString(d, i))+1) // the name and its colon
+			}
+			var s bool
+			i, s = scanValue(d, i)
+			str = str || s
+			if i = skipSpace(d, i); d[i] == ',' {
+				i = skipSpace(d, i+1)
+			}
+		}
+		return i + 1, str
+	default: // a number, true, false or null
+		for i < len(d) && !bytes.ContainsRune([]byte(",}] \t\n\r"), rune(d[i])) {
+			i++
+		}
+		return i, false
+	}
 }

@@ -187,5 +187,72 @@ func FuzzSealJSON(f *testing.F) {
 		if err != nil || !bytes.Equal(opened, []byte(data)) {
 			t.Fatalf("OpenJSON(SealJSON(%q)) = %q, %v", data, opened, err)
 		}
+		// What is kept beside the sealed payload is exactly its members
+		// that hold no string, and path, as a decoder sees them.
+		var orig map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &orig); err != nil {
+			t.Fatalf("SealJSON took %q, which is not a JSON object", data)
+		}
+		if _, enveloped := kept["~sealed"]; !enveloped {
+			for k, v := range orig {
+				if k == "path" || holdsStringRef(v) {
+					t.Fatalf("SealJSON(%q) kept it whole, but %s holds a string", data, k)
+				}
+			}
+			return
+		}
+		for k, v := range orig {
+			kv, ok := kept[k]
+			if want := k == "path" || !holdsStringRef(v); want != ok || ok && !bytes.Equal(kv, v) {
+				t.Fatalf("SealJSON(%q) = %q: member %s kept %v (%q), want %v", data, sealed, k, ok, kv, want)
+			}
+		}
+		for k := range kept {
+			if _, ok := orig[k]; !ok && k != "~sealed" {
+				t.Fatalf("SealJSON(%q) = %q adds the member %s", data, sealed, k)
+			}
+		}
 	})
+}
+
+// holdsStringRef is a decoder's answer to whether a JSON value holds a
+// string, not counting member names: the reference for topLevel's scan.
+func holdsStringRef(raw []byte) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return true
+		case []any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		case map[string]any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+func BenchmarkSealJSON(b *testing.B) {
+	s, _ := New(make([]byte, KeySize))
+	entry := `{"type":"message","id":"e1","parentId":null,"message":{"role":"toolResult","content":[{"type":"text","text":"` + strings.Repeat("output line of a tool ", 400) + `"}]}}`
+	data := []byte(`{"task_id":"01JTASK","agent":"/root","entry_id":"e1","entry":` + entry + `}`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := s.SealJSON("events.data", data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

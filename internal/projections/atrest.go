@@ -1,8 +1,10 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
@@ -26,9 +28,44 @@ const (
 )
 
 // sealedQueries seals and opens the sealed columns of the projections.
+// It keeps the last chunks it opened, as a search opens its candidate
+// chunks and then cuts its results' texts out of the same ones.
 type sealedQueries struct {
 	projectionsdb.Querier
-	s *atrest.Sealer
+	s      *atrest.Sealer
+	opened *openedChunks
+}
+
+func newSealedQueries(q projectionsdb.Querier, s *atrest.Sealer) sealedQueries {
+	return sealedQueries{Querier: q, s: s, opened: &openedChunks{}}
+}
+
+// openedChunks are the last few chunks a sealedQueries opened. A sealed
+// chunk never changes (a rebuild writes the same bytes), so they stay
+// right for as long as the queries are used: a request.
+type openedChunks struct {
+	mu   sync.Mutex
+	keys [4]projectionsdb.ChunkDataParams
+	rows [4]projectionsdb.ChunkDataRow
+	next int
+}
+
+func (c *openedChunks) get(k projectionsdb.ChunkDataParams) (projectionsdb.ChunkDataRow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, key := range c.keys {
+		if key == k && c.rows[i].Data != nil {
+			return c.rows[i], true
+		}
+	}
+	return projectionsdb.ChunkDataRow{}, false
+}
+
+func (c *openedChunks) put(k projectionsdb.ChunkDataParams, row projectionsdb.ChunkDataRow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keys[c.next], c.rows[c.next] = k, row
+	c.next = (c.next + 1) % len(c.keys)
 }
 
 // trigramHashOf returns the trigram hash of q's search filters: keyed on
@@ -178,10 +215,17 @@ func (q sealedQueries) OpenTextsEnd(ctx context.Context, arg projectionsdb.OpenT
 	return end - atrest.Overhead, nil
 }
 
+// ChunkData answers a chunk opened before from those kept; its data must
+// not be changed.
 func (q sealedQueries) ChunkData(ctx context.Context, arg projectionsdb.ChunkDataParams) (projectionsdb.ChunkDataRow, error) {
+	if row, ok := q.opened.get(arg); ok {
+		return row, nil
+	}
 	row, err := q.Querier.ChunkData(ctx, arg)
 	if err == nil {
-		row.Data, err = q.open(tagChunkData, row.Data)
+		if row.Data, err = q.open(tagChunkData, row.Data); err == nil {
+			q.opened.put(arg, row)
+		}
 	}
 	return row, err
 }
@@ -189,7 +233,10 @@ func (q sealedQueries) ChunkData(ctx context.Context, arg projectionsdb.ChunkDat
 func (q sealedQueries) ChunkDataIfCandidate(ctx context.Context, arg projectionsdb.ChunkDataIfCandidateParams) (projectionsdb.ChunkDataIfCandidateRow, error) {
 	row, err := q.Querier.ChunkDataIfCandidate(ctx, arg)
 	if err == nil {
-		row.Data, err = q.open(tagChunkData, row.Data)
+		if row.Data, err = q.open(tagChunkData, row.Data); err == nil {
+			q.opened.put(projectionsdb.ChunkDataParams{TaskID: arg.TaskID, Agent: arg.Agent, ChunkNo: arg.ChunkNo},
+				projectionsdb.ChunkDataRow(row))
+		}
 	}
 	return row, err
 }
@@ -203,5 +250,5 @@ func (q sealedQueries) ChunkText(ctx context.Context, arg projectionsdb.ChunkTex
 	}
 	from := min(max(arg.Start-1, 0), int64(len(row.Data)))
 	to := min(from+max(arg.NBytes, 0), int64(len(row.Data)))
-	return row.Data[from:to], nil
+	return bytes.Clone(row.Data[from:to]), nil
 }

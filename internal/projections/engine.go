@@ -19,7 +19,7 @@ var dialects = map[eventlog.Engine]func(db projectionsdb.DBTX) projectionsdb.Que
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
 	q := dialects[eventlog.EngineOf(db)](db)
 	if s := eventlog.SealerOf(db); s != nil {
-		return sealedQueries{q, s}
+		return newSealedQueries(q, s)
 	}
 	return q
 }
