@@ -17,6 +17,17 @@ import (
 // bench is one run, with its scratch folder, fixtures and samples.
 type bench struct {
 	cfg *config
+	// atRest: every memoryd runs on databases encrypted at rest
+	// (atrest.go). label names the run in progress lines when
+	// -compare-at-rest runs two.
+	atRest bool
+	label  string
+	// dbSizes are the bytes of the databases the fixtures made
+	// deterministically, for -compare-at-rest's size ratios.
+	dbSizes []dbSize
+	// oneShots are timings the fixtures took once (an ingest, an import),
+	// also compared by -compare-at-rest.
+	oneShots []namedValue
 
 	// postgres-append16 has two memoryd servers on one PostgreSQL database,
 	// the raw ceiling's database, and a way to stop a private server.
@@ -24,6 +35,7 @@ type bench struct {
 	pgTask    string
 	pgAppends atomic.Int64
 	pgRaw     string
+	pgDB      string // the database memoryd serves
 	pgVersion string
 	pgStop    func()
 
@@ -132,7 +144,7 @@ func (r *rowResult) record(s sample, hasCeiling bool) {
 }
 
 func (b *bench) logf(format string, args ...any) {
-	fmt.Fprintf(b.progress, "[%6.1fs] %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(b.progress, "[%6.1fs] %s%s\n", time.Since(b.started).Seconds(), b.label, fmt.Sprintf(format, args...))
 }
 
 func (b *bench) result(row string) *rowResult {
@@ -145,36 +157,64 @@ func (b *bench) result(row string) *rowResult {
 }
 
 // runBench sets up the fixtures the selected rows need, runs the rows
-// -reps times in the order of allRows and writes the report.
+// -reps times in the order of allRows and writes the report. With
+// -compare-at-rest it does so for two runs, plain and encrypted at rest,
+// each with fixtures of its own in a subfolder of the scratch folder, and
+// runs each row on both in every repetition (which first alternates).
 func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err error) {
-	b := &bench{cfg: cfg, progress: stderr, results: map[string]*rowResult{}, started: time.Now()}
-	if b.scratch, err = makeScratch(cfg.dir); err != nil {
+	started := time.Now()
+	scratch, err := makeScratch(cfg.dir)
+	if err != nil {
 		return err
 	}
+	runs := []*bench{{cfg: cfg, atRest: cfg.atRest, scratch: scratch}}
+	if cfg.compareAtRest {
+		runs = []*bench{{cfg: cfg, scratch: scratch, label: "plain: "}, {cfg: cfg, atRest: true, label: "at rest: "}}
+		runs[1].scratch = filepath.Join(scratch, "at-rest")
+	}
+	for _, b := range runs {
+		b.progress, b.results, b.started = stderr, map[string]*rowResult{}, started
+		tok := make([]byte, 16)
+		rand.Read(tok)
+		b.token = hex.EncodeToString(tok)
+		b.cl = newClient(b.token)
+		defer b.cl.http.CloseIdleConnections()
+	}
+	b := runs[0]
 	defer func() {
-		b.closeAll(&err)
+		for _, r := range runs {
+			r.closeAll(&err)
+		}
 		if cfg.keep {
-			b.logf("kept the scratch folder %s", b.scratch)
-		} else if rerr := os.RemoveAll(b.scratch); rerr != nil && err == nil {
+			b.logf("kept the scratch folder %s", scratch)
+		} else if rerr := os.RemoveAll(scratch); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
-	b.logf("scratch folder %s", b.scratch)
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	b.token = hex.EncodeToString(tok)
-	b.cl = newClient(b.token)
-	defer b.cl.http.CloseIdleConnections()
+	b.logf("scratch folder %s", scratch)
+	if cfg.compareAtRest {
+		if err := os.Mkdir(runs[1].scratch, 0o700); err != nil {
+			return err
+		}
+	}
 
 	if err := b.buildServer(ctx); err != nil {
 		return err
+	}
+	for _, r := range runs[1:] {
+		r.bin, r.binNote = b.bin, b.binNote
 	}
 	m, err := describeMachine(ctx, b.scratch, b.bin)
 	if err != nil {
 		return err
 	}
-	for _, fx := range fixturesFor(cfg) {
-		if err := fx.setup(b, ctx); err != nil {
+	for _, r := range runs {
+		for _, fx := range fixturesFor(cfg) {
+			if err := fx.setup(r, ctx); err != nil {
+				return fmt.Errorf("%s%w", r.label, err)
+			}
+		}
+		if err := r.checkAtRest(); err != nil {
 			return err
 		}
 	}
@@ -184,20 +224,31 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 			if !cfg.has(row.name) {
 				continue
 			}
-			b.logf("rep %d/%d: %s", n, cfg.reps, row.name)
-			s, err := row.measure(b, ctx, repetition{row: row.name, n: n, figFirst: figFirst})
-			if err != nil {
-				return fmt.Errorf("rep %d, %s: %w", n, row.name, err)
+			for i := range runs {
+				r := runs[i]
+				if !figFirst { // and which of the runs
+					r = runs[len(runs)-1-i]
+				}
+				r.logf("rep %d/%d: %s", n, cfg.reps, row.name)
+				s, err := row.measure(r, ctx, repetition{row: row.name, n: n, figFirst: figFirst})
+				if err != nil {
+					return fmt.Errorf("%srep %d, %s: %w", r.label, n, row.name, err)
+				}
+				r.result(row.name).record(s, row.ceil != nil)
 			}
-			b.result(row.name).record(s, row.ceil != nil)
 		}
 	}
-	b.closeAll(&err)
+	for _, r := range runs {
+		r.closeAll(&err)
+	}
 	if err != nil {
 		return err
 	}
-	elapsed := time.Since(b.started)
+	elapsed := time.Since(started)
 	b.logf("done in %v", elapsed.Round(time.Second))
+	if cfg.compareAtRest {
+		return writeCompareReport(stdout, runs[0], runs[1], m, elapsed)
+	}
 	return writeReport(stdout, b, m, elapsed)
 }
 

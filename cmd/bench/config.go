@@ -59,7 +59,11 @@ type config struct {
 	server        string
 	serverFlags   string
 	postgres      string
-	args          []string
+	// atRest runs every memoryd on databases encrypted at rest;
+	// compareAtRest runs the rows on plain and encrypted ones side by
+	// side (atrest.go).
+	atRest, compareAtRest bool
+	args                  []string
 }
 
 // has reports whether row is selected.
@@ -91,7 +95,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
 	fs.StringVar(&c.serverFlags, "server-flags", "", "extra `flags` for every memoryd serve, space-separated (e.g. \"--cpuprofile /tmp/memoryd.prof\"); the report names them")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw); default: a private server started with scripts/local-postgres in a new temporary folder")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw, with the suffix _at_rest for an encrypted run); default: a private server started with scripts/local-postgres in a new temporary folder")
+	fs.BoolVar(&c.atRest, "at-rest", false, "encrypt every database memoryd makes at rest (MEMORYD_ENCRYPT=1 and a fixed MEMORYD_ENCRYPTION_KEY in the environment of every memoryd the bench runs); the ceilings stay plain")
+	fs.BoolVar(&c.compareAtRest, "compare-at-rest", false, "run the rows twice in each repetition, on plain databases and on databases encrypted at rest, each with fixtures of its own, and report each row's encrypted / plain ratio")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -100,6 +106,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, &usageError{fmt.Sprintf("bench takes no arguments, got %q", fs.Args())}
+	}
+	if c.atRest && c.compareAtRest {
+		return nil, &usageError{"-at-rest and -compare-at-rest exclude each other (-compare-at-rest runs both)"}
 	}
 	if c.reps < 1 {
 		return nil, &usageError{"-reps must be at least 1"}

@@ -11,6 +11,7 @@
 //
 //	go run ./cmd/bench > docs/benchmarks.md
 //	go run ./cmd/bench -history-bytes 64MiB -events 100000 -dur 1s   # quick run
+//	go run ./cmd/bench -compare-at-rest -rows append1-http,search-rare   # encrypted at rest ÷ plain
 //
 // Run "bench -h" for the flags and the rows.
 package main

@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/memoryd/memoryd/internal/atrest"
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/pgtest"
+	"github.com/memoryd/memoryd/internal/sessiongen"
 )
 
 // TestMain lets the test binary stand in for the bench binary when bench
@@ -145,6 +151,77 @@ func TestSpreadFormat(t *testing.T) {
 	} {
 		if got := spreadOf(c.xs).format(c.f); got != c.want {
 			t.Errorf("format(%v) = %q, want %q", c.xs, got, c.want)
+		}
+	}
+}
+
+// TestRunAtRest runs a few rows with -at-rest, keeping the scratch folder,
+// and checks that the databases memoryd made for them are encrypted at
+// rest: each holds the at_rest row, and none holds the rare needles of
+// the history and of the session files in plain bytes. It asserts nothing about speed.
+func TestRunAtRest(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	args := []string{"-at-rest", "-rows", "append1,search-rare,search-all-rare,startup", "-history-bytes", "2<<20", "-events", "1000",
+		"-dur", "100ms", "-reps", "1", "-dir", dir, "-keep"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for _, name := range []string{"notes.db", "history.db", "sessions.db", "imported.db"} {
+		path := filepath.Join(dir, name)
+		db, err := sql.Open("sqlite", eventlog.FileURI(path, url.Values{"mode": {"ro"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scheme string
+		err = db.QueryRow("SELECT scheme FROM at_rest").Scan(&scheme)
+		db.Close()
+		if err != nil || scheme != atrest.Scheme {
+			t.Errorf("%s: at_rest scheme %q, %v; want %q", name, scheme, err, atrest.Scheme)
+		}
+		for _, suffix := range []string{"", "-wal"} {
+			b, err := os.ReadFile(path + suffix)
+			if err != nil {
+				continue
+			}
+			for _, needle := range []string{sessiongen.LargeRareNeedle, allRareNeedle} {
+				if bytes.Contains(b, []byte(needle)) {
+					t.Errorf("%s%s holds the needle %q in plain bytes", name, suffix, needle)
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "encryption.key")); err == nil {
+		t.Errorf("a key file was made beside the databases: the key is MEMORYD_ENCRYPTION_KEY's")
+	}
+	if !strings.Contains(stdout.String(), "checked encrypted at rest (an at_rest row) after the fixtures' setup: notes.db, history.db, sessions.db, imported.db") {
+		t.Errorf("the report does not say the databases were checked:\n%s", stdout.String())
+	}
+}
+
+// TestRunCompareAtRest runs two rows with -compare-at-rest and checks that
+// the report gives each an encrypted / plain ratio.
+func TestRunCompareAtRest(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-compare-at-rest", "-rows", "append1,replay,startup", "-events", "1000", "-dur", "100ms", "-reps", "2"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	report := stdout.String()
+	ratio := regexp.MustCompile(`^\| (append1|startup) \| [0-9][^|]* \| [0-9][^|]* \| [0-9.]+× \|$`)
+	found := 0
+	for line := range strings.Lines(report) {
+		if ratio.MatchString(strings.TrimSpace(line)) {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d rows with an encrypted / plain ratio, want append1 and startup:\n%s", found, report)
+	}
+	for _, want := range []string{"## Encrypted / plain", "| replay | ", " | n/a¹ |", "| imported.db after memoryd import of the event log | ",
+		"checked plain (no at_rest row)", "checked encrypted at rest (an at_rest row)"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
 }

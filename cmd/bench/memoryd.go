@@ -49,7 +49,7 @@ func (b *bench) startMemoryd(ctx context.Context, name, db string, flags ...stri
 	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "error"}
 	args = append(args, strings.Fields(b.cfg.serverFlags)...)
 	args = append(args, flags...)
-	return startProc(ctx, name, args, []string{"MEMORYD_TOKEN=" + b.token}, b.progress)
+	return startProc(ctx, name, args, b.memorydEnv("MEMORYD_TOKEN="+b.token), b.progress)
 }
 
 // attach attaches a new session and returns its task id.

@@ -169,7 +169,7 @@ func (b *bench) hookSync(ctx context.Context, session string, lines [][]byte) (t
 	in, _ := json.Marshal(map[string]string{"hook_event_name": "Stop", "session_id": session, "transcript_path": path})
 	cmd := exec.CommandContext(ctx, b.bin, "hook", "claude-code", "--addr", strings.TrimPrefix(b.notes.url, "http://"),
 		"--db", filepath.Join(b.scratch, "hook-cursors", "m.db"))
-	cmd.Env = append(os.Environ(), "HOME="+b.hookHome, "MEMORYD_TOKEN="+b.token)
+	cmd.Env = append(os.Environ(), b.memorydEnv("HOME="+b.hookHome, "MEMORYD_TOKEN="+b.token)...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

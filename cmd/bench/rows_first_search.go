@@ -41,7 +41,7 @@ func (b *bench) measureFirstSearch(ctx context.Context, rep repetition) (sample,
 func (b *bench) firstSearch(ctx context.Context, db string, waitLoad bool) (first, later, loaded time.Duration, err error) {
 	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "info"}
 	args = append(args, strings.Fields(b.cfg.serverFlags)...)
-	p, err := startProc(ctx, "memoryd(first search)", args, []string{"MEMORYD_TOKEN=" + b.token}, nopWriter{})
+	p, err := startProc(ctx, "memoryd(first search)", args, b.memorydEnv("MEMORYD_TOKEN="+b.token), nopWriter{})
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -231,7 +231,7 @@ func (b *bench) redactImport(ctx context.Context, mode string) (time.Duration, f
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "memory.db")
 	cmd := exec.CommandContext(ctx, b.bin, "import-session", "--db", db, b.redact.session)
-	cmd.Env = append(os.Environ(), "MEMORYD_REDACT="+mode)
+	cmd.Env = append(os.Environ(), b.memorydEnv("MEMORYD_REDACT="+mode)...)
 	t := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(t)

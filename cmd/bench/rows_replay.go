@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -59,6 +60,7 @@ func (b *bench) replayMemoryd(ctx context.Context, rep int) (time.Duration, stri
 	out := filepath.Join(b.scratch, fmt.Sprintf("replayed-%d.db", rep))
 	removeDB(out)
 	cmd := exec.CommandContext(ctx, b.bin, "replay", b.logPath, "--db", out)
+	cmd.Env = append(os.Environ(), b.memorydEnv()...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &tail{prefix: "memoryd(replay): ", out: b.progress}
@@ -81,10 +83,18 @@ func (b *bench) replayMemoryd(ctx context.Context, rep int) (time.Duration, stri
 		return 0, "", fmt.Errorf("memoryd replay: %d events up to position %d, want %d", sum.Events, sum.LastPosition, b.cfg.events)
 	}
 	fmt.Fprintf(b.progress, "memoryd(replay) printed:\n%s", stdout.String())
-	if b.replayed != "" && b.replayed != out { // the previous replayed database
-		removeDB(b.replayed)
+	switch {
+	case b.importsLog():
+		// replay makes a plain database whatever MEMORYD_ENCRYPT says:
+		// startup and the inspector rows serve the one setupReplayed
+		// imported.
+		removeDB(out)
+	default:
+		if b.replayed != "" && b.replayed != out { // the previous replayed database
+			removeDB(b.replayed)
+		}
+		b.replayed = out
 	}
-	b.replayed = out
 	printed := fmt.Sprintf("events %d, last_position %d, notes %d, digest %s", sum.Events, sum.LastPosition, sum.Notes, sum.Digest)
 	return took, printed, nil
 }

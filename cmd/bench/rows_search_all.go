@@ -174,6 +174,7 @@ func (b *bench) searchAll(ctx context.Context, q allQuery, rss bool) (allSearch,
 	}
 	args = append(args, q.needle)
 	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd.Env = append(os.Environ(), b.memorydEnv()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	every := time.Duration(0)

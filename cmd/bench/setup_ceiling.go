@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/sessiongen"
@@ -55,10 +56,22 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		dst.Close()
 		return err
 	}
+	var sealer *atrest.Sealer
+	if b.atRest { // the raw entries are sealed: open them as memoryd does
+		sealer = benchSealer()
+	}
 	for rows.Next() {
 		var raw sql.RawBytes
 		if err = rows.Scan(&raw); err != nil {
 			break
+		}
+		if sealer != nil {
+			var plain []byte
+			if plain, err = sealer.OpenString(entryRawTag, string(raw)); err != nil {
+				err = fmt.Errorf("a sealed history entry: %w", err)
+				break
+			}
+			raw = plain
 		}
 		r := history.Render(raw)
 		if !r.Item || r.Text == "" {

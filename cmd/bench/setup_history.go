@@ -67,6 +67,7 @@ func (b *bench) setupHistory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.recordSize("history.db after the history ingest", db)
 	if err := b.buildCeiling(ctx, db); err != nil {
 		return err
 	}
@@ -175,6 +176,7 @@ func (b *bench) syncHistory(ctx context.Context, sess sessiongen.Session) error 
 		}
 	}
 	el := time.Since(start)
+	b.oneShots = append(b.oneShots, namedValue{"history ingest, POST /v1/history/sync of the whole session (s)", el.Seconds()})
 	tenth := float64(total/10) / 1e6
 	firstTenth, lastTenth = max(firstTenth, time.Microsecond), max(lastTenth, time.Microsecond)
 	b.info = append(b.info, fmt.Sprintf("History ingest (POST /v1/history/sync, one client, bodies ≤ %s carrying the whole branch so far): "+

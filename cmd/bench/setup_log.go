@@ -44,6 +44,9 @@ func (b *bench) setupLog(ctx context.Context) error {
 func (b *bench) setupReplayed(ctx context.Context) error {
 	// The replay row comes before startup in every repetition and leaves
 	// its database.
+	if b.importsLog() {
+		return b.importReplayed(ctx)
+	}
 	if b.cfg.has("replay") {
 		return nil
 	}

@@ -55,7 +55,12 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 		return fmt.Errorf("PostgreSQL at -postgres: %w", err)
 	}
 	var dsns [2]string
-	for i, name := range []string{"memoryd_bench", "memoryd_bench_raw"} {
+	names := []string{"memoryd_bench", "memoryd_bench_raw"}
+	if b.atRest { // -compare-at-rest's two runs may share -postgres
+		names[0] += "_at_rest"
+		names[1] += "_at_rest"
+	}
+	for i, name := range names {
 		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			return err
 		}
@@ -69,7 +74,7 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 		u.Path = "/" + name
 		dsns[i] = u.String()
 	}
-	b.pgRaw = dsns[1]
+	b.pgRaw, b.pgDB = dsns[1], dsns[0]
 	for i := range b.pg {
 		if b.pg[i], err = b.startMemoryd(ctx, fmt.Sprintf("memoryd(postgres %d)", i+1), dsns[0]); err != nil {
 			return err

@@ -41,6 +41,7 @@ func (b *bench) setupSessions(ctx context.Context) error {
 
 	b.sessionsDB = filepath.Join(b.scratch, "sessions.db")
 	cmd := exec.CommandContext(ctx, b.bin, "import-sessions", "--from", "all", "--db", b.sessionsDB, dir)
+	cmd.Env = append(os.Environ(), b.memorydEnv()...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &tail{prefix: "memoryd(import-sessions): ", out: b.progress}
@@ -73,6 +74,8 @@ func (b *bench) setupSessions(ctx context.Context) error {
 	}
 	syncFS()
 	dbBytes := fileBytes(b.sessionsDB)
+	b.recordSize("sessions.db after import-sessions --from all", b.sessionsDB)
+	b.oneShots = append(b.oneShots, namedValue{"import-sessions --from all of the session files (s)", took.Seconds()})
 	files := set.bytes()
 	user, sys := cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
 	b.info = append(b.info, fmt.Sprintf("Session files of the search-all rows: %s in %s .jsonl files: %s. Largest session (its sub-agents included): %s.",
@@ -87,7 +90,7 @@ func (b *bench) setupSessions(ctx context.Context) error {
 	// A memoryd serving the database, for the inspector's search page.
 	// Its log at info says when it has loaded the chunk filters.
 	args := []string{b.bin, "serve", "--addr", "127.0.0.1:0", "--db", b.sessionsDB, "--log-level", "info"}
-	p, err := startProc(ctx, "memoryd(sessions)", append(args, strings.Fields(b.cfg.serverFlags)...), []string{"MEMORYD_TOKEN=" + b.token}, nopWriter{})
+	p, err := startProc(ctx, "memoryd(sessions)", append(args, strings.Fields(b.cfg.serverFlags)...), b.memorydEnv("MEMORYD_TOKEN="+b.token), nopWriter{})
 	if err != nil {
 		return err
 	}
