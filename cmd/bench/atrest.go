@@ -61,9 +61,9 @@ func (b *bench) memorydEnv(extra ...string) []string {
 }
 
 // importsLog reports whether the startup and inspector rows' database is
-// made by memoryd import of the event log rather than by the replay row:
-// memoryd replay makes a plain database whatever MEMORYD_ENCRYPT says, and
-// -compare-at-rest makes both runs' databases the same way.
+// made by memoryd import of the event log rather than by the replay row,
+// so that both runs of -compare-at-rest make theirs the same way, whichever
+// rows are chosen.
 func (b *bench) importsLog() bool { return b.atRest || b.cfg.compareAtRest }
 
 // importReplayed makes the startup and inspector rows' database with
@@ -87,17 +87,9 @@ func (b *bench) importReplayed(ctx context.Context) error {
 	b.recordSize("imported.db after memoryd import of the event log", out)
 	b.oneShots = append(b.oneShots, namedValue{"memoryd import of the event log (s)", took.Seconds()})
 	b.info = append(b.info, fmt.Sprintf("The startup and inspector rows serve a database made by `memoryd import` of the event log (%s events), "+
-		"not by the replay row (whose `memoryd replay` makes a plain database whatever MEMORYD_ENCRYPT says): %s exec to exit, database %s.",
+		"not by the replay row: %s exec to exit, database %s.",
 		num(float64(b.cfg.events), 0), ms(took.Seconds()), fileSize(out)))
 	return nil
-}
-
-// notAtRest says why a row measures nothing encrypted at rest, or "".
-func notAtRest(row string) string {
-	if row == "replay" {
-		return "memoryd replay makes a plain database whatever MEMORYD_ENCRYPT says"
-	}
-	return ""
 }
 
 // dbSize is the size of a database a fixture made, with its WAL.
@@ -209,19 +201,11 @@ func writeCompareReport(w io.Writer, plain, enc *bench, m machine, elapsed time.
 		if !ok1 || !ok2 {
 			continue
 		}
-		ratio := "n/a¹"
-		if notAtRest(s.name) == "" {
-			ratio = fmt.Sprintf("%.2f×", spreadOf(pairRatios(s, rp.fig, re.fig)).med)
-		}
-		p("| %s | %s | %s | %s |\n", s.name, s.fig(spreadOf(rp.fig).med), s.fig(spreadOf(re.fig).med), ratio)
+		ratio := spreadOf(pairRatios(s, rp.fig, re.fig)).med
+		p("| %s | %s | %s | %.2f× |\n", s.name, s.fig(spreadOf(rp.fig).med), s.fig(spreadOf(re.fig).med), ratio)
 	}
 	p("\nPlain and encrypted are the rows' figures (medians). The ratio is the median of the per-repetition ratios, of the time an operation takes\n")
 	p("(for a rate, plain ÷ encrypted) or of the megabytes (rss): above 1× is what encryption at rest costs.\n")
-	for _, s := range allRows {
-		if why := notAtRest(s.name); why != "" && plain.results[s.name] != nil {
-			p("¹ %s: %s; its figures are the same job twice.\n", s.name, why)
-		}
-	}
 	p("\n")
 
 	if len(plain.dbSizes) > 0 {
@@ -258,9 +242,7 @@ func writeCompareReport(w io.Writer, plain, enc *bench, m machine, elapsed time.
 		p("### %s\n\n%s\n\n", s.name, s.notes(enc))
 		p("- plain: %s\n", spreadOf(rp.fig).format(s.fig))
 		p("- encrypted at rest: %s\n", spreadOf(re.fig).format(s.fig))
-		if notAtRest(s.name) == "" {
-			p("- encrypted ÷ plain: %s\n", spreadOf(pairRatios(s, rp.fig, re.fig)).format(func(x float64) string { return fmt.Sprintf("%.2f×", x) }))
-		}
+		p("- encrypted ÷ plain: %s\n", spreadOf(pairRatios(s, rp.fig, re.fig)).format(func(x float64) string { return fmt.Sprintf("%.2f×", x) }))
 		if s.ceil != nil {
 			p("- ratio to the ceiling, plain: %s; encrypted: %s\n", fmt.Sprintf("%.2f×", spreadOf(rp.ratio).med), fmt.Sprintf("%.2f×", spreadOf(re.ratio).med))
 		}
