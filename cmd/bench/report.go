@@ -35,8 +35,9 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 	p("| Load average (1, 5, 15 min) | %s at the start, %s at the end (other processes share the machine) |\n\n", m.load, loadAverage())
 
 	p("## Command\n\n```sh\n%s > docs/benchmarks.md\n```\n\n", commandLine(b.cfg.args))
-	p("Settings: -reps %d, -history-bytes %s (%s), -sessions-bytes %s (%s), -events %s, -dur %v, -rows %s.\n\n", b.cfg.reps, num(float64(b.cfg.historyBytes), 0),
-		mb(b.cfg.historyBytes), num(float64(b.cfg.sessionsBytes), 0), mb(b.cfg.sessionsBytes), num(float64(b.cfg.events), 0), b.cfg.dur, strings.Join(b.cfg.rows, ","))
+	p("Settings: -reps %d, -history-bytes %s (%s), -sessions-bytes %s (%s), -disk-bytes %s (%s), -events %s, -dur %v, -rows %s.\n\n", b.cfg.reps, num(float64(b.cfg.historyBytes), 0),
+		mb(b.cfg.historyBytes), num(float64(b.cfg.sessionsBytes), 0), mb(b.cfg.sessionsBytes), num(float64(b.cfg.diskBytes), 0), mb(b.cfg.diskBytes),
+		num(float64(b.cfg.events), 0), b.cfg.dur, strings.Join(b.cfg.rows, ","))
 
 	p("## Results\n\n")
 	p("| row | figure | ceiling | ratio | target | result |\n|---|---|---|---|---|---|\n")
