@@ -38,6 +38,12 @@ type bench struct {
 	pgDB      string // the database memoryd serves
 	pgVersion string
 	pgStop    func()
+	pgBase    string // the PostgreSQL server's connection string
+
+	// The bytes-per-session-byte rows: generated Pi session files, the
+	// database import-sessions made of them on each engine, and what the
+	// last repetition found in each.
+	disk *diskFixture
 
 	progress io.Writer
 	scratch  string

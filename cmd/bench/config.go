@@ -51,14 +51,17 @@ type config struct {
 	historyBytes int64
 	// sessionsBytes is the size of the search-all rows' session files.
 	sessionsBytes int64
-	events        int
-	dur           time.Duration
-	rows          []string
-	dir           string
-	keep          bool
-	server        string
-	serverFlags   string
-	postgres      string
+	// diskBytes is the size of the bytes-per-session-byte rows' Pi
+	// session files.
+	diskBytes   int64
+	events      int
+	dur         time.Duration
+	rows        []string
+	dir         string
+	keep        bool
+	server      string
+	serverFlags string
+	postgres    string
 	// atRest runs every memoryd on databases encrypted at rest;
 	// compareAtRest runs the rows on plain and encrypted ones side by
 	// side (atrest.go).
@@ -88,6 +91,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.reps, "reps", 3, "repetitions of every figure and its ceiling")
 	fs.Var((*byteSize)(&c.historyBytes), "history-bytes", "`bytes` of generated Pi session history to search")
 	fs.Var((*byteSize)(&c.sessionsBytes), "sessions-bytes", "`bytes` of generated Pi, Claude Code and Codex session files the search-all rows import and search (default: -history-bytes)")
+	fs.Var((*byteSize)(&c.diskBytes), "disk-bytes", "`bytes` of generated Pi session files the bytes-per-session-byte rows import (default: -history-bytes, at most 64 MiB)")
 	fs.IntVar(&c.events, "events", 1_000_000, "events in the log to replay (and in the startup database)")
 	fs.DurationVar(&c.dur, "dur", 3*time.Second, "duration of each throughput loop")
 	rows := fs.String("rows", strings.Join(rowNames(), ","), "comma-separated `rows` to run")
@@ -95,7 +99,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch folder")
 	fs.StringVar(&c.server, "server", "", "memoryd binary `path`; default: go build ./cmd/server into the scratch folder")
 	fs.StringVar(&c.serverFlags, "server-flags", "", "extra `flags` for every memoryd serve, space-separated (e.g. \"--cpuprofile /tmp/memoryd.prof\"); the report names them")
-	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 (it makes and drops the databases memoryd_bench and memoryd_bench_raw, with the suffix _at_rest for an encrypted run); default: a private server started with scripts/local-postgres in a new temporary folder")
+	fs.StringVar(&c.postgres, "postgres", "", "PostgreSQL server `URL` for postgres-append16 and postgres-bytes-per-session-byte (it makes and drops the databases memoryd_bench, memoryd_bench_raw and memoryd_bench_disk, with the suffix _at_rest for an encrypted run); default: a private server started with scripts/local-postgres in a new temporary folder")
 	fs.BoolVar(&c.atRest, "at-rest", false, "encrypt every database memoryd makes at rest (MEMORYD_ENCRYPT=1 and a fixed MEMORYD_ENCRYPTION_KEY in the environment of every memoryd the bench runs); the ceilings stay plain")
 	fs.BoolVar(&c.compareAtRest, "compare-at-rest", false, "run the rows twice in each repetition, on plain databases and on databases encrypted at rest, each with fixtures of its own, and report each row's encrypted / plain ratio")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +131,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.sessionsBytes < 1<<20 || c.sessionsBytes > 1<<40 {
 		return nil, &usageError{"-sessions-bytes must be between 1MiB and 1TiB"}
+	}
+	if c.diskBytes == 0 {
+		c.diskBytes = min(c.historyBytes, 64<<20)
+	}
+	if c.diskBytes < 1<<20 || c.diskBytes > 1<<40 {
+		return nil, &usageError{"-disk-bytes must be between 1MiB and 1TiB"}
 	}
 	for _, r := range strings.Split(*rows, ",") {
 		r = strings.TrimSpace(r)

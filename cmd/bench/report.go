@@ -30,8 +30,9 @@ func writeReport(w io.Writer, b *bench, m machine, elapsed time.Duration) error 
 
 	writeMachine(bw, m)
 	p("## Command\n\n```sh\n%s > docs/benchmarks.md\n```\n\n", commandLine(b.cfg.args))
-	p("Settings: -reps %d, -history-bytes %s (%s), -sessions-bytes %s (%s), -events %s, -dur %v, -rows %s.\n\n", b.cfg.reps, num(float64(b.cfg.historyBytes), 0),
-		mb(b.cfg.historyBytes), num(float64(b.cfg.sessionsBytes), 0), mb(b.cfg.sessionsBytes), num(float64(b.cfg.events), 0), b.cfg.dur, strings.Join(b.cfg.rows, ","))
+	p("Settings: -reps %d, -history-bytes %s (%s), -sessions-bytes %s (%s), -disk-bytes %s (%s), -events %s, -dur %v, -rows %s.\n\n", b.cfg.reps, num(float64(b.cfg.historyBytes), 0),
+		mb(b.cfg.historyBytes), num(float64(b.cfg.sessionsBytes), 0), mb(b.cfg.sessionsBytes), num(float64(b.cfg.diskBytes), 0), mb(b.cfg.diskBytes),
+		num(float64(b.cfg.events), 0), b.cfg.dur, strings.Join(b.cfg.rows, ","))
 
 	p("## Results\n\n")
 	writeResults(bw, b)

@@ -232,6 +232,25 @@ var allRows = []*row{
 		rate: true, fig: rate("appends/s"), ceil: rate("rows/s"), targetText: "none (information)",
 	},
 	{
+		name: "bytes-per-session-byte",
+		help: "the SQLite database memoryd import-sessions makes of\n" +
+			"-disk-bytes of generated Pi session files, bytes per byte of\n" +
+			"the files, with each table's and index's share (≤ 1.0)",
+		needs:   []*fixture{fxDisk},
+		measure: (*bench).measureDiskSQLite, notes: (*bench).diskSQLiteNotes,
+		fig: bytesPerByte, target: 1, targetText: "≤ 1.0 (stretch ≤ 0.5)",
+		stretch: 0.5, stretchText: "≤ 0.5",
+	},
+	{
+		name: "postgres-bytes-per-session-byte",
+		help: "the same on PostgreSQL (-postgres, else a private server)\n" +
+			"                                               (≤ 1.0)",
+		needs:   []*fixture{fxDiskPostgres},
+		measure: (*bench).measureDiskPostgres, notes: (*bench).diskPostgresNotes,
+		fig: bytesPerByte, target: 1, targetText: "≤ 1.0 (stretch ≤ 0.5)",
+		stretch: 0.5, stretchText: "≤ 0.5",
+	},
+	{
 		name: "redact-append1",
 		help: "one client's note append p50 with redaction (the default)\n" +
 			"vs --redact off (information)",

@@ -13,14 +13,16 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
 
-// fxPostgres is a PostgreSQL server with a database two memoryd servers
-// share, and a second database for the raw ceiling. The server is
-// -postgres, else a private one started with scripts/local-postgres.
-var fxPostgres = &fixture{name: "PostgreSQL and two memoryd servers on one database", setup: (*bench).setupPostgres}
+// fxPostgresServer is a PostgreSQL server: -postgres, else a private one
+// started with scripts/local-postgres.
+var fxPostgresServer = &fixture{name: "a PostgreSQL server", setup: (*bench).setupPostgresServer}
 
-// setupPostgres starts or takes the PostgreSQL server, makes the two
-// databases, starts two memoryd servers on the first and attaches a task.
-func (b *bench) setupPostgres(ctx context.Context) error {
+// fxPostgres is a database on the PostgreSQL server that two memoryd
+// servers share, and a second database for the raw ceiling.
+var fxPostgres = &fixture{name: "PostgreSQL and two memoryd servers on one database", needs: []*fixture{fxPostgresServer}, setup: (*bench).setupPostgres}
+
+// setupPostgresServer starts or takes the PostgreSQL server.
+func (b *bench) setupPostgresServer(ctx context.Context) error {
 	base := b.cfg.postgres
 	if base == "" {
 		script, err := moduleFile(ctx, "scripts/local-postgres")
@@ -46,6 +48,7 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 			os.RemoveAll(dir)
 		}
 	}
+	b.pgBase = base
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		return err
@@ -54,6 +57,34 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 	if err := admin.QueryRowContext(ctx, "SHOW server_version").Scan(&b.pgVersion); err != nil {
 		return fmt.Errorf("PostgreSQL at -postgres: %w", err)
 	}
+	return nil
+}
+
+// pgDatabase makes the database name anew on the PostgreSQL server,
+// dropping one of that name, and returns its connection string.
+func (b *bench) pgDatabase(ctx context.Context, name string) (string, error) {
+	admin, err := sql.Open("pgx", b.pgBase)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(b.pgBase)
+	if err != nil {
+		return "", fmt.Errorf("-postgres must be a postgres:// URL: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// setupPostgres makes the two databases, starts two memoryd servers on the
+// first and attaches a task.
+func (b *bench) setupPostgres(ctx context.Context) error {
 	var dsns [2]string
 	names := []string{"memoryd_bench", "memoryd_bench_raw"}
 	if b.atRest { // -compare-at-rest's two runs may share -postgres
@@ -61,20 +92,13 @@ func (b *bench) setupPostgres(ctx context.Context) error {
 		names[1] += "_at_rest"
 	}
 	for i, name := range names {
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		var err error
+		if dsns[i], err = b.pgDatabase(ctx, name); err != nil {
 			return err
 		}
-		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-			return err
-		}
-		u, err := url.Parse(base)
-		if err != nil {
-			return fmt.Errorf("-postgres must be a postgres:// URL: %w", err)
-		}
-		u.Path = "/" + name
-		dsns[i] = u.String()
 	}
 	b.pgRaw, b.pgDB = dsns[1], dsns[0]
+	var err error
 	for i := range b.pg {
 		if b.pg[i], err = b.startMemoryd(ctx, fmt.Sprintf("memoryd(postgres %d)", i+1), dsns[0]); err != nil {
 			return err
