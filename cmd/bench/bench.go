@@ -94,6 +94,9 @@ type bench struct {
 	syncTurns    int   // turns sent
 	syncFrom     int   // the branch's length before the first turn
 
+	// The rollover rows: rollover's fixture and rollover-190k's.
+	rollovers [2]*rollFixture
+
 	// The search-all rows search the database import-sessions made of a
 	// machine's session files, and scan the files as their ceiling.
 	sessions    *sessionSet
@@ -262,6 +265,11 @@ func runBench(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err e
 // The first error lands in *err if it is nil.
 func (b *bench) closeAll(err *error) {
 	procs := []**proc{&b.notes, &b.bare, &b.bareAppend, &b.durableAppend, &b.syncer, &b.hist, &b.sessionsServer, &b.pg[0], &b.pg[1]}
+	for _, f := range b.rollovers {
+		if f != nil {
+			procs = append(procs, &f.p)
+		}
+	}
 	if b.redact != nil {
 		for _, s := range []*redactServer{b.redact.on, b.redact.off} {
 			if s != nil {

@@ -111,3 +111,28 @@ func (c *client) health(ctx context.Context, base string) (int64, error) {
 	}
 	return 0, errors.Join(errors.New("GET /healthz: no 200 within a minute"), last)
 }
+
+// getJSON gets url with the token and decodes a 200's body into out.
+func (c *client) getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("GET %s: response: %w", url, err)
+	}
+	return nil
+}

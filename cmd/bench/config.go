@@ -53,15 +53,18 @@ type config struct {
 	sessionsBytes int64
 	// diskBytes is the size of the bytes-per-session-byte rows' Pi
 	// session files.
-	diskBytes   int64
-	events      int
-	dur         time.Duration
-	rows        []string
-	dir         string
-	keep        bool
-	server      string
-	serverFlags string
-	postgres    string
+	diskBytes int64
+	events    int
+	// rolloverEntries is the history of rollover-190k (rollover's is
+	// 10,000 or this, the fewer).
+	rolloverEntries int
+	dur             time.Duration
+	rows            []string
+	dir             string
+	keep            bool
+	server          string
+	serverFlags     string
+	postgres        string
 	// atRest runs every memoryd on databases encrypted at rest;
 	// compareAtRest runs the rows on plain and encrypted ones side by
 	// side (atrest.go).
@@ -81,7 +84,7 @@ func (c *config) has(rows ...string) bool {
 
 // parseConfig parses the command line. It returns nil, nil for -h.
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
-	c := &config{historyBytes: 1 << 30, args: args}
+	c := &config{historyBytes: 1 << 30, rolloverEntries: 190_000, args: args}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -93,6 +96,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Var((*byteSize)(&c.sessionsBytes), "sessions-bytes", "`bytes` of generated Pi, Claude Code and Codex session files the search-all rows import and search (default: -history-bytes)")
 	fs.Var((*byteSize)(&c.diskBytes), "disk-bytes", "`bytes` of generated Pi session files the bytes-per-session-byte rows import (default: -history-bytes, at most 64 MiB)")
 	fs.IntVar(&c.events, "events", 1_000_000, "events in the log to replay (and in the startup database)")
+	fs.IntVar(&c.rolloverEntries, "rollover-entries", c.rolloverEntries, "`entries` of the history rollover-190k rolls over (rollover's: 10000 or fewer)")
 	fs.DurationVar(&c.dur, "dur", 3*time.Second, "duration of each throughput loop")
 	rows := fs.String("rows", strings.Join(rowNames(), ","), "comma-separated `rows` to run")
 	fs.StringVar(&c.dir, "dir", "", "scratch `folder` (default a new temporary one); removed at the end unless -keep")
@@ -122,6 +126,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.events < 1000 {
 		return nil, &usageError{"-events must be at least 1000"}
+	}
+	if c.rolloverEntries < 100 || c.rolloverEntries > 10_000_000 {
+		return nil, &usageError{"-rollover-entries must be between 100 and 10,000,000"}
 	}
 	if c.historyBytes < 1<<20 || c.historyBytes > 1<<40 {
 		return nil, &usageError{"-history-bytes must be between 1MiB and 1TiB"}

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // nothing about speed.
 func TestRunTiny(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"-history-bytes", "2<<20", "-events", "2000", "-dur", "200ms", "-reps", "1", "-dir", t.TempDir()}
+	args := []string{"-history-bytes", "2<<20", "-events", "2000", "-rollover-entries", "1000", "-dur", "200ms", "-reps", "1", "-dir", t.TempDir()}
 	if os.Getenv("MEMORYD_TEST_POSTGRES") != "" { // else the bench starts a private server
 		args = append(args, "-postgres", pgtest.NewDatabase(t))
 	}

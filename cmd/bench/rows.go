@@ -197,6 +197,24 @@ var allRows = []*row{
 		fig: ms, target: 0.1, targetText: "≤ 100 ms",
 	},
 	{
+		name: "rollover",
+		help: "a window rollover as the Pi extension drives it, from the\n" +
+			"fenced checkpoint write's answer to the new window's first\n" +
+			"model request, on a 10,000-entry history: memoryd's CPU\n" +
+			"(information; the target is rollover-190k's)",
+		needs:   []*fixture{fxRollover},
+		measure: (*bench).measureRollover, notes: (*bench).rolloverNotes,
+		fig: ms, targetText: "none (information)",
+	},
+	{
+		name: "rollover-190k",
+		help: "the same on a history of -rollover-entries entries\n" +
+			"(190,000)                                      (≤ 50 ms)",
+		needs:   []*fixture{fxRolloverHuge},
+		measure: (*bench).measureRolloverHuge, notes: (*bench).rolloverHugeNotes,
+		fig: ms, target: rolloverTarget, targetText: "≤ 50 ms",
+	},
+	{
 		name:    "rss",
 		help:    "peak RSS of the server serving the history     (≤ 150 MB)",
 		needs:   []*fixture{fxHistory},
