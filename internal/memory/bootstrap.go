@@ -61,25 +61,12 @@ func buildBootstrap(ctx context.Context, r *projections.Reader, c caller, st fen
 // userRequests returns the newest user requests of the caller's branch,
 // oldest first, and how many older ones were left out.
 func userRequests(ctx context.Context, r *projections.Reader, c caller) ([]requestLine, int) {
-	// Newest first, keeping the bootstrapUserRequests newest and counting
-	// the older ones.
-	var reqs []projections.Item
-	older := 0
-	err := r.EachItem(ctx, c.taskID, c.agent.Agent, projections.WholeBranch, true, func(it projections.Item) (bool, error) {
-		// By raw role only, as control messages normalised to user are not
-		// requests.
-		if it.RawRole == "user" && !it.Hidden {
-			if len(reqs) < bootstrapUserRequests {
-				reqs = append(reqs, it)
-			} else {
-				older++
-			}
-		}
-		return true, nil
-	})
+	// The bootstrapUserRequests newest, and how many there are in all.
+	reqs, total, err := r.UserRequests(ctx, c.taskID, c.agent.Agent, bootstrapUserRequests)
 	if err != nil {
 		return nil, 0
 	}
+	older := int(total) - len(reqs)
 	slices.Reverse(reqs)
 	var out []requestLine
 	for _, it := range reqs {

@@ -234,6 +234,37 @@ func itemFrom(i projectionsdb.HistoryItemByEntryRow) Item {
 		Hidden: i.Hidden != 0, NChars: i.NChars, Images: i.Images}
 }
 
+// UserRequest is a user request of an agent's branch: one of its history
+// items of raw role user that is not hidden.
+type UserRequest struct {
+	BranchIndex int64
+	EntryID     string
+	WindowID    string
+}
+
+// UserRequests returns the newest n user requests of an agent's current
+// branch, newest first, and how many it holds in all. Control messages,
+// normalised to role user, are not requests: the raw role tells them
+// apart. It reads the requests alone, by an index, whatever the branch's
+// length.
+func (r *Reader) UserRequests(ctx context.Context, taskID, agent string, n int) ([]UserRequest, int64, error) {
+	rows, err := r.q.NewestUserRequests(ctx, projectionsdb.NewestUserRequestsParams{TaskID: taskID, Agent: agent, MaxItems: int64(n)})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]UserRequest, len(rows))
+	for i, row := range rows {
+		out[i] = UserRequest(row)
+	}
+	total := int64(len(out))
+	if len(out) == n {
+		if total, err = r.q.CountUserRequests(ctx, projectionsdb.CountUserRequestsParams{TaskID: taskID, Agent: agent}); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
+}
+
 // itemsPage is how many items EachItem reads per query.
 const itemsPage = 512
 

@@ -112,6 +112,10 @@ func (p pgQueries) ChunkText(ctx context.Context, arg projectionsdb.ChunkTextPar
 	return p.q.ChunkText(ctx, projectionspg.ChunkTextParams(arg))
 }
 
+func (p pgQueries) CountUserRequests(ctx context.Context, arg projectionsdb.CountUserRequestsParams) (int64, error) {
+	return p.q.CountUserRequests(ctx, projectionspg.CountUserRequestsParams(arg))
+}
+
 func (p pgQueries) DeleteBranchEntriesFrom(ctx context.Context, arg projectionsdb.DeleteBranchEntriesFromParams) error {
 	return p.q.DeleteBranchEntriesFrom(ctx, projectionspg.DeleteBranchEntriesFromParams(arg))
 }
@@ -345,6 +349,18 @@ func (p pgQueries) ListNotes(ctx context.Context, arg projectionsdb.ListNotesPar
 	out := make([]projectionsdb.ListNotesRow, len(rows))
 	for i, r := range rows {
 		out[i] = projectionsdb.ListNotesRow(r)
+	}
+	return out, nil
+}
+
+func (p pgQueries) NewestUserRequests(ctx context.Context, arg projectionsdb.NewestUserRequestsParams) ([]projectionsdb.NewestUserRequestsRow, error) {
+	rows, err := p.q.NewestUserRequests(ctx, projectionspg.NewestUserRequestsParams(arg))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]projectionsdb.NewestUserRequestsRow, len(rows))
+	for i, r := range rows {
+		out[i] = projectionsdb.NewestUserRequestsRow(r)
 	}
 	return out, nil
 }

@@ -466,6 +466,32 @@ func TestPostgresQuerier(t *testing.T) {
 		read("HistoryItemsBefore", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryItemsBefore(ctx, projectionsdb.HistoryItemsBeforeParams{TaskID: "t1", Agent: "/root", Before: 3, MaxItems: 2})
 		}),
+		exec("InsertItem", func(ctx context.Context, q projectionsdb.Querier) error { // user requests, one hidden
+			for i, id := range []string{"u1", "u2", "u3"} {
+				if err := q.InsertItem(ctx, projectionsdb.InsertItemParams{TaskID: "t1", Agent: "/root", BranchIndex: int64(10 + i), EntryID: id, WindowOrdinal: 2,
+					WindowID: "w2", Role: "user", RawRole: "user", Hidden: int64(i % 2), NChars: 3}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		read("NewestUserRequests", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.NewestUserRequests(ctx, projectionsdb.NewestUserRequestsParams{TaskID: "t1", Agent: "/root", MaxItems: 1})
+		}),
+		read("NewestUserRequests", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			rows, err := q.NewestUserRequests(ctx, projectionsdb.NewestUserRequestsParams{TaskID: "t1", Agent: "/root", MaxItems: 5})
+			if err == nil && (len(rows) != 2 || rows[0].EntryID != "u3" || rows[1].EntryID != "u1") {
+				return nil, fmt.Errorf("NewestUserRequests: %+v, want u3 then u1", rows)
+			}
+			return rows, err
+		}),
+		read("CountUserRequests", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			n, err := q.CountUserRequests(ctx, projectionsdb.CountUserRequestsParams{TaskID: "t1", Agent: "/root"})
+			if err == nil && n != 2 {
+				return nil, fmt.Errorf("CountUserRequests: %d, want 2", n)
+			}
+			return n, err
+		}),
 		read("HistoryItemPlacesAfter", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryItemPlacesAfter(ctx, projectionsdb.HistoryItemPlacesAfterParams{TaskID: "t1", Agent: "/root", After: -1, BranchEnd: WholeBranch, MaxItems: 5})
 		}),

@@ -303,6 +303,19 @@ SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_n
 FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
 ORDER BY branch_index DESC LIMIT sqlc.arg(max_items);
 
+-- name: NewestUserRequests :many
+-- The newest user requests of an agent's branch (items of raw role user,
+-- not hidden), newest first, by the partial index
+-- history_items_user_requests, whose WHERE this repeats word for word.
+SELECT branch_index, entry_id, window_id FROM history_items INDEXED BY history_items_user_requests
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND raw_role = 'user' AND hidden = 0
+ORDER BY branch_index DESC LIMIT sqlc.arg(max_items);
+
+-- name: CountUserRequests :one
+-- How many user requests an agent's branch holds, by the same index.
+SELECT count(*) FROM history_items INDEXED BY history_items_user_requests
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND raw_role = 'user' AND hidden = 0;
+
 -- name: HistoryItemPlacesAfter :many
 -- HistoryItemsAfter with the chunk that holds each item's text (a search's
 -- walk in branch order).

@@ -321,6 +321,15 @@ SELECT branch_index, entry_id, window_ordinal, window_id, role, raw_role, tool_n
 FROM history_items WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND branch_index < sqlc.arg(before)
 ORDER BY branch_index DESC LIMIT sqlc.arg(max_items)::bigint;
 
+-- name: NewestUserRequests :many
+SELECT branch_index, entry_id, window_id FROM history_items
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND raw_role = 'user' AND hidden = 0
+ORDER BY branch_index DESC LIMIT sqlc.arg(max_items)::bigint;
+
+-- name: CountUserRequests :one
+SELECT count(*)::bigint FROM history_items
+WHERE task_id = sqlc.arg(task_id) AND agent = sqlc.arg(agent) AND raw_role = 'user' AND hidden = 0;
+
 -- name: HistoryItemPlacesAfter :many
 -- HistoryItemsAfter with the chunk that holds each item's text (a search's
 -- walk in branch order).

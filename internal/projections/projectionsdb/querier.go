@@ -52,6 +52,8 @@ type Querier interface {
 	// loads them).
 	ChunkFilters(ctx context.Context, arg ChunkFiltersParams) ([]ChunkFiltersRow, error)
 	ChunkText(ctx context.Context, arg ChunkTextParams) ([]byte, error)
+	// How many user requests an agent's branch holds, by the same index.
+	CountUserRequests(ctx context.Context, arg CountUserRequestsParams) (int64, error)
 	DeleteBranchEntriesFrom(ctx context.Context, arg DeleteBranchEntriesFromParams) error
 	DeleteCallsFrom(ctx context.Context, arg DeleteCallsFromParams) error
 	DeleteItemsFrom(ctx context.Context, arg DeleteItemsFromParams) error
@@ -107,6 +109,10 @@ type Querier interface {
 	LastChunkNo(ctx context.Context, arg LastChunkNoParams) (int64, error)
 	LastItemBefore(ctx context.Context, arg LastItemBeforeParams) (LastItemBeforeRow, error)
 	ListNotes(ctx context.Context, arg ListNotesParams) ([]ListNotesRow, error)
+	// The newest user requests of an agent's branch (items of raw role user,
+	// not hidden), newest first, by the partial index
+	// history_items_user_requests, whose WHERE this repeats word for word.
+	NewestUserRequests(ctx context.Context, arg NewestUserRequestsParams) ([]NewestUserRequestsRow, error)
 	NoteParts(ctx context.Context, arg NotePartsParams) ([][]byte, error)
 	NotePartsUnder(ctx context.Context, arg NotePartsUnderParams) ([]NotePartsUnderRow, error)
 	NoteSize(ctx context.Context, arg NoteSizeParams) (NoteSizeRow, error)

@@ -554,6 +554,24 @@ func (q *Queries) ChunkText(ctx context.Context, arg ChunkTextParams) ([]byte, e
 	return text, err
 }
 
+const countUserRequests = `-- name: CountUserRequests :one
+SELECT count(*) FROM history_items INDEXED BY history_items_user_requests
+WHERE task_id = ?1 AND agent = ?2 AND raw_role = 'user' AND hidden = 0
+`
+
+type CountUserRequestsParams struct {
+	TaskID string
+	Agent  string
+}
+
+// How many user requests an agent's branch holds, by the same index.
+func (q *Queries) CountUserRequests(ctx context.Context, arg CountUserRequestsParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countUserRequests, arg.TaskID, arg.Agent)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteBranchEntriesFrom = `-- name: DeleteBranchEntriesFrom :exec
 DELETE FROM history_branch_entries WHERE task_id = ? AND agent = ? AND branch_index >= ?
 `
@@ -1930,6 +1948,50 @@ func (q *Queries) ListNotes(ctx context.Context, arg ListNotesParams) ([]ListNot
 			&i.CreatedPosition,
 			&i.UpdatedPosition,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const newestUserRequests = `-- name: NewestUserRequests :many
+SELECT branch_index, entry_id, window_id FROM history_items INDEXED BY history_items_user_requests
+WHERE task_id = ?1 AND agent = ?2 AND raw_role = 'user' AND hidden = 0
+ORDER BY branch_index DESC LIMIT ?3
+`
+
+type NewestUserRequestsParams struct {
+	TaskID   string
+	Agent    string
+	MaxItems int64
+}
+
+type NewestUserRequestsRow struct {
+	BranchIndex int64
+	EntryID     string
+	WindowID    string
+}
+
+// The newest user requests of an agent's branch (items of raw role user,
+// not hidden), newest first, by the partial index
+// history_items_user_requests, whose WHERE this repeats word for word.
+func (q *Queries) NewestUserRequests(ctx context.Context, arg NewestUserRequestsParams) ([]NewestUserRequestsRow, error) {
+	rows, err := q.db.QueryContext(ctx, newestUserRequests, arg.TaskID, arg.Agent, arg.MaxItems)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NewestUserRequestsRow{}
+	for rows.Next() {
+		var i NewestUserRequestsRow
+		if err := rows.Scan(&i.BranchIndex, &i.EntryID, &i.WindowID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
