@@ -200,7 +200,7 @@ func windowsAfter(ctx context.Context, q projectionsdb.Querier, taskID, agent st
 // bootstrap marks if no earlier window took it, else the next free ordinal.
 func (w *branchWindows) open(ctx context.Context, marked string) error {
 	if w.used == nil {
-		ids, err := w.q.WindowIDsBefore(ctx, projectionsdb.WindowIDsBeforeParams{TaskID: w.taskID, Agent: w.agent, BranchIndex: w.keep})
+		ids, err := windowIDsBefore(ctx, w.q, w.taskID, w.agent, w.keep)
 		if err != nil {
 			return err
 		}
@@ -220,6 +220,44 @@ func (w *branchWindows) open(ctx context.Context, marked string) error {
 	}
 	w.used[w.id] = true
 	return nil
+}
+
+// windowIDsBefore returns the window ids of an agent's items before branch
+// index end, newest first. Window ordinals only grow along a branch, and
+// the items of one ordinal share its id, so there is one id per ordinal:
+// each is read from the last item of its window, and the window's first
+// item found by a binary search of LastItemBefore, a few point lookups per
+// window instead of a scan of every item (a long history's compaction
+// sync spent most of its time in that scan: docs/performance.md).
+func windowIDsBefore(ctx context.Context, q projectionsdb.Querier, taskID, agent string, end int64) ([]string, error) {
+	var ids []string
+	for end > 0 {
+		last, err := q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: taskID, Agent: agent, BranchIndex: end})
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, last.WindowID)
+		// The least lo such that the last item before lo+1 is of this
+		// window: every item before lo is of an earlier one.
+		lo, hi := int64(0), end-1
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			it, err := q.LastItemBefore(ctx, projectionsdb.LastItemBeforeParams{TaskID: taskID, Agent: agent, BranchIndex: mid + 1})
+			switch {
+			case err == nil && it.WindowOrdinal == last.WindowOrdinal:
+				hi = mid
+			case err == nil || errors.Is(err, sql.ErrNoRows):
+				lo = mid + 1
+			default:
+				return nil, err
+			}
+		}
+		end = lo
+	}
+	return ids, nil
 }
 
 // appendBranchEntry puts entryID at branch index idx, and any item it

@@ -268,6 +268,9 @@ SELECT window_ordinal, window_id FROM history_items
 WHERE task_id = ? AND agent = ? AND branch_index < ? ORDER BY branch_index DESC LIMIT 1;
 
 -- name: WindowIDsBefore :many
+-- The window ids of an agent's items before a branch index, by a scan of
+-- them all: the reference TestWindowIDsBefore checks windowIDsBefore's
+-- binary search against.
 SELECT DISTINCT window_id FROM history_items WHERE task_id = ? AND agent = ? AND branch_index < ?;
 
 -- name: InsertItem :exec

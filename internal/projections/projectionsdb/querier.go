@@ -149,6 +149,9 @@ type Querier interface {
 	UpdateNote(ctx context.Context, arg UpdateNoteParams) error
 	UpsertAgentState(ctx context.Context, arg UpsertAgentStateParams) error
 	UpsertHistoryBranch(ctx context.Context, arg UpsertHistoryBranchParams) error
+	// The window ids of an agent's items before a branch index, by a scan of
+	// them all: the reference TestWindowIDsBefore checks windowIDsBefore's
+	// binary search against.
 	WindowIDsBefore(ctx context.Context, arg WindowIDsBeforeParams) ([]string, error)
 }
 

@@ -2668,6 +2668,9 @@ type WindowIDsBeforeParams struct {
 	BranchIndex int64
 }
 
+// The window ids of an agent's items before a branch index, by a scan of
+// them all: the reference TestWindowIDsBefore checks windowIDsBefore's
+// binary search against.
 func (q *Queries) WindowIDsBefore(ctx context.Context, arg WindowIDsBeforeParams) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, windowIDsBefore, arg.TaskID, arg.Agent, arg.BranchIndex)
 	if err != nil {
