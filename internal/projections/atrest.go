@@ -27,6 +27,11 @@ const (
 	tagCallRes   = "note_calls.result"
 )
 
+// sealedColumns are the columns sealedQueries seals, each by its tag,
+// which is its table.column, and whether it is sealed as text: what
+// Digest, Diff and SealedHolding open.
+var sealedColumns = map[string]bool{tagNotePart: false, tagEntryRaw: true, tagOpenText: false, tagChunkData: false, tagCallRes: true}
+
 // sealedQueries seals and opens the sealed columns of the projections.
 // It keeps the last chunks it opened, as a search opens its candidate
 // chunks and then cuts its results' texts out of the same ones.

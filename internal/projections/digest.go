@@ -123,11 +123,6 @@ type source struct {
 
 func sourceOf(store *eventlog.Store) source { return source{store.Reader(), store.Sealer()} }
 
-// sealedColumns are the columns whose texts a database encrypted at rest
-// seals (atrest.go), each by its tag, which is its table.column, and
-// whether it is sealed as text.
-var sealedColumns = map[string]bool{tagNotePart: false, tagEntryRaw: true, tagOpenText: false, tagChunkData: false, tagCallRes: true}
-
 // scanRows calls fn with every row of t in key order, its sealed texts
 // opened. BLOBs are passed as strings. fn must not keep vals.
 func scanRows(ctx context.Context, db source, t table, fn func([]any) error) error {
