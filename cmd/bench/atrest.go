@@ -30,10 +30,9 @@ import (
 // folder can be opened afterwards (MEMORYD_ENCRYPTION_KEY=benchKey).
 const benchKey = "6d656d6f7279642062656e63686d61726b206b65792c20617420726573742031"
 
-// entryRawTag is where memoryd seals a history entry's raw JSON
-// (internal/projections' tag for history_entries.raw), which buildCeiling
-// reads.
-const entryRawTag = "history_entries.raw"
+// eventsDataTag is where memoryd seals an event's payload
+// (internal/eventlog's tag for events.data), which buildCeiling reads.
+const eventsDataTag = "events.data"
 
 // benchSealer is the sealer of benchKey.
 func benchSealer() *atrest.Sealer {

@@ -53,7 +53,7 @@ var diskColumns = []struct {
 	columns []string
 }{
 	{"events", []string{"data"}},
-	{"history_entries", []string{"raw", "breaks", "calls"}},
+	{"history_entries", []string{"breaks", "calls"}},
 	{"history_chunks", []string{"data", "bloom", "entries"}},
 }
 

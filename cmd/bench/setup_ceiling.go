@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/sessiongen"
 )
@@ -42,9 +44,9 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		return err
 	}
 	// The texts memoryd searches are its raw entries rendered by
-	// history.Render, as memoryd renders them. If that column goes, this
-	// query fails and the run stops.
-	rows, err := src.QueryContext(ctx, "SELECT raw FROM history_entries")
+	// history.Render, as memoryd renders them: the entries of the events
+	// that record them.
+	rows, err := src.QueryContext(ctx, "SELECT data FROM events WHERE type = 'history.entry_recorded'")
 	if err != nil {
 		dst.Close()
 		return fmt.Errorf("read the rendered history texts from memoryd's database: %w", err)
@@ -57,21 +59,17 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 		return err
 	}
 	var sealer *atrest.Sealer
-	if b.atRest { // the raw entries are sealed: open them as memoryd does
+	if b.atRest { // the events are sealed: open them as memoryd does
 		sealer = benchSealer()
 	}
 	for rows.Next() {
-		var raw sql.RawBytes
-		if err = rows.Scan(&raw); err != nil {
+		var data sql.RawBytes
+		if err = rows.Scan(&data); err != nil {
 			break
 		}
-		if sealer != nil {
-			var plain []byte
-			if plain, err = sealer.OpenString(entryRawTag, string(raw)); err != nil {
-				err = fmt.Errorf("a sealed history entry: %w", err)
-				break
-			}
-			raw = plain
+		var raw []byte
+		if raw, err = recordedEntry(sealer, data); err != nil {
+			break
 		}
 		r := history.Render(raw)
 		if !r.Item || r.Text == "" {
@@ -110,7 +108,7 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	}
 	if b.textBytes == 0 {
 		dst.Close()
-		return errors.New("memoryd's history_entries render to no item text: the search ceiling would scan nothing")
+		return errors.New("memoryd's recorded entries render to no item text: the search ceiling would scan nothing")
 	}
 	b.ceiling = dst
 
@@ -151,4 +149,21 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	b.logf("ceiling.db: %s items, %s of text copied in %v; needles %q and %q", num(float64(b.textItems), 0), mb(b.textBytes),
 		time.Since(t0).Round(time.Millisecond), b.rare, b.common)
 	return nil
+}
+
+// recordedEntry returns the entry of a history.entry_recorded event's
+// stored payload, opened with sealer on an encrypted database.
+func recordedEntry(sealer *atrest.Sealer, data []byte) ([]byte, error) {
+	if sealer != nil {
+		plain, err := sealer.OpenJSON(eventsDataTag, data)
+		if err != nil {
+			return nil, fmt.Errorf("a sealed history event: %w", err)
+		}
+		data = plain
+	}
+	var p events.HistoryEntryRecorded
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("a history event: %w", err)
+	}
+	return p.Entry, nil
 }

@@ -127,6 +127,28 @@ func (q sealedQueries) open(rows []eventsdb.Event, err error) ([]eventsdb.Event,
 	return rows, nil
 }
 
+func (q sealedQueries) EventAt(ctx context.Context, position int64) (eventsdb.Event, error) {
+	row, err := q.Querier.EventAt(ctx, position)
+	if err != nil {
+		return row, err
+	}
+	rows, err := q.open([]eventsdb.Event{row}, nil)
+	if err != nil {
+		return eventsdb.Event{}, err
+	}
+	return rows[0], nil
+}
+
+// StoredData returns an event's payload from what events.data holds on
+// db's store, opened as the log's queries open it: for SQL of other
+// packages that joins the events (projections' Digest).
+func StoredData(db DBTX, data string) ([]byte, error) {
+	if s := SealerOf(db); s != nil {
+		return s.OpenJSON(eventsTag, []byte(data))
+	}
+	return []byte(data), nil
+}
+
 func (q sealedQueries) EventsAfter(ctx context.Context, arg eventsdb.EventsAfterParams) ([]eventsdb.Event, error) {
 	return q.open(q.Querier.EventsAfter(ctx, arg))
 }

@@ -36,6 +36,11 @@ func (p pgQueries) EraseTaskEvents(ctx context.Context, arg eventsdb.EraseTaskEv
 	return p.q.EraseTaskEvents(ctx, eventspg.EraseTaskEventsParams(arg))
 }
 
+func (p pgQueries) EventAt(ctx context.Context, position int64) (eventsdb.Event, error) {
+	r, err := p.q.EventAt(ctx, position)
+	return eventsdb.Event(r), err
+}
+
 func (p pgQueries) EventsAfter(ctx context.Context, arg eventsdb.EventsAfterParams) ([]eventsdb.Event, error) {
 	rows, err := p.q.EventsAfter(ctx, eventspg.EventsAfterParams(arg))
 	if err != nil {

@@ -48,6 +48,10 @@ GROUP BY path;
 -- index: a stream's versions grow with its positions.
 SELECT * FROM events WHERE stream = sqlc.arg(stream) AND position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY stream_version LIMIT sqlc.arg(max_events);
 
+-- name: EventAt :one
+-- The event at a position (an entry's raw JSON, by its projection row).
+SELECT * FROM events WHERE position = ?;
+
 -- name: CountEvents :one
 SELECT count(*) FROM events;
 

@@ -101,6 +101,11 @@ func TestPostgresEventQueries(t *testing.T) {
 
 	check("LastPosition", one(lq.LastPosition(ctx)), one(pq.LastPosition(ctx)))
 	check("CountEvents", one(lq.CountEvents(ctx)), one(pq.CountEvents(ctx)))
+	{
+		l, lerr := lq.EventAt(ctx, 5)
+		p, perr := pq.EventAt(ctx, 5)
+		check("EventAt", result{l, lerr}, result{eventsdb.Event(p), perr})
+	}
 	for _, s := range []string{"t1/root/Émile", "none"} {
 		check("StreamVersion", one(lq.StreamVersion(ctx, s)), one(pq.StreamVersion(ctx, s)))
 		la := eventsdb.StreamBoundsParams{Stream: s, Until: 30}

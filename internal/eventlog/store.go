@@ -443,6 +443,19 @@ func toEvents(rows []eventsdb.Event) []events.Event {
 	return out
 }
 
+// EventAt returns the event at a position on db, a transaction or pool of
+// a store; sql.ErrNoRows when there is none.
+func EventAt(ctx context.Context, db DBTX, position int64) (events.Event, error) {
+	row, err := queriesOf(db).EventAt(ctx, position)
+	if errors.Is(err, sql.ErrNoRows) {
+		return events.Event{}, err
+	}
+	if err != nil {
+		return events.Event{}, classify(err)
+	}
+	return toEvents([]eventsdb.Event{row})[0], nil
+}
+
 // StreamCallsBefore returns at most limit audit.tool_called events of a
 // stream at positions before before, newest first.
 func (s *Store) StreamCallsBefore(ctx context.Context, stream string, before int64, limit int) ([]events.Event, error) {

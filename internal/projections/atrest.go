@@ -12,7 +12,7 @@ import (
 
 // On a database encrypted at rest (docs/encryption.md) the projections'
 // texts are sealed by sealedQueries, on the way in and out: a note's
-// parts, a history entry's raw JSON, the open and sealed chunks of
+// parts, the open and sealed chunks of
 // rendered history text, and a note call's result. Names, paths, ids,
 // sizes, positions and times stay plain, so that the SQL that finds rows
 // runs as it is. A chunk's Bloom filter is built with the key's trigram
@@ -21,7 +21,6 @@ import (
 // The places a text is sealed for (atrest.Sealer's tag).
 const (
 	tagNotePart  = "note_parts.text"
-	tagEntryRaw  = "history_entries.raw"
 	tagOpenText  = "history_open_texts.text"
 	tagChunkData = "history_chunks.data"
 	tagCallRes   = "note_calls.result"
@@ -30,7 +29,7 @@ const (
 // sealedColumns are the columns sealedQueries seals, each by its tag,
 // which is its table.column, and whether it is sealed as text: what
 // Digest, Diff and SealedHolding open.
-var sealedColumns = map[string]bool{tagNotePart: false, tagEntryRaw: true, tagOpenText: false, tagChunkData: false, tagCallRes: true}
+var sealedColumns = map[string]bool{tagNotePart: false, tagOpenText: false, tagChunkData: false, tagCallRes: true}
 
 // sealedQueries seals and opens the sealed columns of the projections.
 // It keeps the last chunks it opened, as a search opens its candidate
@@ -101,11 +100,6 @@ func (q sealedQueries) openString(tag, sealed string) (string, error) {
 func (q sealedQueries) InsertNotePart(ctx context.Context, arg projectionsdb.InsertNotePartParams) error {
 	arg.Text = q.s.Seal(tagNotePart, arg.Text)
 	return q.Querier.InsertNotePart(ctx, arg)
-}
-
-func (q sealedQueries) InsertHistoryEntry(ctx context.Context, arg projectionsdb.InsertHistoryEntryParams) error {
-	arg.Raw = q.s.SealString(tagEntryRaw, []byte(arg.Raw))
-	return q.Querier.InsertHistoryEntry(ctx, arg)
 }
 
 func (q sealedQueries) InsertOpenText(ctx context.Context, arg projectionsdb.InsertOpenTextParams) error {
@@ -181,14 +175,6 @@ func (q sealedQueries) NotePartsUnder(ctx context.Context, arg projectionsdb.Not
 		rows[i].Text, err = q.open(tagNotePart, rows[i].Text)
 	}
 	return rows, err
-}
-
-func (q sealedQueries) HistoryEntryRaw(ctx context.Context, arg projectionsdb.HistoryEntryRawParams) (string, error) {
-	raw, err := q.Querier.HistoryEntryRaw(ctx, arg)
-	if err != nil {
-		return "", err
-	}
-	return q.openString(tagEntryRaw, raw)
 }
 
 func (q sealedQueries) OpenTexts(ctx context.Context, arg projectionsdb.OpenTextsParams) ([]projectionsdb.OpenTextsRow, error) {

@@ -130,7 +130,14 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 	if what == "" {
 		what = "*"
 	}
-	query := "SELECT " + what + " FROM " + t.name
+	from := t.name
+	if t.entryLast { // each row and the payload of its event, last
+		if what != "*" {
+			what += ", entry_event"
+		}
+		from = "(SELECT h.*, e.data AS entry_event FROM " + t.name + " h LEFT JOIN events e ON e.position = h.position) AS " + t.name
+	}
+	query := "SELECT " + what + " FROM " + from
 	if t.where != "" {
 		query += " WHERE " + t.where
 	}
@@ -159,6 +166,14 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 		if err := rows.Scan(ptrs...); err != nil {
 			return err
 		}
+		if t.entryLast {
+			n := len(vals) - 1
+			entry, err := eventEntry(db.db, vals[n])
+			if err != nil {
+				return err
+			}
+			vals[n] = entry
+		}
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
@@ -186,6 +201,29 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 		}
 	}
 	return rows.Err()
+}
+
+// eventEntry returns the entry of a history.entry_recorded event's stored
+// payload, as a string ("" for none).
+func eventEntry(db eventlog.DBTX, stored any) (string, error) {
+	var data string
+	switch v := stored.(type) {
+	case nil:
+		return "", nil
+	case []byte:
+		data = string(v)
+	case string:
+		data = v
+	}
+	plain, err := eventlog.StoredData(db, data)
+	if err != nil {
+		return "", fmt.Errorf("the event of a history entry: %w", err)
+	}
+	var p events.HistoryEntryRecorded
+	if err := json.Unmarshal(plain, &p); err != nil {
+		return "", fmt.Errorf("the event of a history entry: %w", err)
+	}
+	return string(p.Entry), nil
 }
 
 // Counts are the sizes of the main projections.

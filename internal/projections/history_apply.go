@@ -113,7 +113,7 @@ func applyEntryRecorded(ctx context.Context, q projectionsdb.Querier, st *txStat
 		Images: int64(r.Images), CallsOnly: b2i(r.CallsOnly), ToolCallID: r.ToolCallID,
 		ToolName: r.ToolName, Compaction: b2i(r.Compaction), Control: b2i(r.Control), MarkedWindow: r.WindowID,
 		Position: ev.Position, TextChunk: place.chunk, TextOffset: place.offset, TextBytes: place.bytes,
-		Calls: calls, Breaks: breaks, Raw: string(p.Entry),
+		Calls: calls, Breaks: breaks,
 	})
 }
 

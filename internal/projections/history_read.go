@@ -7,9 +7,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
+	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
@@ -414,8 +416,34 @@ func (r *Reader) ItemsOf(ctx context.Context, taskID, agent string, end int64, i
 	return out, nil
 }
 
-// EntryRaw returns an entry's raw JSON as stored.
+// EntryRaw returns an entry's raw JSON as recorded: the entry of its
+// history.entry_recorded event, read through the log.
 func (r *Reader) EntryRaw(ctx context.Context, taskID, agent, entryID string) ([]byte, error) {
-	s, err := r.q.HistoryEntryRaw(ctx, projectionsdb.HistoryEntryRawParams{TaskID: taskID, Agent: agent, EntryID: entryID})
-	return []byte(s), notFound(err)
+	pos, err := r.q.HistoryEntryPosition(ctx, projectionsdb.HistoryEntryPositionParams{TaskID: taskID, Agent: agent, EntryID: entryID})
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return entryAt(ctx, r.db, pos)
+}
+
+// entryAt returns the entry of the history.entry_recorded event at pos.
+func entryAt(ctx context.Context, db eventlog.DBTX, pos int64) ([]byte, error) {
+	ev, err := eventlog.EventAt(ctx, db, pos)
+	if err != nil {
+		return nil, fmt.Errorf("the event of a history entry at %d: %w", pos, err)
+	}
+	return recordedEntry(ev)
+}
+
+// recordedEntry returns the entry ev records, byte for byte as the
+// projector took it.
+func recordedEntry(ev events.Event) ([]byte, error) {
+	if ev.Type != events.TypeHistoryEntryRecorded {
+		return nil, fmt.Errorf("the event of a history entry at %d is a %s", ev.Position, ev.Type)
+	}
+	p, err := events.Decode(ev)
+	if err != nil {
+		return nil, err
+	}
+	return p.(*events.HistoryEntryRecorded).Entry, nil
 }

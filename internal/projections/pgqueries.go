@@ -210,8 +210,8 @@ func (p pgQueries) HistoryCallsBetween(ctx context.Context, arg projectionsdb.Hi
 	return out, nil
 }
 
-func (p pgQueries) HistoryEntryRaw(ctx context.Context, arg projectionsdb.HistoryEntryRawParams) (string, error) {
-	return p.q.HistoryEntryRaw(ctx, projectionspg.HistoryEntryRawParams(arg))
+func (p pgQueries) HistoryEntryPosition(ctx context.Context, arg projectionsdb.HistoryEntryPositionParams) (int64, error) {
+	return p.q.HistoryEntryPosition(ctx, projectionspg.HistoryEntryPositionParams(arg))
 }
 
 func (p pgQueries) HistoryEntryText(ctx context.Context, arg projectionsdb.HistoryEntryTextParams) (projectionsdb.HistoryEntryTextRow, error) {

@@ -226,7 +226,7 @@ func TestPostgresQuerier(t *testing.T) {
 			for i, id := range []string{"h1", "h2", "h3"} {
 				if err := q.InsertHistoryEntry(ctx, projectionsdb.InsertHistoryEntryParams{TaskID: "t1", Agent: "/root", EntryID: id, Item: int64(i), Role: "user",
 					RawRole: "user", NChars: 10, Images: int64(i), CallsOnly: 0, ToolCallID: "tc" + id, ToolName: "read", Compaction: 0, Control: 1, MarkedWindow: "w1",
-					Position: 6, TextChunk: int64(1 - i/2), TextOffset: int64(i * 17), TextBytes: 16, Calls: `[]`, Breaks: `[0]`, Raw: `{"id":"` + id + `"}`}); err != nil {
+					Position: 6, TextChunk: int64(1 - i/2), TextOffset: int64(i * 17), TextBytes: 16, Calls: `[]`, Breaks: `[0]`}); err != nil {
 					return err
 				}
 			}
@@ -513,8 +513,8 @@ func TestPostgresQuerier(t *testing.T) {
 		read("HistoryEntryText", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.HistoryEntryText(ctx, projectionsdb.HistoryEntryTextParams{TaskID: "t1", Agent: "/root", EntryID: "h3"})
 		}),
-		read("HistoryEntryRaw", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
-			return q.HistoryEntryRaw(ctx, projectionsdb.HistoryEntryRawParams{TaskID: "t1", Agent: "/root", EntryID: "h1"})
+		read("HistoryEntryPosition", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
+			return q.HistoryEntryPosition(ctx, projectionsdb.HistoryEntryPositionParams{TaskID: "t1", Agent: "/root", EntryID: "h1"})
 		}),
 		read("GetAgentState", func(ctx context.Context, q projectionsdb.Querier) (any, error) {
 			return q.GetAgentState(ctx, projectionsdb.GetAgentStateParams{TaskID: "t1", Agent: "/root"})

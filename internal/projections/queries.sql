@@ -136,8 +136,8 @@ LIMIT 1;
 -- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
-    calls, breaks, raw)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    calls, breaks)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: LastChunkNo :one
 SELECT CAST(coalesce(max(chunk_no), 0) AS INTEGER) FROM history_chunks WHERE task_id = ? AND agent = ?;
@@ -353,8 +353,10 @@ FROM history_items WHERE task_id = ? AND agent = ? AND entry_id = ?;
 -- name: HistoryEntryText :one
 SELECT text_chunk, text_offset, text_bytes, breaks FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
--- name: HistoryEntryRaw :one
-SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
+-- name: HistoryEntryPosition :one
+-- The position of an entry's history.entry_recorded event, which holds
+-- its raw JSON.
+SELECT position FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?;
 
 -- name: GetAgentState :one
 SELECT state FROM agent_states WHERE task_id = ? AND agent = ?;

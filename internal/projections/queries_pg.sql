@@ -155,8 +155,8 @@ LIMIT 1;
 -- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
-    calls, breaks, raw)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21);
+    calls, breaks)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20);
 
 -- name: LastChunkNo :one
 SELECT coalesce(max(chunk_no), 0)::bigint FROM history_chunks WHERE task_id = $1 AND agent = $2;
@@ -364,8 +364,10 @@ FROM history_items WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
 -- name: HistoryEntryText :one
 SELECT text_chunk, text_offset, text_bytes, breaks FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
 
--- name: HistoryEntryRaw :one
-SELECT raw FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
+-- name: HistoryEntryPosition :one
+-- The position of an entry's history.entry_recorded event, which holds
+-- its raw JSON.
+SELECT position FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3;
 
 -- name: GetAgentState :one
 SELECT state FROM agent_states WHERE task_id = $1 AND agent = $2;

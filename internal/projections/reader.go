@@ -15,6 +15,7 @@ var ErrNotFound = errors.New("not found")
 // inside a write transaction.
 type Reader struct {
 	q  projectionsdb.Querier
+	db projectionsdb.DBTX // for the log's queries (EntryRaw)
 	tx *txState // the write transaction's state for a TxReader, or nil
 	// filters, when set, finds a search's candidate chunks.
 	filters *ChunkFilters
@@ -28,7 +29,7 @@ type Reader struct {
 // NewReader returns a Reader over db, which is an *sql.DB, an *sql.Tx or
 // the PostgreSQL store's DBTX.
 func NewReader(db projectionsdb.DBTX) *Reader {
-	return &Reader{q: queriesOf(db)}
+	return &Reader{q: queriesOf(db), db: db}
 }
 
 // UseChunkFilters makes SearchTexts find its candidate chunks through f,

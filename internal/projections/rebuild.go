@@ -21,6 +21,11 @@ type table struct {
 	// column added later (tasks.retain) changes no digest of a log that
 	// never sets it.
 	omitEmptyLast bool
+	// entryLast adds a last column to each row: the raw JSON of the entry
+	// recorded by the event at the row's position, as history_entries.raw
+	// held it until the column went (migration 00013), so that digests
+	// stay as they were.
+	entryLast bool
 	// where and args, when set, select the rows read (TaskDigest).
 	where string
 	args  []any
@@ -35,7 +40,7 @@ var tables = []table{
 		columns: "task_id, agent, path, bytes, revision, created_at, updated_at, created_position, updated_position"},
 	{name: "note_parts", orderBy: "task_id, agent, path, part", columns: "task_id, agent, path, text", joinLast: true},
 	{name: "note_calls", orderBy: "task_id, agent, call_id"},
-	{name: "history_entries", orderBy: "task_id, agent, entry_id"},
+	{name: "history_entries", orderBy: "task_id, agent, entry_id", entryLast: true},
 	{name: "history_open_texts", orderBy: "task_id, agent, text_offset"},
 	{name: "history_chunks", orderBy: "task_id, agent, chunk_no"},
 	{name: "history_branches", orderBy: "task_id, agent"},

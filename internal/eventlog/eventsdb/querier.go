@@ -19,6 +19,8 @@ type Querier interface {
 	// erasure's transaction is rolled back whole), so SQLite keeps no
 	// statement journal, a copy of every page a task's events fill.
 	EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams) (int64, error)
+	// The event at a position (an entry's raw JSON, by its projection row).
+	EventAt(ctx context.Context, position int64) (Event, error)
 	EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Event, error)
 	InsertEvent(ctx context.Context, arg InsertEventParams) error
 	LastPosition(ctx context.Context) (int64, error)

@@ -72,6 +72,29 @@ func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams
 	return result.RowsAffected()
 }
 
+const eventAt = `-- name: EventAt :one
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position = ?
+`
+
+// The event at a position (an entry's raw JSON, by its projection row).
+func (q *Queries) EventAt(ctx context.Context, position int64) (Event, error) {
+	row := q.db.QueryRowContext(ctx, eventAt, position)
+	var i Event
+	err := row.Scan(
+		&i.Position,
+		&i.ID,
+		&i.Stream,
+		&i.StreamVersion,
+		&i.TaskID,
+		&i.Type,
+		&i.Schema,
+		&i.RecordedAt,
+		&i.Data,
+		&i.RequestID,
+	)
+	return i, err
+}
+
 const eventsAfter = `-- name: EventsAfter :many
 SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position > ?1 AND position <= ?2 ORDER BY position LIMIT ?3
 `

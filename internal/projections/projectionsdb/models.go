@@ -94,7 +94,6 @@ type HistoryEntry struct {
 	TextBytes    int64
 	Calls        string
 	Breaks       string
-	Raw          string
 }
 
 type HistoryItem struct {

@@ -78,7 +78,9 @@ type Querier interface {
 	GetTask(ctx context.Context, taskID string) (GetTaskRow, error)
 	HistoryCallsAt(ctx context.Context, arg HistoryCallsAtParams) ([]HistoryCallsAtRow, error)
 	HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetweenParams) ([]HistoryCallsBetweenRow, error)
-	HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams) (string, error)
+	// The position of an entry's history.entry_recorded event, which holds
+	// its raw JSON.
+	HistoryEntryPosition(ctx context.Context, arg HistoryEntryPositionParams) (int64, error)
 	HistoryEntryText(ctx context.Context, arg HistoryEntryTextParams) (HistoryEntryTextRow, error)
 	HistoryItemByEntry(ctx context.Context, arg HistoryItemByEntryParams) (HistoryItemByEntryRow, error)
 	// HistoryItemsAfter with the chunk that holds each item's text (a search's

@@ -1077,21 +1077,23 @@ func (q *Queries) HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetwe
 	return items, nil
 }
 
-const historyEntryRaw = `-- name: HistoryEntryRaw :one
-SELECT raw FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
+const historyEntryPosition = `-- name: HistoryEntryPosition :one
+SELECT position FROM history_entries WHERE task_id = ? AND agent = ? AND entry_id = ?
 `
 
-type HistoryEntryRawParams struct {
+type HistoryEntryPositionParams struct {
 	TaskID  string
 	Agent   string
 	EntryID string
 }
 
-func (q *Queries) HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams) (string, error) {
-	row := q.db.QueryRowContext(ctx, historyEntryRaw, arg.TaskID, arg.Agent, arg.EntryID)
-	var raw string
-	err := row.Scan(&raw)
-	return raw, err
+// The position of an entry's history.entry_recorded event, which holds
+// its raw JSON.
+func (q *Queries) HistoryEntryPosition(ctx context.Context, arg HistoryEntryPositionParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryPosition, arg.TaskID, arg.Agent, arg.EntryID)
+	var position int64
+	err := row.Scan(&position)
+	return position, err
 }
 
 const historyEntryText = `-- name: HistoryEntryText :one
@@ -1616,8 +1618,8 @@ func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error 
 const insertHistoryEntry = `-- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
-    calls, breaks, raw)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    calls, breaks)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertHistoryEntryParams struct {
@@ -1641,7 +1643,6 @@ type InsertHistoryEntryParams struct {
 	TextBytes    int64
 	Calls        string
 	Breaks       string
-	Raw          string
 }
 
 func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntryParams) error {
@@ -1666,7 +1667,6 @@ func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntry
 		arg.TextBytes,
 		arg.Calls,
 		arg.Breaks,
-		arg.Raw,
 	)
 	return err
 }

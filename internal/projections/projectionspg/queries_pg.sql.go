@@ -1077,21 +1077,23 @@ func (q *Queries) HistoryCallsBetween(ctx context.Context, arg HistoryCallsBetwe
 	return items, nil
 }
 
-const historyEntryRaw = `-- name: HistoryEntryRaw :one
-SELECT raw FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3
+const historyEntryPosition = `-- name: HistoryEntryPosition :one
+SELECT position FROM history_entries WHERE task_id = $1 AND agent = $2 AND entry_id = $3
 `
 
-type HistoryEntryRawParams struct {
+type HistoryEntryPositionParams struct {
 	TaskID  string
 	Agent   string
 	EntryID string
 }
 
-func (q *Queries) HistoryEntryRaw(ctx context.Context, arg HistoryEntryRawParams) (string, error) {
-	row := q.db.QueryRowContext(ctx, historyEntryRaw, arg.TaskID, arg.Agent, arg.EntryID)
-	var raw string
-	err := row.Scan(&raw)
-	return raw, err
+// The position of an entry's history.entry_recorded event, which holds
+// its raw JSON.
+func (q *Queries) HistoryEntryPosition(ctx context.Context, arg HistoryEntryPositionParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, historyEntryPosition, arg.TaskID, arg.Agent, arg.EntryID)
+	var position int64
+	err := row.Scan(&position)
+	return position, err
 }
 
 const historyEntryText = `-- name: HistoryEntryText :one
@@ -1617,8 +1619,8 @@ func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error 
 const insertHistoryEntry = `-- name: InsertHistoryEntry :exec
 INSERT INTO history_entries (task_id, agent, entry_id, item, role, raw_role, n_chars, images, calls_only,
     tool_call_id, tool_name, compaction, control, marked_window, position, text_chunk, text_offset, text_bytes,
-    calls, breaks, raw)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+    calls, breaks)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 `
 
 type InsertHistoryEntryParams struct {
@@ -1642,7 +1644,6 @@ type InsertHistoryEntryParams struct {
 	TextBytes    int64
 	Calls        string
 	Breaks       string
-	Raw          string
 }
 
 func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntryParams) error {
@@ -1667,7 +1668,6 @@ func (q *Queries) InsertHistoryEntry(ctx context.Context, arg InsertHistoryEntry
 		arg.TextBytes,
 		arg.Calls,
 		arg.Breaks,
-		arg.Raw,
 	)
 	return err
 }
