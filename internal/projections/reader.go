@@ -16,7 +16,7 @@ var ErrNotFound = errors.New("not found")
 type Reader struct {
 	q  projectionsdb.Querier
 	db projectionsdb.DBTX // for the log's queries (EntryRaw)
-	tx *txState // the write transaction's state for a TxReader, or nil
+	tx *txState           // the write transaction's state for a TxReader, or nil
 	// filters, when set, finds a search's candidate chunks.
 	filters *ChunkFilters
 	// noteCache, when set, answers AgentWithNote for stamp, and fromCache
