@@ -1,10 +1,8 @@
 package projections
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/memoryd/memoryd/internal/atrest"
 	"github.com/memoryd/memoryd/internal/projections/projectionsdb"
@@ -32,49 +30,19 @@ const (
 var sealedColumns = map[string]bool{tagNotePart: false, tagOpenText: false, tagChunkData: false, tagCallRes: true}
 
 // sealedQueries seals and opens the sealed columns of the projections.
-// It keeps the last chunks it opened, as a search opens its candidate
-// chunks and then cuts its results' texts out of the same ones.
+// Chunk data reaches it compressed (packedQueries, above it), since
+// ciphertext does not compress.
 type sealedQueries struct {
 	projectionsdb.Querier
-	s      *atrest.Sealer
-	opened *openedChunks
-}
-
-func newSealedQueries(q projectionsdb.Querier, s *atrest.Sealer) sealedQueries {
-	return sealedQueries{Querier: q, s: s, opened: &openedChunks{}}
-}
-
-// openedChunks are the last few chunks a sealedQueries opened. A sealed
-// chunk never changes (a rebuild writes the same bytes), so they stay
-// right for as long as the queries are used: a request.
-type openedChunks struct {
-	mu   sync.Mutex
-	keys [4]projectionsdb.ChunkDataParams
-	rows [4]projectionsdb.ChunkDataRow
-	next int
-}
-
-func (c *openedChunks) get(k projectionsdb.ChunkDataParams) (projectionsdb.ChunkDataRow, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, key := range c.keys {
-		if key == k && c.rows[i].Data != nil {
-			return c.rows[i], true
-		}
-	}
-	return projectionsdb.ChunkDataRow{}, false
-}
-
-func (c *openedChunks) put(k projectionsdb.ChunkDataParams, row projectionsdb.ChunkDataRow) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.keys[c.next], c.rows[c.next] = k, row
-	c.next = (c.next + 1) % len(c.keys)
+	s *atrest.Sealer
 }
 
 // trigramHashOf returns the trigram hash of q's search filters: keyed on
 // a database encrypted at rest, else trigramBit.
 func trigramHashOf(q projectionsdb.Querier) func(a, b, c byte) uint32 {
+	if pq, ok := q.(packedQueries); ok {
+		q = pq.Querier
+	}
 	if sq, ok := q.(sealedQueries); ok {
 		return func(a, b, c byte) uint32 { return sq.s.TrigramHash(a, b, c) >> (32 - bloomBitsLog) }
 	}
@@ -206,17 +174,10 @@ func (q sealedQueries) OpenTextsEnd(ctx context.Context, arg projectionsdb.OpenT
 	return end - atrest.Overhead, nil
 }
 
-// ChunkData answers a chunk opened before from those kept; its data must
-// not be changed.
 func (q sealedQueries) ChunkData(ctx context.Context, arg projectionsdb.ChunkDataParams) (projectionsdb.ChunkDataRow, error) {
-	if row, ok := q.opened.get(arg); ok {
-		return row, nil
-	}
 	row, err := q.Querier.ChunkData(ctx, arg)
 	if err == nil {
-		if row.Data, err = q.open(tagChunkData, row.Data); err == nil {
-			q.opened.put(arg, row)
-		}
+		row.Data, err = q.open(tagChunkData, row.Data)
 	}
 	return row, err
 }
@@ -224,22 +185,7 @@ func (q sealedQueries) ChunkData(ctx context.Context, arg projectionsdb.ChunkDat
 func (q sealedQueries) ChunkDataIfCandidate(ctx context.Context, arg projectionsdb.ChunkDataIfCandidateParams) (projectionsdb.ChunkDataIfCandidateRow, error) {
 	row, err := q.Querier.ChunkDataIfCandidate(ctx, arg)
 	if err == nil {
-		if row.Data, err = q.open(tagChunkData, row.Data); err == nil {
-			q.opened.put(projectionsdb.ChunkDataParams{TaskID: arg.TaskID, Agent: arg.Agent, ChunkNo: arg.ChunkNo},
-				projectionsdb.ChunkDataRow(row))
-		}
+		row.Data, err = q.open(tagChunkData, row.Data)
 	}
 	return row, err
-}
-
-// ChunkText opens the whole chunk and cuts the text out in Go: SQL cannot
-// cut a sealed chunk. start is 1-based, as SQL's substr.
-func (q sealedQueries) ChunkText(ctx context.Context, arg projectionsdb.ChunkTextParams) ([]byte, error) {
-	row, err := q.ChunkData(ctx, projectionsdb.ChunkDataParams{TaskID: arg.TaskID, Agent: arg.Agent, ChunkNo: arg.ChunkNo})
-	if err != nil {
-		return nil, err
-	}
-	from := min(max(arg.Start-1, 0), int64(len(row.Data)))
-	to := min(from+max(arg.NBytes, 0), int64(len(row.Data)))
-	return bytes.Clone(row.Data[from:to]), nil
 }

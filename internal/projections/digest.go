@@ -25,9 +25,10 @@ type TableDigest struct {
 
 // Digest fingerprints every projection table of store with its row count
 // and a SHA-256 over the rows in key order. Two databases built from the
-// same log have equal digests, encrypted at rest or not: sealed texts are
-// opened, and a chunk's Bloom filter, keyed when sealed, is taken as the
-// plain filter of its text.
+// same log have equal digests, encrypted at rest or not, compressed or
+// not: sealed texts are opened, compressed ones decompressed, and a
+// chunk's Bloom filter, keyed when sealed, is taken as the plain filter of
+// its text.
 func Digest(ctx context.Context, store *eventlog.Store) ([]TableDigest, error) {
 	return digest(ctx, sourceOf(store))
 }
@@ -154,6 +155,10 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 	ptrs := make([]any, len(cols))
 	sealed := make([]string, len(cols)) // the tag of a sealed column
 	bloomCol := slices.Index(cols, "bloom")
+	packedCol := -1 // compressed: hashed decompressed, as a plain database holds it
+	if t.name+".data" == tagChunkData {
+		packedCol = slices.Index(cols, "data")
+	}
 	for i := range vals {
 		ptrs[i] = &vals[i]
 		if tag := t.name + "." + cols[i]; db.s != nil {
@@ -178,18 +183,23 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
 			}
-			if sealed[i] == "" || vals[i] == nil {
+			if vals[i] == nil || (sealed[i] == "" && i != packedCol) {
 				continue
 			}
-			var plain []byte
+			plain := []byte(vals[i].(string))
 			var err error
-			if sealedColumns[sealed[i]] {
+			if sealed[i] != "" && sealedColumns[sealed[i]] {
 				plain, err = db.s.OpenString(sealed[i], vals[i].(string))
-			} else {
-				plain, err = db.s.Open(sealed[i], []byte(vals[i].(string)))
+			} else if sealed[i] != "" {
+				plain, err = db.s.Open(sealed[i], plain)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", sealed[i], err)
+			}
+			if i == packedCol {
+				if plain, err = unpackChunk(plain); err != nil {
+					return err
+				}
 			}
 			vals[i] = string(plain)
 			if sealed[i] == tagChunkData && bloomCol >= 0 {

@@ -14,12 +14,12 @@ import (
 var dialects = map[eventlog.Engine]func(db projectionsdb.DBTX) projectionsdb.Querier{}
 
 // queriesOf returns the projections' queries over db in its engine's
-// dialect.
-// On a database encrypted at rest they seal and open its texts.
+// dialect. They compress chunk data, then, on a database encrypted at
+// rest, seal and open its texts.
 func queriesOf(db projectionsdb.DBTX) projectionsdb.Querier {
 	q := dialects[eventlog.EngineOf(db)](db)
 	if s := eventlog.SealerOf(db); s != nil {
-		return newSealedQueries(q, s)
+		q = sealedQueries{Querier: q, s: s}
 	}
-	return q
+	return newPackedQueries(q)
 }
