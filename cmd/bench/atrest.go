@@ -30,9 +30,13 @@ import (
 // folder can be opened afterwards (MEMORYD_ENCRYPTION_KEY=benchKey).
 const benchKey = "6d656d6f7279642062656e63686d61726b206b65792c20617420726573742031"
 
-// eventsDataTag is where memoryd seals an event's payload
-// (internal/eventlog's tag for events.data), which buildCeiling reads.
-const eventsDataTag = "events.data"
+// eventsDataTag and eventsPackedTag are where memoryd seals an event's
+// payload and its compressed copy (internal/eventlog's tags for
+// events.data and events.packed), which buildCeiling reads.
+const (
+	eventsDataTag   = "events.data"
+	eventsPackedTag = "events.packed"
+)
 
 // benchSealer is the sealer of benchKey.
 func benchSealer() *atrest.Sealer {

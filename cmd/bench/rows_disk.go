@@ -47,14 +47,34 @@ type diskColumn struct {
 	bytes, stored int64
 }
 
-// diskColumns are the big columns whose bytes the rows report.
-var diskColumns = []struct {
+// diskTable names big columns of a table.
+type diskTable struct {
 	table   string
 	columns []string
-}{
-	{"events", []string{"data"}},
+}
+
+// diskColumns are the big columns whose bytes the rows report.
+var diskColumns = []diskTable{
+	{"events", []string{"data", "packed"}}, // packed: since migration 00014
 	{"history_entries", []string{"breaks", "calls"}},
 	{"history_chunks", []string{"data", "bloom", "entries"}},
+}
+
+// presentColumns are the diskColumns db has: a database made by an older
+// memoryd lacks some.
+func presentColumns(ctx context.Context, db *sql.DB) []diskTable {
+	var out []diskTable
+	for _, t := range diskColumns {
+		var cols []string
+		for _, c := range t.columns {
+			if rows, err := db.QueryContext(ctx, "SELECT "+c+" FROM "+t.table+" LIMIT 0"); err == nil {
+				rows.Close()
+				cols = append(cols, c)
+			}
+		}
+		out = append(out, diskTable{t.table, cols})
+	}
+	return out
 }
 
 // sumKind is the bytes of the parts of one kind.
@@ -131,7 +151,7 @@ func sqliteUsage(ctx context.Context, path string) (*diskUsage, error) {
 	// page past 1 GiB, pointer maps), and the file past its last page.
 	rest := u.total - inPages - free*pageSize - wal
 	u.parts = append(u.parts, diskPart{name: "(rest of the file)", kind: "rest", bytes: rest, payload: -1})
-	for _, t := range diskColumns {
+	for _, t := range presentColumns(ctx, db) {
 		exprs := make([]string, len(t.columns))
 		for i, c := range t.columns {
 			exprs[i] = "coalesce(sum(length(CAST(" + c + " AS BLOB))), 0)"
@@ -220,7 +240,7 @@ func postgresUsage(ctx context.Context, dsn string) (*diskUsage, error) {
 		tables += p.bytes
 	}
 	u.parts = append(u.parts, diskPart{name: "(system catalogs and the rest)", kind: "rest", bytes: u.total - tables, payload: -1})
-	for _, t := range diskColumns {
+	for _, t := range presentColumns(ctx, db) {
 		var exprs []string
 		for _, c := range t.columns {
 			exprs = append(exprs, "coalesce(sum(octet_length("+c+")), 0)", "coalesce(sum(pg_column_size("+c+")), 0)")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/memoryd/memoryd/internal/events"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/sessiongen"
+	"github.com/memoryd/memoryd/internal/zpack"
 )
 
 // buildCeiling copies the rendered text of every history entry out of
@@ -46,7 +48,7 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	// The texts memoryd searches are its raw entries rendered by
 	// history.Render, as memoryd renders them: the entries of the events
 	// that record them.
-	rows, err := src.QueryContext(ctx, "SELECT data FROM events WHERE type = 'history.entry_recorded'")
+	rows, err := src.QueryContext(ctx, "SELECT * FROM events WHERE type = 'history.entry_recorded'")
 	if err != nil {
 		dst.Close()
 		return fmt.Errorf("read the rendered history texts from memoryd's database: %w", err)
@@ -62,13 +64,28 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	if b.atRest { // the events are sealed: open them as memoryd does
 		sealer = benchSealer()
 	}
+	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		dst.Close()
+		return err
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	dataCol, packedCol := slices.Index(cols, "data"), slices.Index(cols, "packed") // packed: since migration 00014
 	for rows.Next() {
-		var data sql.RawBytes
-		if err = rows.Scan(&data); err != nil {
+		if err = rows.Scan(ptrs...); err != nil {
 			break
 		}
+		var packed []byte
+		if packedCol >= 0 {
+			packed = vals[packedCol]
+		}
 		var raw []byte
-		if raw, err = recordedEntry(sealer, data); err != nil {
+		if raw, err = recordedEntry(sealer, vals[dataCol], packed); err != nil {
 			break
 		}
 		r := history.Render(raw)
@@ -151,15 +168,25 @@ func (b *bench) buildCeiling(ctx context.Context, histDB string) error {
 	return nil
 }
 
-// recordedEntry returns the entry of a history.entry_recorded event's
-// stored payload, opened with sealer on an encrypted database.
-func recordedEntry(sealer *atrest.Sealer, data []byte) ([]byte, error) {
-	if sealer != nil {
-		plain, err := sealer.OpenJSON(eventsDataTag, data)
-		if err != nil {
+// recordedEntry returns the entry of a history.entry_recorded event from
+// its stored data and packed columns, opened with sealer on an encrypted
+// database, as internal/eventlog's queries return it.
+func recordedEntry(sealer *atrest.Sealer, data, packed []byte) ([]byte, error) {
+	var err error
+	switch {
+	case len(packed) > 0 && sealer != nil:
+		if packed, err = sealer.Open(eventsPackedTag, packed); err != nil {
 			return nil, fmt.Errorf("a sealed history event: %w", err)
 		}
-		data = plain
+		fallthrough
+	case len(packed) > 0:
+		if data, err = zpack.Unpack(packed); err != nil {
+			return nil, fmt.Errorf("a history event: %w", err)
+		}
+	case sealer != nil:
+		if data, err = sealer.OpenJSON(eventsDataTag, data); err != nil {
+			return nil, fmt.Errorf("a sealed history event: %w", err)
+		}
 	}
 	var p events.HistoryEntryRecorded
 	if err := json.Unmarshal(data, &p); err != nil {

@@ -29,8 +29,12 @@ var (
 	ErrNotEncrypted = errors.New("the database holds events stored without encryption, and is not encrypted after the fact")
 )
 
-// eventsTag is where an event's payload is sealed (atrest.Sealer's tag).
-const eventsTag = "events.data"
+// eventsTag is where an event's payload is sealed (atrest.Sealer's tag),
+// packedTag where its compressed copy is.
+const (
+	eventsTag = "events.data"
+	packedTag = "events.packed"
+)
 
 // openAtRest returns the sealer the database's events are sealed with, or
 // nil when it is not encrypted at rest. With opts.Encrypt a new database
@@ -109,6 +113,9 @@ func (q sealedQueries) InsertEvent(ctx context.Context, arg eventsdb.InsertEvent
 		return fmt.Errorf("%w: %v", events.ErrInvalidEvent, err)
 	}
 	arg.Data = string(sealed)
+	if len(arg.Packed) > 0 {
+		arg.Packed = q.s.Seal(packedTag, arg.Packed)
+	}
 	return q.Querier.InsertEvent(ctx, arg)
 }
 
@@ -123,6 +130,11 @@ func (q sealedQueries) open(rows []eventsdb.Event, err error) ([]eventsdb.Event,
 			return nil, fmt.Errorf("event at %d: %w", rows[i].Position, err)
 		}
 		rows[i].Data = string(plain)
+		if len(rows[i].Packed) > 0 {
+			if rows[i].Packed, err = q.s.Open(packedTag, rows[i].Packed); err != nil {
+				return nil, fmt.Errorf("event at %d: %w", rows[i].Position, err)
+			}
+		}
 	}
 	return rows, nil
 }
@@ -139,14 +151,22 @@ func (q sealedQueries) EventAt(ctx context.Context, position int64) (eventsdb.Ev
 	return rows[0], nil
 }
 
-// StoredData returns an event's payload from what events.data holds on
-// db's store, opened as the log's queries open it: for SQL of other
-// packages that joins the events (projections' Digest).
-func StoredData(db DBTX, data string) ([]byte, error) {
+// StoredData returns an event's payload from what its columns data and
+// packed hold on db's store, opened and decompressed as the log's queries
+// return it: for SQL of other packages that joins the events (projections'
+// Digest).
+func StoredData(db DBTX, data string, packed []byte) ([]byte, error) {
+	row := []eventsdb.Event{{Data: data, Packed: packed}}
+	var err error
 	if s := SealerOf(db); s != nil {
-		return s.OpenJSON(eventsTag, []byte(data))
+		if row, err = (sealedQueries{s: s}).open(row, nil); err != nil {
+			return nil, err
+		}
 	}
-	return []byte(data), nil
+	if row, err = unpackEvents(row, nil); err != nil {
+		return nil, err
+	}
+	return []byte(row[0].Data), nil
 }
 
 func (q sealedQueries) EventsAfter(ctx context.Context, arg eventsdb.EventsAfterParams) ([]eventsdb.Event, error) {

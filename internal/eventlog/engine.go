@@ -152,12 +152,13 @@ func EngineOf(db DBTX) Engine {
 	return defaultEngine
 }
 
-// queriesOf returns the log's queries on db in db's dialect.
-// On a database encrypted at rest they seal and open the events' payloads.
+// queriesOf returns the log's queries on db in db's dialect. They
+// compress the history entries' payloads, then, on a database encrypted
+// at rest, seal and open the events' payloads.
 func queriesOf(db DBTX) eventsdb.Querier {
 	q := engines[EngineOf(db)].queries(db)
 	if s := SealerOf(db); s != nil {
-		return sealedQueries{q, s}
+		q = sealedQueries{q, s}
 	}
-	return q
+	return packedQueries{q}
 }

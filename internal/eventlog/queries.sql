@@ -5,8 +5,8 @@ SELECT CAST(coalesce(max(position), 0) AS INTEGER) FROM events;
 SELECT CAST(coalesce(max(stream_version), 0) AS INTEGER) FROM events WHERE stream = ?;
 
 -- name: InsertEvent :exec
-INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: EventsAfter :many
 SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events);
@@ -98,7 +98,7 @@ FROM (SELECT 1) LEFT JOIN (SELECT position, stream_version FROM events WHERE str
 -- FAIL: a failure ends the statement without undoing its rows (the
 -- erasure's transaction is rolled back whole), so SQLite keeps no
 -- statement journal, a copy of every page a task's events fill.
-UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = '', packed = x''
 WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
 
 -- name: TaskEventCounts :one

@@ -9,8 +9,8 @@ SELECT coalesce(max(position), 0)::bigint FROM events;
 SELECT coalesce(max(stream_version), 0)::bigint FROM events WHERE stream = $1;
 
 -- name: InsertEvent :exec
-INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: EventsAfter :many
 SELECT * FROM events WHERE position > sqlc.arg(after) AND position <= sqlc.arg(until) ORDER BY position LIMIT sqlc.arg(max_events)::bigint;
@@ -93,7 +93,7 @@ FROM (SELECT 1) AS one LEFT JOIN (SELECT position, stream_version FROM events WH
 -- name: EraseTaskEvents :execrows
 -- Every event of a task that is not a tombstone yet becomes one (see the
 -- SQLite query).
-UPDATE events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = ''
+UPDATE events SET type = 'event.erased', schema = 1, data = sqlc.arg(tombstone), request_id = '', packed = ''::bytea
 WHERE task_id = sqlc.arg(task_id) AND type <> 'event.erased';
 
 -- name: TaskEventCounts :one

@@ -48,7 +48,10 @@ func TestPostgresEventQueries(t *testing.T) {
 		task := stream[:2]
 		ev := eventsdb.InsertEventParams{Position: p, ID: "e" + string(rune('A'+p)), Stream: stream, StreamVersion: version[stream], TaskID: task,
 			Type: types[p%int64(len(types))], Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", RequestID: "r",
-			Data: fmt.Sprintf(`{"task_id":%q,"agent":"/root","path":"%s.md","text":"%s"}`, task, []string{"a", "é"}[p%2], texts[p%int64(len(texts))])}
+			Data: fmt.Sprintf(`{"task_id":%q,"agent":"/root","path":"%s.md","text":"%s"}`, task, []string{"a", "é"}[p%2], texts[p%int64(len(texts))]), Packed: []byte{}}
+		if p%7 == 0 { // as a compressed entry's: bytes no text could be
+			ev.Packed = []byte("\x28\xb5\x2f\xfd\x00packed")
+		}
 		if err := lq.InsertEvent(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +69,7 @@ func TestPostgresEventQueries(t *testing.T) {
 		p := int64(41 + i)
 		ev := eventsdb.InsertEventParams{Position: p, ID: fmt.Sprintf("n%d", i), Stream: "t3/root", StreamVersion: int64(i + 1), TaskID: "t3",
 			Type: n.typ, Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", RequestID: "r",
-			Data: fmt.Sprintf(`{"task_id":"t3","agent":"/root","path":%q,"text":"%s"}`, n.path, n.text)}
+			Data: fmt.Sprintf(`{"task_id":"t3","agent":"/root","path":%q,"text":"%s"}`, n.path, n.text), Packed: []byte{}}
 		if err := lq.InsertEvent(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -74,10 +77,17 @@ func TestPostgresEventQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An empty packed scans as nil from SQLite and as empty from PostgreSQL.
+	event := func(e eventspg.Event) eventsdb.Event {
+		if len(e.Packed) == 0 {
+			e.Packed = nil
+		}
+		return eventsdb.Event(e)
+	}
 	events := func(pg []eventspg.Event) []eventsdb.Event {
 		out := make([]eventsdb.Event, len(pg))
 		for i, e := range pg {
-			out[i] = eventsdb.Event(e)
+			out[i] = event(e)
 		}
 		return out
 	}
@@ -101,10 +111,10 @@ func TestPostgresEventQueries(t *testing.T) {
 
 	check("LastPosition", one(lq.LastPosition(ctx)), one(pq.LastPosition(ctx)))
 	check("CountEvents", one(lq.CountEvents(ctx)), one(pq.CountEvents(ctx)))
-	{
-		l, lerr := lq.EventAt(ctx, 5)
-		p, perr := pq.EventAt(ctx, 5)
-		check("EventAt", result{l, lerr}, result{eventsdb.Event(p), perr})
+	for _, pos := range []int64{5, 7} { // 7: packed
+		l, lerr := lq.EventAt(ctx, pos)
+		p, perr := pq.EventAt(ctx, pos)
+		check("EventAt", result{l, lerr}, result{event(p), perr})
 	}
 	for _, s := range []string{"t1/root/Émile", "none"} {
 		check("StreamVersion", one(lq.StreamVersion(ctx, s)), one(pq.StreamVersion(ctx, s)))
@@ -246,7 +256,7 @@ func TestPostgresEventQueries(t *testing.T) {
 		InsertEvent(context.Context, eventsdb.InsertEventParams) error
 	}{lq, pgInsert{pq}} {
 		if err := db.InsertEvent(ctx, eventsdb.InsertEventParams{Position: 60, ID: "erasure", Stream: "t1/root", StreamVersion: 99, TaskID: "t1",
-			Type: "task.erased", Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", Data: `{"task_id":"t1","events":10}`}); err != nil {
+			Type: "task.erased", Schema: 1, RecordedAt: "2025-01-01T00:00:00Z", Data: `{"task_id":"t1","events":10}`, Packed: []byte{}}); err != nil {
 			t.Fatal(err)
 		}
 	}

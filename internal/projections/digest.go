@@ -134,9 +134,9 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 	from := t.name
 	if t.entryLast { // each row and the payload of its event, last
 		if what != "*" {
-			what += ", entry_event"
+			what += ", entry_data, entry_packed"
 		}
-		from = "(SELECT h.*, e.data AS entry_event FROM " + t.name + " h LEFT JOIN events e ON e.position = h.position) AS " + t.name
+		from = "(SELECT h.*, e.data AS entry_data, e.packed AS entry_packed FROM " + t.name + " h LEFT JOIN events e ON e.position = h.position) AS " + t.name
 	}
 	query := "SELECT " + what + " FROM " + from
 	if t.where != "" {
@@ -171,14 +171,6 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 		if err := rows.Scan(ptrs...); err != nil {
 			return err
 		}
-		if t.entryLast {
-			n := len(vals) - 1
-			entry, err := eventEntry(db.db, vals[n])
-			if err != nil {
-				return err
-			}
-			vals[n] = entry
-		}
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
@@ -206,7 +198,16 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 				vals[bloomCol] = string(trigramBloom(trigramBit, plain))
 			}
 		}
-		if err := fn(vals); err != nil {
+		row := vals
+		if t.entryLast {
+			n := len(vals) - 2
+			entry, err := eventEntry(db.db, vals[n], vals[n+1])
+			if err != nil {
+				return err
+			}
+			row = append(vals[:n:n], entry)
+		}
+		if err := fn(row); err != nil {
 			return err
 		}
 	}
@@ -215,7 +216,7 @@ func scanRows(ctx context.Context, db source, t table, fn func([]any) error) err
 
 // eventEntry returns the entry of a history.entry_recorded event's stored
 // payload, as a string ("" for none).
-func eventEntry(db eventlog.DBTX, stored any) (string, error) {
+func eventEntry(db eventlog.DBTX, stored, packed any) (string, error) {
 	var data string
 	switch v := stored.(type) {
 	case nil:
@@ -225,7 +226,14 @@ func eventEntry(db eventlog.DBTX, stored any) (string, error) {
 	case string:
 		data = v
 	}
-	plain, err := eventlog.StoredData(db, data)
+	var pk []byte
+	switch v := packed.(type) {
+	case []byte:
+		pk = v
+	case string:
+		pk = []byte(v)
+	}
+	plain, err := eventlog.StoredData(db, data, pk)
 	if err != nil {
 		return "", fmt.Errorf("the event of a history entry: %w", err)
 	}

@@ -128,15 +128,16 @@ func TestPostgresQuerier(t *testing.T) {
 	ctx := context.Background()
 	pg := pgTestDB{testPostgresDB(t)}
 	lite := sqliteDB(t)
-	pq, ok := queriesOf(pg).(pgQueries)
+	// The queries under packedQueries: the SQL of each engine as it is.
+	pq, ok := queriesOf(pg).(packedQueries).Querier.(pgQueries)
 	if !ok {
-		t.Fatalf("queriesOf(a PostgreSQL DBTX) is %T, want pgQueries", queriesOf(pg))
+		t.Fatalf("queriesOf(a PostgreSQL DBTX) is %T, want pgQueries under packedQueries", queriesOf(pg))
 	}
-	lq := queriesOf(lite)
+	lq := queriesOf(lite).(packedQueries).Querier
 	if _, ok := lq.(*projectionsdb.Queries); !ok {
 		t.Fatalf("queriesOf(SQLite's *sql.DB) is %T, want *projectionsdb.Queries", lq)
 	}
-	if q, ok := queriesOf(pg.DB).(pgQueries); !ok {
+	if q, ok := queriesOf(pg.DB).(packedQueries).Querier.(pgQueries); !ok {
 		t.Fatalf("queriesOf(PostgreSQL's *sql.DB) is %T, want pgQueries", q)
 	}
 
@@ -158,6 +159,7 @@ func TestPostgresQuerier(t *testing.T) {
 		{Position: 9, ID: "e9", Stream: "t1/root", StreamVersion: 6, TaskID: "t1", Type: "history.branch_changed", Schema: 1, RecordedAt: "2025-01-01T00:00:09Z", Data: `{"task_id":"t1","agent":"/root","revision":3,"keep":1,"append":["h\u00e9"],"length":2}`},
 	}
 	for _, ev := range evs {
+		ev.Packed = []byte{}
 		if err := eventsdb.New(lite).InsertEvent(ctx, ev); err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,7 @@ type Event struct {
 	RecordedAt    string
 	Data          string
 	RequestID     string
+	Packed        []byte
 }
 
 type HistoryBranch struct {

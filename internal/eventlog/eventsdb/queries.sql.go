@@ -48,7 +48,7 @@ func (q *Queries) CountEvents(ctx context.Context) (int64, error) {
 }
 
 const eraseTaskEvents = `-- name: EraseTaskEvents :execrows
-UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = ?1, request_id = ''
+UPDATE OR FAIL events SET type = 'event.erased', schema = 1, data = ?1, request_id = '', packed = x''
 WHERE task_id = ?2 AND type <> 'event.erased'
 `
 
@@ -73,7 +73,7 @@ func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams
 }
 
 const eventAt = `-- name: EventAt :one
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position = ?
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE position = ?
 `
 
 // The event at a position (an entry's raw JSON, by its projection row).
@@ -91,12 +91,13 @@ func (q *Queries) EventAt(ctx context.Context, position int64) (Event, error) {
 		&i.RecordedAt,
 		&i.Data,
 		&i.RequestID,
+		&i.Packed,
 	)
 	return i, err
 }
 
 const eventsAfter = `-- name: EventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position > ?1 AND position <= ?2 ORDER BY position LIMIT ?3
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE position > ?1 AND position <= ?2 ORDER BY position LIMIT ?3
 `
 
 type EventsAfterParams struct {
@@ -125,6 +126,7 @@ func (q *Queries) EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Eve
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -140,8 +142,8 @@ func (q *Queries) EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Eve
 }
 
 const insertEvent = `-- name: InsertEvent :exec
-INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertEventParams struct {
@@ -155,6 +157,7 @@ type InsertEventParams struct {
 	RecordedAt    string
 	Data          string
 	RequestID     string
+	Packed        []byte
 }
 
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error {
@@ -169,6 +172,7 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error 
 		arg.RecordedAt,
 		arg.Data,
 		arg.RequestID,
+		arg.Packed,
 	)
 	return err
 }
@@ -203,7 +207,7 @@ func (q *Queries) MarkAtRest(ctx context.Context, arg MarkAtRestParams) error {
 }
 
 const noteEventsAfter = `-- name: NoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 AND json_extract(data, '$.path') = CAST(?4 AS TEXT) ORDER BY stream_version LIMIT ?5
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 AND json_extract(data, '$.path') = CAST(?4 AS TEXT) ORDER BY stream_version LIMIT ?5
 `
 
 type NoteEventsAfterParams struct {
@@ -245,6 +249,7 @@ func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -306,7 +311,7 @@ func (q *Queries) StreamBranchChangeFrom(ctx context.Context, arg StreamBranchCh
 }
 
 const streamCallsBefore = `-- name: StreamCallsBefore :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type = 'audit.tool_called' AND position < ?2 ORDER BY position DESC LIMIT ?3
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = ?1 AND type = 'audit.tool_called' AND position < ?2 ORDER BY position DESC LIMIT ?3
 `
 
 type StreamCallsBeforeParams struct {
@@ -338,6 +343,7 @@ func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforePa
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -353,7 +359,7 @@ func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforePa
 }
 
 const streamEventsAfter = `-- name: StreamEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = ?1 AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
 `
 
 type StreamEventsAfterParams struct {
@@ -390,6 +396,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -405,7 +412,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 }
 
 const streamLifecycleEventsAfter = `-- name: StreamLifecycleEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = ?1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
 `
 
 type StreamLifecycleEventsAfterParams struct {
@@ -444,6 +451,7 @@ func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLife
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -524,7 +532,7 @@ func (q *Queries) StreamNoteSizes(ctx context.Context, arg StreamNoteSizesParams
 }
 
 const streamNotesAfter = `-- name: StreamNotesAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = ?1 AND type IN ('note.written', 'note.appended') AND position > ?2 AND position <= ?3 ORDER BY stream_version LIMIT ?4
 `
 
 type StreamNotesAfterParams struct {
@@ -562,6 +570,7 @@ func (q *Queries) StreamNotesAfter(ctx context.Context, arg StreamNotesAfterPara
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -588,7 +597,7 @@ func (q *Queries) StreamVersion(ctx context.Context, stream string) (int64, erro
 }
 
 const taskErasures = `-- name: TaskErasures :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type = 'task.erased' ORDER BY position
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = ?1 AND type = 'task.erased' ORDER BY position
 `
 
 // A task's task.erased events, in position order.
@@ -612,6 +621,7 @@ func (q *Queries) TaskErasures(ctx context.Context, taskID string) ([]Event, err
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -656,7 +666,7 @@ func (q *Queries) TaskEventCounts(ctx context.Context, arg TaskEventCountsParams
 }
 
 const taskEventsAfter = `-- name: TaskEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = ?1 AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
 `
 
 type TaskEventsAfterParams struct {
@@ -691,6 +701,7 @@ func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -706,7 +717,7 @@ func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams
 }
 
 const taskEventsWithoutNotesAfter = `-- name: TaskEventsWithoutNotesAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = ?1 AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = ?1 AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > ?2 AND position <= ?3 ORDER BY position LIMIT ?4
 `
 
 type TaskEventsWithoutNotesAfterParams struct {
@@ -744,6 +755,7 @@ func (q *Queries) TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEvent
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func (q *Queries) CountEvents(ctx context.Context) (int64, error) {
 }
 
 const eraseTaskEvents = `-- name: EraseTaskEvents :execrows
-UPDATE events SET type = 'event.erased', schema = 1, data = $1, request_id = ''
+UPDATE events SET type = 'event.erased', schema = 1, data = $1, request_id = '', packed = ''::bytea
 WHERE task_id = $2 AND type <> 'event.erased'
 `
 
@@ -68,7 +68,7 @@ func (q *Queries) EraseTaskEvents(ctx context.Context, arg EraseTaskEventsParams
 }
 
 const eventAt = `-- name: EventAt :one
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position = $1
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE position = $1
 `
 
 // The event at a position (an entry's raw JSON, by its projection row).
@@ -86,12 +86,13 @@ func (q *Queries) EventAt(ctx context.Context, position int64) (Event, error) {
 		&i.RecordedAt,
 		&i.Data,
 		&i.RequestID,
+		&i.Packed,
 	)
 	return i, err
 }
 
 const eventsAfter = `-- name: EventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3::bigint
 `
 
 type EventsAfterParams struct {
@@ -120,6 +121,7 @@ func (q *Queries) EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Eve
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -135,8 +137,8 @@ func (q *Queries) EventsAfter(ctx context.Context, arg EventsAfterParams) ([]Eve
 }
 
 const insertEvent = `-- name: InsertEvent :exec
-INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO events (position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 `
 
 type InsertEventParams struct {
@@ -150,6 +152,7 @@ type InsertEventParams struct {
 	RecordedAt    string
 	Data          string
 	RequestID     string
+	Packed        []byte
 }
 
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error {
@@ -164,6 +167,7 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error 
 		arg.RecordedAt,
 		arg.Data,
 		arg.RequestID,
+		arg.Packed,
 	)
 	return err
 }
@@ -200,7 +204,7 @@ func (q *Queries) MarkAtRest(ctx context.Context, arg MarkAtRestParams) error {
 }
 
 const noteEventsAfter = `-- name: NoteEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3
   AND ((CASE WHEN strpos(data, '\u0000') = 0 THEN data ELSE regexp_replace(data, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g') END)::json ->> 'path') = $4::text
 ORDER BY stream_version LIMIT $5::bigint
 `
@@ -244,6 +248,7 @@ func (q *Queries) NoteEventsAfter(ctx context.Context, arg NoteEventsAfterParams
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -304,7 +309,7 @@ func (q *Queries) StreamBranchChangeFrom(ctx context.Context, arg StreamBranchCh
 }
 
 const streamCallsBefore = `-- name: StreamCallsBefore :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type = 'audit.tool_called' AND position < $2 ORDER BY position DESC LIMIT $3::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = $1 AND type = 'audit.tool_called' AND position < $2 ORDER BY position DESC LIMIT $3::bigint
 `
 
 type StreamCallsBeforeParams struct {
@@ -335,6 +340,7 @@ func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforePa
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -350,7 +356,7 @@ func (q *Queries) StreamCallsBefore(ctx context.Context, arg StreamCallsBeforePa
 }
 
 const streamEventsAfter = `-- name: StreamEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = $1 AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
 `
 
 type StreamEventsAfterParams struct {
@@ -387,6 +393,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -402,7 +409,7 @@ func (q *Queries) StreamEventsAfter(ctx context.Context, arg StreamEventsAfterPa
 }
 
 const streamLifecycleEventsAfter = `-- name: StreamLifecycleEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = $1 AND type NOT IN ('note.written', 'note.appended', 'history.entry_recorded', 'history.branch_changed', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
 `
 
 type StreamLifecycleEventsAfterParams struct {
@@ -439,6 +446,7 @@ func (q *Queries) StreamLifecycleEventsAfter(ctx context.Context, arg StreamLife
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -521,7 +529,7 @@ func (q *Queries) StreamNoteSizes(ctx context.Context, arg StreamNoteSizesParams
 }
 
 const streamNotesAfter = `-- name: StreamNotesAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE stream = $1 AND type IN ('note.written', 'note.appended') AND position > $2 AND position <= $3 ORDER BY stream_version LIMIT $4::bigint
 `
 
 type StreamNotesAfterParams struct {
@@ -557,6 +565,7 @@ func (q *Queries) StreamNotesAfter(ctx context.Context, arg StreamNotesAfterPara
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -583,7 +592,7 @@ func (q *Queries) StreamVersion(ctx context.Context, stream string) (int64, erro
 }
 
 const taskErasures = `-- name: TaskErasures :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND type = 'task.erased' ORDER BY position
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = $1 AND type = 'task.erased' ORDER BY position
 `
 
 // A task's task.erased events, in position order.
@@ -607,6 +616,7 @@ func (q *Queries) TaskErasures(ctx context.Context, taskID string) ([]Event, err
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -650,7 +660,7 @@ func (q *Queries) TaskEventCounts(ctx context.Context, arg TaskEventCountsParams
 }
 
 const taskEventsAfter = `-- name: TaskEventsAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = $1 AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
 `
 
 type TaskEventsAfterParams struct {
@@ -685,6 +695,7 @@ func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
@@ -700,7 +711,7 @@ func (q *Queries) TaskEventsAfter(ctx context.Context, arg TaskEventsAfterParams
 }
 
 const taskEventsWithoutNotesAfter = `-- name: TaskEventsWithoutNotesAfter :many
-SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id FROM events WHERE task_id = $1 AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
+SELECT position, id, stream, stream_version, task_id, type, schema, recorded_at, data, request_id, packed FROM events WHERE task_id = $1 AND type NOT IN ('note.written', 'note.appended', 'audit.tool_called') AND position > $2 AND position <= $3 ORDER BY position LIMIT $4::bigint
 `
 
 type TaskEventsWithoutNotesAfterParams struct {
@@ -736,6 +747,7 @@ func (q *Queries) TaskEventsWithoutNotesAfter(ctx context.Context, arg TaskEvent
 			&i.RecordedAt,
 			&i.Data,
 			&i.RequestID,
+			&i.Packed,
 		); err != nil {
 			return nil, err
 		}
