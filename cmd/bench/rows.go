@@ -45,12 +45,12 @@ var allRows = []*row{
 		name: "append16",
 		help: "durable note appends/s over HTTP, 16 clients, vs the durable\n" +
 			"reference: the same requests to a net/http server that only\n" +
-			"stores each as a raw row with group commit   (target ≥ 0.9×);\n" +
+			"stores each as a raw row with group commit   (target ≥ 0.7×);\n" +
 			"also raw SQLite inserting 1000 rows per FULL transaction and\n" +
 			"a bare net/http handler, for information",
 		needs:   []*fixture{fxAppendWarm, fxBareAppend, fxDurable},
 		measure: (*bench).measureAppend16, notes: (*bench).append16Notes,
-		rate: true, fig: rate("appends/s"), ceil: rate("req/s"), target: 0.9, atLeast: true, targetText: "≥ 0.9×",
+		rate: true, fig: rate("appends/s"), ceil: rate("req/s"), target: 0.7, atLeast: true, targetText: "≥ 0.7×",
 	},
 	{
 		name: "append1",
@@ -166,10 +166,11 @@ var allRows = []*row{
 		name: "append1-http",
 		help: "one client's append p50 latency, vs the p50 of a bare\n" +
 			"net/http handler answering the same requests with the same\n" +
-			"bytes: what a call costs above an HTTP round trip (≤ 2×)",
+			"bytes plus the p50 of one raw single-insert FULL transaction:\n" +
+			"what a call costs above a round trip and a commit (≤ 1.5×)",
 		needs:   []*fixture{fxAppendWarm, fxBareAppend},
 		measure: (*bench).measureAppend1HTTP, notes: (*bench).append1HTTPNotes,
-		fig: ms, ceil: ms, target: 2, targetText: "≤ 2×",
+		fig: ms, ceil: ms, target: 1.5, targetText: "≤ 1.5×",
 	},
 	{
 		name: "read1-http",

@@ -79,8 +79,8 @@ func (b *bench) firstSearchNotes() string {
 	return fmt.Sprintf("A memoryd started on the history database (as after a restart), its log at info; once its log says the background load of "+
 		"the history chunk filters has ended, one `history_search_contents` `{\"query\":%q,\"limit\":20}` over HTTP, timed by the client: "+
 		"the figure. Ceiling: the next, identical search on the same server. Ratio = figure / ceiling: the first search of a started "+
-		"memoryd should cost what later ones do, give or take what any first query of a new process costs (its reader connection "+
-		"prepares its statements, SQLite's page cache is empty), hence ≤ 2× rather than 1×. Beside it, a search sent by a fresh server's first client as soon as /healthz answers "+
+		"memoryd should cost what later ones do, give or take what any first query of a new process costs (memoryd warms each reader "+
+		"connection with a search that reads no chunk before it logs the load's end, but the needle's pages are not in SQLite's cache yet), hence ≤ 2× rather than 1×. Beside it, a search sent by a fresh server's first client as soon as /healthz answers "+
 		"(it races the load: what it needs and the load has not read yet, it reads itself), and when the load ended, from the start "+
 		"(its own duration_ms, logged). Each repetition starts both servers and stops them.", b.rare)
 }

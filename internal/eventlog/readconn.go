@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"sync"
 )
 
@@ -57,22 +58,9 @@ func (p *readConns) tryGet(ctx context.Context) (c *keptConn, retry bool, err er
 		return c, false, nil
 	default:
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, false, errClosed
+	if c, ok, err := p.open(ctx); ok || err != nil {
+		return c, false, err
 	}
-	if p.opened < p.max {
-		p.opened++
-		p.mu.Unlock()
-		conn, err := p.db.Conn(ctx)
-		if err != nil {
-			p.release()
-			return nil, false, classify(err)
-		}
-		return newKeptConn(conn), false, nil
-	}
-	p.mu.Unlock()
 	select {
 	case c := <-p.idle:
 		return c, false, nil
@@ -238,4 +226,66 @@ func (r *ReadTx) Close() error {
 	}
 	r.p.put(c)
 	return nil
+}
+
+// EachReader runs fn in a read transaction on each connection read
+// transactions may keep, the idle ones and then those not open yet, so
+// that each has loaded the schema, prepared fn's statements and read its
+// pages before the first calls. It holds one connection at a time and
+// skips those in use. fn's error ends it.
+func (s *Store) EachReader(ctx context.Context, fn func(tx *ReadTx) error) error {
+	p := s.readConns
+	run := func(c *keptConn) error {
+		if err := s.engine.beginRead(c); err != nil {
+			p.discard(c)
+			return classify(err)
+		}
+		ferr := fn(&ReadTx{p: p, c: c, db: s.wrap(c.db)})
+		if err := c.exec(context.Background(), "ROLLBACK"); err != nil || !c.valid() {
+			p.discard(c)
+			return errors.Join(ferr, classify(err))
+		}
+		p.put(c) // last in the queue of idle connections
+		return ferr
+	}
+	for range len(p.idle) {
+		select {
+		case c := <-p.idle:
+			if err := run(c); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	for {
+		c, ok, err := p.open(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		if err := run(c); err != nil {
+			return err
+		}
+	}
+}
+
+// open opens a connection unless max are open: ok is false then.
+func (p *readConns) open(ctx context.Context) (c *keptConn, ok bool, err error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, false, errClosed
+	}
+	if p.opened >= p.max {
+		p.mu.Unlock()
+		return nil, false, nil
+	}
+	p.opened++
+	p.mu.Unlock()
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		p.release()
+		return nil, false, classify(err)
+	}
+	return newKeptConn(conn), true, nil
 }

@@ -227,3 +227,46 @@ func TestReadConnStatementsBounded(t *testing.T) {
 		t.Fatalf("%d statements kept, want %d", n, maxConnStmts)
 	}
 }
+
+// TestEachReader: EachReader runs its function once on each connection
+// read transactions may keep, idle or opened for it, each in a read
+// transaction; it skips those in use instead of waiting, gives them all
+// back, and stops at an error.
+func TestEachReader(t *testing.T) {
+	s := concOpen(t)
+	ctx := context.Background()
+	readers := s.readConns.max
+	held, err := s.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*keptConn]bool{}
+	err = s.EachReader(ctx, func(tx *ReadTx) error {
+		seen[tx.c] = true
+		var n int64
+		return tx.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n)
+	})
+	if err != nil || len(seen) != readers-1 || seen[held.c] {
+		t.Fatalf("with one reader held: ran on %d connections (the held one: %v), %v; want %d others", len(seen), seen[held.c], err, readers-1)
+	}
+	held.Close()
+	clear(seen)
+	if err := s.EachReader(ctx, func(tx *ReadTx) error { seen[tx.c] = true; return nil }); err != nil || len(seen) != readers {
+		t.Fatalf("ran on %d connections, %v; want %d", len(seen), err, readers)
+	}
+	stop, calls := errors.New("stop"), 0
+	if err := s.EachReader(ctx, func(*ReadTx) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("a failing function: %d calls, %v", calls, err)
+	}
+	// Every connection was given back: as many read transactions as the
+	// bound begin without waiting.
+	for range readers {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		rtx, err := s.BeginRead(wctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rtx.Close()
+	}
+}

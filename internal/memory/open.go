@@ -176,6 +176,9 @@ func (s *Service) startPreload(opts projections.PreloadOptions, log *slog.Logger
 		defer close(p.done)
 		start := time.Now()
 		stats, err := s.filters.Preload(ctx, s.store, opts)
+		if err == nil {
+			err = s.warmReaders(ctx, stats.LatestTask, stats.LatestAgent)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("loading the history chunk filters", "err", err.Error())
@@ -192,4 +195,29 @@ func (s *Service) stopPreload() {
 		s.preload.cancel()
 		<-s.preload.done
 	}
+}
+
+// warmNeedle is what warmReaders searches for: no chunk filter passes its
+// trigrams, so the search reads no chunk.
+const warmNeedle = "\x00\x01\x02\x03"
+
+// warmReaders runs, on each reader connection, the caller's query and a
+// search of the agent taskID/agent for warmNeedle, as the first calls after
+// a start would otherwise load the schema, prepare those statements and read
+// the first pages themselves. It does nothing without an agent.
+func (s *Service) warmReaders(ctx context.Context, taskID, agent string) error {
+	if taskID == "" {
+		return nil
+	}
+	one := count(1)
+	return s.store.EachReader(ctx, func(tx *eventlog.ReadTx) error {
+		r := projections.NewReader(tx.DB())
+		r.UseChunkFilters(s.filters)
+		c, err := identify(ctx, r, CallContext{TaskID: taskID, Agent: agent})
+		if err != nil {
+			return err
+		}
+		_, err = searchHistory(ctx, r, c, searchArgs{Query: warmNeedle, Limit: &one})
+		return err
+	})
 }

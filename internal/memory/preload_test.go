@@ -1,8 +1,12 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,8 +81,14 @@ func TestPreloadChunkFiltersAtOpen(t *testing.T) {
 	t.Run("loaded before the first search", func(t *testing.T) {
 		opts := testOptions()
 		opts.PreloadChunkFilters = true
+		var logged syncBuffer
+		opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		s := mustOpenAt(t, path, opts)
 		waitClosed(t, s.preload.done, "the preload")
+		// The load ends with the reader connections warmed by a search.
+		if got := logged.String(); !strings.Contains(got, "loaded the history chunk filters") || strings.Contains(got, "WARN") {
+			t.Fatalf("the preload logged %q, want its end without a warning", got)
+		}
 		for i, cc := range ccs {
 			if got := s.filters.Loaded(cc.TaskID, cc.Agent); got != sealed[i] {
 				t.Fatalf("%s: %d chunks loaded, want %d", cc.Agent, got, sealed[i])
@@ -127,4 +137,22 @@ func TestPreloadChunkFiltersAtOpen(t *testing.T) {
 			t.Fatalf("the preload ran %d batches after Close", batches-2)
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from another goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

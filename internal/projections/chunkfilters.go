@@ -191,6 +191,9 @@ type PreloadOptions struct {
 type PreloadStats struct {
 	Agents int   // agents whose filters were loaded
 	Chunks int64 // chunks whose filters were loaded
+	// LatestTask and LatestAgent name the agent whose branch changed last
+	// among those loaded, or are empty.
+	LatestTask, LatestAgent string
 }
 
 // Preload loads the filters of the agents whose branch changed most
@@ -239,6 +242,9 @@ func (f *ChunkFilters) Preload(ctx context.Context, store *eventlog.Store, opts 
 			stats.Chunks += n
 		}
 		stats.Agents++
+	}
+	if len(chosen) > 0 {
+		stats.LatestTask, stats.LatestAgent = chosen[0].TaskID, chosen[0].Agent
 	}
 	return stats, nil
 }
