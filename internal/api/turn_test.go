@@ -136,7 +136,7 @@ func TestTurnSameEventsAsSeparateCalls(t *testing.T) {
 }
 
 // TestTurnErrors: a part that fails answers as its own route would, and
-// the parts before it stay done; a stale delta is the sync's conflict.
+// nothing of the turn is done; a stale delta is the sync's conflict.
 func TestTurnErrors(t *testing.T) {
 	_, a := turnAgents(t)
 	a.mustRun(t, lcStep{path: "/v1/history/sync", body: map[string]any{"entries": []any{turnEntry("u1", "user")}, "branch": []string{"u1"}}})
@@ -149,14 +149,18 @@ func TestTurnErrors(t *testing.T) {
 	if code != http.StatusBadRequest {
 		t.Fatalf("bad usage: %d %v", code, res)
 	}
-	if got := a.eventTypes(t, p); !slices.Equal(got, []string{"history.entry_recorded", "history.branch_changed"}) {
-		t.Errorf("the sync before the failed usage: %v", got)
+	code, res = a.run(t, lcStep{path: "/v1/lifecycle/turn", body: map[string]any{"syncs": []any{turnSyncBody(1, 1, "a1"), turnSyncBody(1, 2, "tr1")}, "usage": map[string]any{"tokens_used": 5}}})
+	if code != http.StatusConflict {
+		t.Fatalf("a second sync stale: %d %v", code, res)
+	}
+	if got := a.eventTypes(t, p); len(got) != 0 {
+		t.Errorf("a failed turn appended %v", got)
 	}
 	code, res = a.run(t, lcStep{path: "/v1/lifecycle/turn", body: map[string]any{"admit": map[string]any{"call_id": "c1"}}})
 	if code != http.StatusBadRequest {
 		t.Fatalf("admit without tool_name: %d %v", code, res)
 	}
-	code, res = a.run(t, lcStep{path: "/v1/lifecycle/turn", body: map[string]any{"syncs": make([]any, maxTurnSyncs+1)}})
+	code, res = a.run(t, lcStep{path: "/v1/lifecycle/turn", body: map[string]any{"syncs": make([]any, memory.MaxTurnSyncs+1)}})
 	if code != http.StatusBadRequest {
 		t.Fatalf("too many syncs: %d %v", code, res)
 	}
