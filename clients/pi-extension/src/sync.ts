@@ -110,19 +110,18 @@ export class HistorySync {
         res = await this.conn.client.turn({ context: this.conn.context(), syncs: syncs.map((s) => s.body), ...parts });
       } catch (err) {
         this.base = undefined;
-        if (isMemorydError(err, "not_found") || isStaleBase(err)) {
-          // A memoryd older than the turn route (404), or a stale base: the syncs as before, then the rest.
-          if (isStaleBase(err)) this.trace("sync-stale-base", { revision: err.details["revision"] });
-          else this.turns = false;
-          this.held = held;
-          await quietly(this.trace, "sync", () => this.sendHeld());
-          return separate();
+        if (!(err instanceof MemorydError) || err.status === 0) {
+          // No answer: whether the turn was done is not known. Its entries go again with the next sync.
+          for (const s of held) for (const e of s.fresh) this.synced.delete(e.id);
+          throw err;
         }
-        // The entries of the syncs not done go again with the next sync.
-        for (const s of held) for (const e of s.fresh) this.synced.delete(e.id);
-        // memoryd refused a part: the syncs' failure is the next sync's; usage and admit go on their own.
-        if (err instanceof MemorydError && err.status > 0) return separate();
-        throw err;
+        // memoryd refused the turn, which did nothing (a turn is one transaction): the separate
+        // requests as before, the syncs first. 404: a memoryd older than the turn route.
+        if (isStaleBase(err)) this.trace("sync-stale-base", { revision: err.details["revision"] });
+        else if (isMemorydError(err, "not_found")) this.turns = false;
+        this.held = held;
+        await quietly(this.trace, "sync", () => this.sendHeld());
+        return separate();
       }
       this.answered(syncs, res.syncs);
       return pick(res);
