@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -144,6 +145,9 @@ func (b *bench) newTurn(ctx context.Context, keep bool) (req, resp []byte, err e
 	r2, err := b.cl.post(ctx, b.turn.md.url+"/v1/lifecycle/admit", admit, keep)
 	if err != nil {
 		return nil, nil, fmt.Errorf("turn %d: admit: %w", k, err)
+	}
+	if bytes.Count(r1, []byte(`"stored":1,`)) != 2 || !bytes.Contains(r1, []byte(`"due":null`)) || !bytes.Contains(r2, []byte(`"allow":true`)) {
+		return nil, nil, fmt.Errorf("turn %d: each sync must store its entry, the usage make nothing due and the admit allow: %.300s / %.200s", k, r1, r2)
 	}
 	b.turn.reqBytes, b.turn.respBytes = len(turn)+len(admit), len(r1)+len(r2)
 	return append(turn, admit...), append(r1, r2...), nil
