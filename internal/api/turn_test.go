@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -49,11 +48,11 @@ func turnEvents(tb testing.TB, a lcAgent, after int64) []string {
 	return out
 }
 
-// turnAgents attaches one agent on each of two new databases.
+// turnAgents attaches one agent on each of two new databases (of the
+// engine under test).
 func turnAgents(t *testing.T) (old, combined lcAgent) {
-	dir := t.TempDir()
-	old = lcOpen(t, filepath.Join(dir, "old.db"), memory.OpenOptions{}).attach(t, "turn-old")
-	combined = lcOpen(t, filepath.Join(dir, "turn.db"), memory.OpenOptions{}).attach(t, "turn-new")
+	old = lcOpen(t, "", memory.OpenOptions{}).attach(t, "turn-old")
+	combined = lcOpen(t, "", memory.OpenOptions{}).attach(t, "turn-new")
 	return old, combined
 }
 
