@@ -94,6 +94,9 @@ type bench struct {
 	syncTurns    int   // turns sent
 	syncFrom     int   // the branch's length before the first turn
 
+	// The turn row's memoryd, agents and bare server.
+	turn *turnFixture
+
 	// The rollover rows: rollover's fixture and rollover-190k's.
 	rollovers [2]*rollFixture
 
@@ -269,6 +272,9 @@ func (b *bench) closeAll(err *error) {
 		if f != nil {
 			procs = append(procs, &f.p)
 		}
+	}
+	if b.turn != nil {
+		procs = append(procs, &b.turn.md, &b.turn.bare)
 	}
 	if b.redact != nil {
 		for _, s := range []*redactServer{b.redact.on, b.redact.off} {

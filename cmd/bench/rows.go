@@ -147,6 +147,15 @@ var allRows = []*row{
 		fig: ms, targetText: "none (information)",
 	},
 	{
+		name: "turn",
+		help: "a model turn with one tool call as the Pi extension makes it\n" +
+			"(turn route, then admit), vs one bare round trip of the\n" +
+			"same bytes                                     (≤ 1.5×)",
+		needs:   []*fixture{fxTurn},
+		measure: (*bench).measureTurn, notes: (*bench).turnNotes,
+		fig: ms, ceil: ms, target: 1.5, targetText: "≤ 1.5×",
+	},
+	{
 		name: "replay",
 		help: "\"memoryd replay\" of an -events event log, vs a raw batched\n" +
 			"insert of the same events                      (target ≥ 0.75×)",

@@ -111,6 +111,7 @@ func NewServer(cfg Config) http.Handler {
 		r.Post("/v1/lifecycle/rollover/commit", handleLifecycleRolloverCommit(log, cfg.Service))
 		r.Post("/v1/lifecycle/rollover/fail", handleLifecycleRolloverFail(log, cfg.Service))
 		r.Post("/v1/lifecycle/manual", handleLifecycleManual(log, cfg.Service))
+		r.Post("/v1/lifecycle/turn", handleLifecycleTurn(log, cfg.Service))
 		r.Post("/v1/shutdown", handleShutdown(log, cfg.Shutdown))
 		r.Post("/v1/hooks/{host}", handleHostHook(log, cfg.Service))
 		r.Handle("/v1/mcp", handleMCP(cfg.Service))

@@ -235,6 +235,7 @@ func TestTaskIsolation(t *testing.T) {
 				{"/v1/lifecycle/rollover/commit", `,"window_id":"w2","compaction_entry_id":"x"`},
 				{"/v1/lifecycle/rollover/fail", `,"aborted":false,"error":"x"`},
 				{"/v1/lifecycle/manual", `,"action":"request","request_id":"m"`},
+				{"/v1/lifecycle/turn", `,"syncs":[{"entries":[],"branch":["e9"]}],"usage":{"tokens_used":5},"admit":{"call_id":"c","tool_name":"read"}`},
 			} {
 				st, body := ts.do(t, "POST", rt.path, `{"context":`+string(ctx)+rt.extra+`}`)
 				check(fmt.Sprintf("%s with context %s", rt.path, ctx), st, body, true)

@@ -103,26 +103,33 @@ func (s *Service) lifecycle(ctx context.Context, cc CallContext, requestID strin
 	var out fence.Outcome
 	var sv StateView
 	err := s.store.Update(ctx, requestIDOr(requestID, cc.CallID), func(tx *eventlog.Tx) error {
-		r := projections.TxReader(tx)
-		c, err := identify(ctx, r, cc)
-		if err != nil {
-			return err
-		}
-		st := c.state
-		d, err := decide(r, c, st)
-		if err != nil {
-			return illegalError(err)
-		}
-		if err := appendOwn(ctx, tx, c, d.Events); err != nil {
-			return err
-		}
-		if st, err = r.AgentState(ctx, c.taskID, c.agent.Agent); err != nil {
-			return err
-		}
-		out, sv = d.Outcome, view(c, st)
-		return nil
+		var err error
+		out, sv, err = lifecycleTx(ctx, tx, cc, decide)
+		return err
 	})
 	return out, sv, err
+}
+
+// lifecycleTx runs one lifecycle decision for the caller in tx.
+func lifecycleTx(ctx context.Context, tx *eventlog.Tx, cc CallContext,
+	decide func(r *projections.Reader, c caller, st fence.State) (fence.Decision, error)) (fence.Outcome, StateView, error) {
+	r := projections.TxReader(tx)
+	c, err := identify(ctx, r, cc)
+	if err != nil {
+		return fence.Outcome{}, StateView{}, err
+	}
+	st := c.state
+	d, err := decide(r, c, st)
+	if err != nil {
+		return fence.Outcome{}, StateView{}, illegalError(err)
+	}
+	if err := appendOwn(ctx, tx, c, d.Events); err != nil {
+		return fence.Outcome{}, StateView{}, err
+	}
+	if st, err = r.AgentState(ctx, c.taskID, c.agent.Agent); err != nil {
+		return fence.Outcome{}, StateView{}, err
+	}
+	return d.Outcome, view(c, st), nil
 }
 
 // illegalError turns a fence refusal into a conflict naming the state.
@@ -186,11 +193,8 @@ func (s *Service) ReportUsage(ctx context.Context, cc CallContext, tokensUsed, c
 // answers with the control message it makes due.
 func (s *Service) usageDecision(ctx context.Context, cc CallContext, tokensUsed, contextWindow *int64, requestID string,
 	decide func(c caller, st fence.State) fence.Decision) (UsageResult, error) {
-	if tokensUsed != nil && *tokensUsed < 0 {
-		return UsageResult{}, invalidf("tokens_used must be 0 or more, or null when unknown")
-	}
-	if contextWindow != nil && *contextWindow < 1 {
-		return UsageResult{}, invalidf("context_window must be at least 1")
+	if err := checkUsage(tokensUsed, contextWindow); err != nil {
+		return UsageResult{}, err
 	}
 	out, sv, err := s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return decide(c, st), nil
@@ -198,11 +202,27 @@ func (s *Service) usageDecision(ctx context.Context, cc CallContext, tokensUsed,
 	if err != nil {
 		return UsageResult{}, err
 	}
+	return usageResult(out, sv), nil
+}
+
+// checkUsage refuses a usage report's counts out of range.
+func checkUsage(tokensUsed, contextWindow *int64) error {
+	if tokensUsed != nil && *tokensUsed < 0 {
+		return invalidf("tokens_used must be 0 or more, or null when unknown")
+	}
+	if contextWindow != nil && *contextWindow < 1 {
+		return invalidf("context_window must be at least 1")
+	}
+	return nil
+}
+
+// usageResult is the answer of a usage decision.
+func usageResult(out fence.Outcome, sv StateView) UsageResult {
 	res := UsageResult{State: &sv}
 	if out.Due != "" {
 		res.Due = &out.Due
 	}
-	return res, nil
+	return res
 }
 
 // BranchChanged reports for POST /v1/lifecycle/branch that the host moved
@@ -278,8 +298,22 @@ func ownNotesWrite(c caller, tool string, args json.RawMessage) bool {
 // Admit decides whether the host may run a tool call while the fence may
 // be active. It serves POST /v1/lifecycle/admit.
 func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string, args json.RawMessage, reqID string) (LifecycleResult, error) {
+	callID, err := checkAdmit(cc, callID, tool)
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	out, sv, err := s.lifecycle(ctx, cc, reqID, admitDecision(callID, tool, args))
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	return admitResult(out, sv), nil
+}
+
+// checkAdmit checks an admit's tool and call id, and returns the call id
+// (the context's when the request names none).
+func checkAdmit(cc CallContext, callID, tool string) (string, error) {
 	if tool == "" {
-		return LifecycleResult{}, invalidf("tool_name is required")
+		return "", invalidf("tool_name is required")
 	}
 	if callID == "" {
 		callID = cc.CallID
@@ -287,18 +321,21 @@ func (s *Service) Admit(ctx context.Context, cc CallContext, callID, tool string
 	if callID == "" {
 		// The claim is held by a call id, and without one a second write
 		// would be admitted too.
-		return LifecycleResult{}, invalidf("call_id is required")
+		return "", invalidf("call_id is required")
 	}
-	if err := checkCallID(CallContext{CallID: callID}); err != nil {
-		return LifecycleResult{}, err
-	}
-	out, sv, err := s.lifecycle(ctx, cc, reqID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+	return callID, checkCallID(CallContext{CallID: callID})
+}
+
+// admitDecision is the fence's decision on a tool call.
+func admitDecision(callID, tool string, args json.RawMessage) func(*projections.Reader, caller, fence.State) (fence.Decision, error) {
+	return func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
 		return fence.Admit(ref(c), st, callID, tool, ownNotesWrite(c, tool, args)), nil
-	})
-	if err != nil {
-		return LifecycleResult{}, err
 	}
-	return LifecycleResult{State: &sv, Allow: ptr(out.Allow), Terminate: ptr(out.Terminate), Reason: ptr(out.Reason)}, nil
+}
+
+// admitResult is the answer of an admit.
+func admitResult(out fence.Outcome, sv StateView) LifecycleResult {
+	return LifecycleResult{State: &sv, Allow: ptr(out.Allow), Terminate: ptr(out.Terminate), Reason: ptr(out.Reason)}
 }
 
 // ToolResult reports the result of a host tool call. A claimed call that

@@ -13,6 +13,7 @@ import type { Connection } from "./connection.js";
 import { CUSTOM_TYPE, fallbackText, manualCheckpointText, reminderText } from "./messages.js";
 import { contextWindow, type MemorydExtensionOptions } from "./options.js";
 import type { AgentStateCache } from "./state.js";
+import type { HistorySync } from "./sync.js";
 import { quietly, type Trace } from "./trace.js";
 
 const CONTROL_TYPES = new Set<string>([CUSTOM_TYPE.reminder, CUSTOM_TYPE.fallback, CUSTOM_TYPE.manualCheckpoint, CUSTOM_TYPE.notReset]);
@@ -32,6 +33,7 @@ export class ControlMessages {
     private readonly options: MemorydExtensionOptions,
     private readonly conn: Connection,
     private readonly state: AgentStateCache,
+    private readonly history: HistorySync,
     private readonly trace: Trace,
   ) {}
 
@@ -46,6 +48,7 @@ export class ControlMessages {
   /** A manual /compact: memoryd records the request (a repeat merges) and returns the state. */
   async manualRequest(): Promise<AgentState> {
     const requestId = `manual-${randomUUID().slice(0, 8)}`;
+    await this.history.flush();
     const res = await this.conn.client.manual({ context: this.conn.context(), action: "request", request_id: requestId });
     return this.state.update(res.state);
   }
@@ -62,11 +65,13 @@ export class ControlMessages {
       const u = m.usage;
       const used = u ? u.input + u.output + u.cacheRead + u.cacheWrite : null;
       await quietly(this.trace, "usage", async () => {
-        const res = await this.conn.client.usage({
-          context: this.conn.context(),
-          tokens_used: used,
-          context_window: contextWindow(this.options, ctx) ?? null,
-        });
+        // With the syncs held since the last request (POST /v1/lifecycle/turn).
+        const usage = { tokens_used: used, context_window: contextWindow(this.options, ctx) ?? null };
+        const res = await this.history.turn(
+          { usage },
+          (r) => r.usage!,
+          () => this.conn.client.usage({ context: this.conn.context(), ...usage }),
+        );
         this.state.update(res.state);
         this.trace("usage", { tokens_used: used, due: res.due, phase: res.state.phase });
         if (res.due === "reminder") await this.reminder();
@@ -77,12 +82,14 @@ export class ControlMessages {
       const d = controlDetails(m.details);
       const kind = m.customType === CUSTOM_TYPE.fallback ? "fallback" : "manual_checkpoint";
       await quietly(this.trace, "arm", async () => {
+        await this.history.flush();
         const res = await this.conn.client.arm({ context: this.conn.context(), kind, window_id: d.windowId ?? "", request_id: d.requestId });
         this.state.update(res.state);
         this.trace("arm", { kind, windowId: d.windowId, stale: res.stale, phase: res.state.phase });
       });
     } else if (m.role === "user") {
       await quietly(this.trace, "user-input", async () => {
+        await this.history.flush();
         this.state.update((await this.conn.client.userInput(this.conn.context())).state);
       });
     }
@@ -120,6 +127,7 @@ export class ControlMessages {
     const st = this.state.current ?? (await this.state.refresh());
     if (!st) return;
     const usage = ctx.getContextUsage();
+    await this.history.flush();
     const res = await this.conn.client.branch({
       context: this.conn.context(),
       tokens_used: usage?.tokens ?? null,
@@ -156,6 +164,7 @@ export class ControlMessages {
     if (!st) return false;
     const windowId = st.window_id;
     const requestId = givenRequestId ?? `${kind}-${windowId}-${randomUUID().slice(0, 8)}`;
+    await this.history.flush();
     const res = await this.conn.client.delivered({ context: this.conn.context(), kind, window_id: windowId, request_id: requestId });
     this.state.update(res.state);
     if (res.stale) return false;

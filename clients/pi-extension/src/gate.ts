@@ -7,6 +7,7 @@ import { MemorydError } from "@memoryd/client";
 
 import type { Connection } from "./connection.js";
 import type { AgentStateCache } from "./state.js";
+import type { HistorySync } from "./sync.js";
 import { quietly, type Trace } from "./trace.js";
 
 export class FenceGate {
@@ -16,6 +17,7 @@ export class FenceGate {
   constructor(
     private readonly conn: Connection,
     private readonly state: AgentStateCache,
+    private readonly history: HistorySync,
     private readonly trace: Trace,
   ) {}
 
@@ -23,12 +25,13 @@ export class FenceGate {
   async admit(event: ToolCallEvent): Promise<ToolCallEventResult | undefined> {
     if (!this.conn.attached) return undefined; // memoryd never reached: its own tools fail in execute; others run.
     try {
-      const res = await this.conn.client.admit({
-        context: this.conn.context(),
-        call_id: event.toolCallId,
-        tool_name: event.toolName,
-        arguments: event.input,
-      });
+      // With the syncs held since the last request (POST /v1/lifecycle/turn), if any.
+      const admit = { call_id: event.toolCallId, tool_name: event.toolName, arguments: event.input };
+      const res = await this.history.turn(
+        { admit },
+        (r) => r.admit!,
+        () => this.conn.client.admit({ context: this.conn.context(), ...admit }),
+      );
       this.state.update(res.state);
       if (!res.allow) {
         this.trace("blocked", { tool: event.toolName, toolCallId: event.toolCallId, reason: res.reason });
@@ -52,6 +55,7 @@ export class FenceGate {
     if (!this.conn.attached || !this.claimed.has(event.toolCallId)) return undefined;
     this.claimed.delete(event.toolCallId);
     await quietly(this.trace, "tool-result", async () => {
+      await this.history.flush();
       const res = await this.conn.client.toolResult({ context: this.conn.context(), call_id: event.toolCallId, is_error: event.isError });
       this.state.update(res.state);
     });

@@ -50,8 +50,8 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   const conn = new Connection(options, trace);
   const state = new AgentStateCache(conn);
   const history = new HistorySync(conn, trace);
-  const control = new ControlMessages(pi, options, conn, state, trace);
-  const gate = new FenceGate(conn, state, trace);
+  const control = new ControlMessages(pi, options, conn, state, history, trace);
+  const gate = new FenceGate(conn, state, history, trace);
   const manual = new ManualCompaction(conn, state, control, trace);
   const rollover = new Rollover(pi, conn, state, history, control, manual, trace);
   const tools = new ToolRegistry(pi, conn, state, trace, connect);
@@ -99,14 +99,17 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
 
   pi.on("context", async (event, ctx) => {
     if (!conn.attached) return;
-    await quietly(trace, "sync", () => history.sync(ctx, "context"));
+    // Held: it goes with the usage report of the answer (one request per model turn).
+    await quietly(trace, "sync", () => history.hold(ctx, "context"));
     const messages = control.dropStale(event.messages);
     return messages ? { messages } : undefined;
   });
 
   pi.on("message_end", async (event, ctx) => {
     if (!conn.attached) return;
-    await quietly(trace, "sync", () => history.sync(ctx, "message_end"));
+    // Held at an answer (for its usage report) and at a tool result (for the next admit or usage).
+    const held = event.message.role === "assistant" || event.message.role === "toolResult";
+    await quietly(trace, "sync", () => (held ? history.hold(ctx, "message_end") : history.sync(ctx, "message_end")));
     await control.messageEnded(event.message, ctx);
   });
 

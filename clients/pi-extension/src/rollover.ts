@@ -129,6 +129,7 @@ export class Rollover {
     if (!this.conn.attached || !r) return;
     this.prepared = undefined;
     await quietly(this.trace, "fail", async () => {
+      await this.history.flush();
       const res = await this.conn.client.rolloverFail({ context: this.conn.context(), aborted: event.aborted, error: event.errorMessage ?? "" });
       this.state.update(res.state);
       this.trace("rollover_failed", { windowId: r.windowId, aborted: event.aborted, error: event.errorMessage });
@@ -163,6 +164,7 @@ export class Rollover {
   /** Reports a prepared rollover that will never be committed as aborted (memoryd keeps the intent). */
   private async abandon(why: string): Promise<void> {
     await quietly(this.trace, "fail", async () => {
+      await this.history.flush();
       const res = await this.conn.client.rolloverFail({ context: this.conn.context(), aborted: true, error: `rollover abandoned at ${why}` });
       this.state.update(res.state);
       this.trace("rollover_abandoned", { why });

@@ -15,6 +15,8 @@ import type {
   PrepareRequest,
   PrepareResult,
   ToolResultRequest,
+  TurnRequest,
+  TurnResult,
   UsageRequest,
   UsageResult,
 } from "./lifecycle.js";
@@ -242,6 +244,14 @@ export class MemorydClient {
   /** POST /v1/lifecycle/admit. */
   admit(req: AdmitRequest, options?: CallOptions): Promise<AdmitResult> {
     return this.post("/v1/lifecycle/admit", req, options);
+  }
+
+  /**
+   * POST /v1/lifecycle/turn: syncs, usage and admit in one request (an
+   * addition; a memoryd older than it answers 404 not_found).
+   */
+  turn(req: TurnRequest, options?: CallOptions): Promise<TurnResult> {
+    return this.post("/v1/lifecycle/turn", req, options);
   }
 
   /** POST /v1/lifecycle/tool-result. */

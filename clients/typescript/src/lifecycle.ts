@@ -1,6 +1,6 @@
 // The fence and rollover lifecycle of an agent (API.md §6): its state and
 // the requests and answers of the /v1/lifecycle routes.
-import type { CallContext, Phase } from "./types.js";
+import type { CallContext, DeltaSyncRequest, Phase, SyncResult, WholeSyncRequest } from "./types.js";
 
 /** The whole lifecycle state of an agent (GET /v1/state). */
 export interface AgentState {
@@ -145,4 +145,27 @@ export interface ManualRequest {
   context: CallContext;
   action: ManualAction;
   request_id?: string;
+}
+
+/** A sync of a turn request: the body of POST /v1/history/sync without its context. */
+export type TurnSync = Omit<WholeSyncRequest, "context"> | Omit<DeltaSyncRequest, "context">;
+
+/**
+ * The body of POST /v1/lifecycle/turn: a model turn's syncs, usage report and
+ * admit in one request, each the body of its own route without the context.
+ * memoryd runs them in that order, as the separate calls would.
+ */
+export interface TurnRequest {
+  context: CallContext;
+  syncs?: TurnSync[];
+  usage?: Omit<UsageRequest, "context">;
+  admit?: Omit<AdmitRequest, "context">;
+}
+
+/** The answer of POST /v1/lifecycle/turn: each part as its own route answers. */
+export interface TurnResult {
+  syncs: SyncResult[];
+  usage?: UsageResult;
+  /** Omitted when not asked for, or when the usage made a control message due: deliver it, then admit. */
+  admit?: AdmitResult;
 }

@@ -330,6 +330,32 @@ describe("tools listing and the context tools", () => {
     }
   });
 
+  test("turn: syncs, usage and admit in one request, answered as their own routes answer", async () => {
+    const a = await attachNew({ context_window: 100000 });
+    const u1 = msgEntry("t1", null, "user", "hello");
+    const a1 = msgEntry("t2", "t1", "assistant", [{ type: "text", text: "hi" }]);
+    const r = await client.turn({
+      context: a.ctx(),
+      syncs: [
+        { entries: [u1], branch: ["t1"] },
+        { entries: [a1], delta: { base_revision: 1, keep: 1, append: ["t2"] } },
+      ],
+      usage: { tokens_used: 1000, context_window: 100000 },
+      admit: { call_id: "toolu_t1", tool_name: "bash", arguments: { command: "ls" } },
+    });
+    assert.deepEqual(r.syncs.map((s) => [s.revision, s.stored]), [[1, 1], [2, 1]]);
+    assert.equal(r.usage?.due, null);
+    assert.equal(r.admit?.allow, true);
+    assert.equal(r.admit?.state.tokens_used, 1000);
+    // The usage that makes the reminder due: the admit waits for the reminder.
+    const due = await client.turn({ context: a.ctx(), usage: { tokens_used: 80000 }, admit: { call_id: "toolu_t2", tool_name: "bash" } });
+    assert.equal(due.usage?.due, "reminder");
+    assert.equal(due.admit, undefined);
+    // A stale delta is the sync's own conflict.
+    const err = await rejectsWith(() => client.turn({ context: a.ctx(), syncs: [{ entries: [], delta: { base_revision: 1, keep: 0, append: [] } }] }), "conflict", 409);
+    assert.ok(isStaleBase(err));
+  });
+
   test("get_context_remaining follows usage; new_context is idempotent and terminates", async () => {
     const a = await attachNew({ context_window: 100000 });
     const before = await client.getContextRemaining(a.ctx());

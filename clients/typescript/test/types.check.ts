@@ -35,6 +35,15 @@ export async function checks(): Promise<void> {
   // @ts-expect-error a delta without its base
   await client.historySync({ context: ctx, entries: [], delta: { keep: 1, append: [] } });
 
+  // A turn: each sync whole or a delta, without its own context.
+  const turn = await client.turn({ context: ctx, syncs: [{ entries: [], delta: { base_revision: 1, keep: 1, append: ["e2"] } }], usage: { tokens_used: 5 } });
+  const revisions: number[] = turn.syncs.map((s) => s.revision);
+  void revisions;
+  // @ts-expect-error a sync of a turn with its own context
+  await client.turn({ context: ctx, syncs: [{ context: ctx, entries: [] }] });
+  // @ts-expect-error a sync of a turn with a delta and the whole branch
+  await client.turn({ context: ctx, syncs: [{ entries: [], branch: ["e1"], delta: { base_revision: 1, keep: 1, append: [] } }] });
+
   // Forgetting a task: typed answer, a body of vacuum only.
   const erased = await client.forgetTask("01JEXAMPLE0000000000000000", { vacuum: true });
   const tombstones: number = erased.events;
