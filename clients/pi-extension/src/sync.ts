@@ -116,12 +116,15 @@ export class HistorySync {
           throw err;
         }
         // memoryd refused the turn, which did nothing (a turn is one transaction): the separate
-        // requests as before, the syncs first. 404: a memoryd older than the turn route.
+        // requests as before, the syncs first. not_found is a memoryd older than the turn route
+        // only if the separate requests then answer (an unknown agent is not_found on both).
+        const missing = isMemorydError(err, "not_found");
         if (isStaleBase(err)) this.trace("sync-stale-base", { revision: err.details["revision"] });
-        else if (isMemorydError(err, "not_found")) this.turns = false;
         this.held = held;
         await quietly(this.trace, "sync", () => this.sendHeld());
-        return separate();
+        const res = await separate();
+        if (missing) this.turns = false;
+        return res;
       }
       this.answered(syncs, res.syncs);
       return pick(res);
