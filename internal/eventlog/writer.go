@@ -184,7 +184,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			continue
 		}
 		if !single {
-			if _, err := db.ExecContext(ctx, "SAVEPOINT write_request"); err != nil {
+			if err := s.engine.savepoint(ctx, db); err != nil {
 				results[i] = classify(err)
 				continue
 			}
@@ -193,6 +193,12 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		err := req.fn(t)
 		if err == nil {
 			err = t.FlushProjections(ctx) // what it deferred is part of it
+		}
+		err, txErr := s.engine.endRequest(ctx, db, !single, err)
+		if txErr != nil {
+			s.failBatch(ctx, results, classify(txErr))
+			finish()
+			return
 		}
 		if err != nil {
 			results[i] = classify(err)
@@ -216,20 +222,17 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				finish()
 				return
 			}
+			if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
+				s.failBatch(ctx, results, classify(err))
+				finish()
+				return
+			}
 		} else {
 			last = t.last
 			for stream, v := range t.versions {
 				batchVersions[stream] = v
 			}
 			ok++
-		}
-		if single {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
-			s.failBatch(ctx, results, classify(err))
-			finish()
-			return
 		}
 	}
 	if ok == 0 {
