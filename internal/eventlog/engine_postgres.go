@@ -53,7 +53,7 @@ func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	if err != nil {
 		return err
 	}
-	p.queue, p.err, p.saved, p.tipRead = p.queue[:0], nil, false, false
+	p.queue, p.err, p.saved, p.committed, p.tipRead = p.queue[:0], nil, false, false, false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1)", appendLock)
@@ -114,7 +114,8 @@ func (postgresEngine) savepoint(ctx context.Context, db DBTX) error {
 }
 
 // endRequest sends what the request queued, with its savepoint's release
-// and the next request's savepoint, in one round trip. A request fails
+// and the next request's savepoint, or with the COMMIT of a request alone
+// in its batch, in one round trip. A request fails
 // with the first error it met, its statements' or its own.
 func (postgresEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, err error) (reqErr, txErr error) {
 	p := pipeOf(db)
@@ -131,14 +132,23 @@ func (postgresEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, e
 		return err, nil
 	}
 	own := len(p.queue)
+	var commit *pgResult
 	if savepoint {
 		p.queueKept(pgRelease)
 		p.queueKept(pgSavepoint) // the next request's, or left to the commit
+	} else {
+		// A request alone in its batch is committed next, so its COMMIT
+		// goes with its statements; the server skips it if one fails.
+		p.queueKept(pgCommit)
+		commit = p.queue[len(p.queue)-1].res
 	}
 	at, err := p.send(ctx)
 	switch {
+	case err == nil && commit != nil && commit.tag.String() != "COMMIT":
+		return nil, fmt.Errorf("%w: the write transaction was rolled back (%s)", ErrUnavailable, commit.tag)
 	case err == nil:
 		p.saved = savepoint
+		p.committed = commit != nil
 		return nil, nil
 	case at < own:
 		return err, nil

@@ -37,6 +37,9 @@ type pgPipe struct {
 	// saved says that the next request's savepoint was sent already, at
 	// the end of the request before it.
 	saved bool
+	// committed says that the transaction's COMMIT was sent already, with
+	// the statements of the request alone in it.
+	committed bool
 	// tip is the log's last position, read under the append lock with
 	// BEGIN when tipRead is set, for checkTip.
 	tip     int64
@@ -124,6 +127,11 @@ const (
 // A ROLLBACK TO drops the statements queued since the savepoint, which it
 // would undo, and runs at once, as do ROLLBACK and COMMIT.
 func (p *pgPipe) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if query == pgCommit && p.committed {
+		p.committed = false
+		return &pgResult{p: p, sent: true}, nil
+	}
+	p.committed = false
 	switch query {
 	case pgRollbackTo:
 		p.dropUnkept()
