@@ -53,7 +53,7 @@ func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	if err != nil {
 		return err
 	}
-	p.queue, p.err, p.saved, p.committed, p.tipRead = p.queue[:0], nil, false, false, false
+	p.queue, p.queued, p.err, p.saved, p.committed, p.tipRead = p.queue[:0], 0, nil, false, false, false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1)", appendLock)

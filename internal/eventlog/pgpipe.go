@@ -30,6 +30,7 @@ type pgPipe struct {
 	sqlc   *sql.Conn // the connection as database/sql holds it
 	conn   *pgx.Conn // the same connection, below database/sql
 	queue  []pgQueued
+	queued int // bytes of the queue's text and binary arguments
 	// err is the first error a send met since the transaction or the
 	// savepoint began: the request's failure, whatever a later statement
 	// of the aborted transaction says.
@@ -113,6 +114,13 @@ func pipeOf(db DBTX) *pgPipe {
 	return p
 }
 
+// The queue is sent once it holds maxQueued statements or maxQueuedBytes
+// of arguments, so that a request with many writes holds few in memory.
+const (
+	maxQueued      = 256
+	maxQueuedBytes = 1 << 20
+)
+
 // The writer's own statements. The pipe runs the last three at once
 // rather than queue them.
 const (
@@ -137,12 +145,20 @@ func (p *pgPipe) ExecContext(ctx context.Context, query string, args ...any) (sq
 		p.dropUnkept()
 		p.saved = false
 	case pgRollback:
-		p.queue = p.queue[:0]
+		p.queue, p.queued = p.queue[:0], 0
 		p.saved = false
 	}
 	r := &pgResult{p: p}
 	keep := query == pgSavepoint || query == pgRelease
 	p.queue = append(p.queue, pgQueued{sql: query, args: args, res: r, keep: keep})
+	for _, a := range args {
+		switch a := a.(type) {
+		case string:
+			p.queued += len(a)
+		case []byte:
+			p.queued += len(a)
+		}
+	}
 	switch query {
 	case pgRollbackTo, pgRollback:
 		if _, err := p.send(ctx); err != nil {
@@ -160,6 +176,12 @@ func (p *pgPipe) ExecContext(ctx context.Context, query string, args ...any) (sq
 		}
 		return r, nil
 	}
+	if len(p.queue) >= maxQueued || p.queued >= maxQueuedBytes {
+		// An import queues a whole log in one request.
+		if _, err := p.send(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -174,7 +196,7 @@ func (p *pgPipe) dropUnkept() {
 	for _, q := range p.queue[n:] {
 		q.res.sent, q.res.err = true, errors.New("eventlog: rolled back before it was sent")
 	}
-	p.queue = p.queue[:n]
+	p.queue, p.queued = p.queue[:n], 0
 }
 
 // queueKept queues one of the writer's own statements.
@@ -193,7 +215,7 @@ func (p *pgPipe) send(ctx context.Context) (int, error) {
 		b.Queue(q.sql, q.args...)
 	}
 	queue := p.queue
-	p.queue = p.queue[:0]
+	p.queue, p.queued = p.queue[:0], 0
 	br := p.conn.SendBatch(ctx, b)
 	at, first := -1, error(nil)
 	for i, q := range queue {

@@ -182,3 +182,49 @@ func TestPostgresBeginReadsTheTip(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresPipelinedLongRequest: a request with more writes than the
+// queue holds sends them as it goes and keeps the outcome of one request:
+// all of them, or none once one fails.
+func TestPostgresPipelinedLongRequest(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.NewDatabase(t), Options{Projector: testProjector{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write := func(first, n int) error {
+		return s.Update(ctx, "", func(tx *Tx) error {
+			for i := range n {
+				if _, err := tx.DB().ExecContext(ctx, `UPDATE events SET request_id = $1 WHERE position = $2`, fmt.Sprint(i), first+i); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Append(ctx, "s", AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t", "/root", "x")})
+			return err
+		})
+	}
+	if err := write(0, 3*maxQueued); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, "", func(tx *Tx) error {
+		for i := range 3 * maxQueued {
+			if _, err := tx.Append(ctx, "s", AnyVersion, events.Pending{Type: events.TypeNoteAppended, Data: note("t", "/root", "y")}); err != nil {
+				return err
+			}
+			if i == 2*maxQueued {
+				// A second event at the position just taken.
+				if _, err := tx.DB().ExecContext(ctx, `INSERT INTO events SELECT * FROM events WHERE position = $1`, tx.last); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("a long request with a duplicate event: %v, want a conflict", err)
+	}
+	if all := readAll(t, s); len(all) != 1 {
+		t.Fatalf("%d events, want the first request's 1", len(all))
+	}
+}
