@@ -260,6 +260,15 @@ var allRows = []*row{
 		rate: true, fig: rate("appends/s"), ceil: rate("rows/s"), targetText: "none (information)",
 	},
 	{
+		name: "postgres-read8",
+		help: "notes_read_file req/s, 8 clients, through one memoryd on\n" +
+			"PostgreSQL, vs 8 clients through each of two servers on one\n" +
+			"database (information: two should serve about 2×)",
+		needs:   []*fixture{fxPostgresRead8},
+		measure: (*bench).measurePostgresRead8, notes: (*bench).postgresRead8Notes,
+		rate: true, fig: rate("req/s"), ceil: rate("req/s"), targetText: "none (information; ratio ≈ 0.5)",
+	},
+	{
 		name: "bytes-per-session-byte",
 		help: "the SQLite database memoryd import-sessions makes of\n" +
 			"-disk-bytes of generated Pi session files, bytes per byte of\n" +

@@ -77,8 +77,12 @@ func (b *bench) pgRawWrite(ctx context.Context, locked bool, dur time.Duration) 
 // on PostgreSQL with the raw ceiling.
 func (b *bench) measurePostgresAppend16(ctx context.Context, rep repetition) (sample, error) {
 	var one, raw loopResult
+	var cpuOne, pgOne float64
 	err := rep.pair(func() (err error) {
-		one, err = b.pgAppendLoop(ctx, 1, b.cfg.dur)
+		cpuOne, pgOne, err = b.pgCPU(ctx, func() (err error) {
+			one, err = b.pgAppendLoop(ctx, 1, b.cfg.dur)
+			return err
+		})
 		return err
 	}, func() (err error) {
 		raw, err = b.pgRawWrite(ctx, false, b.cfg.dur)
@@ -89,7 +93,11 @@ func (b *bench) measurePostgresAppend16(ctx context.Context, rep repetition) (sa
 	}
 	// For information, the same 16 clients append through two servers on the
 	// same database, and the raw inserts take memoryd's lock and positions.
-	two, err := b.pgAppendLoop(ctx, 2, b.cfg.dur)
+	var two loopResult
+	cpuTwo, pgTwo, err := b.pgCPU(ctx, func() (err error) {
+		two, err = b.pgAppendLoop(ctx, 2, b.cfg.dur)
+		return err
+	})
 	if err != nil {
 		return sample{}, err
 	}
@@ -105,6 +113,12 @@ func (b *bench) measurePostgresAppend16(ctx context.Context, rep repetition) (sa
 	s.add("one server: append latency p50 (s)", percentile(one.lat, 50).Seconds())
 	s.add("two servers: append latency p50 (s)", percentile(two.lat, 50).Seconds())
 	s.add("raw insert transaction p50 (s)", percentile(raw.lat, 50).Seconds())
+	s.add("one server: memoryd CPU per append (s)", cpuOne/float64(one.calls))
+	s.add("two servers: memoryd CPU per append (s)", cpuTwo/float64(two.calls))
+	if pgOne >= 0 && pgTwo >= 0 {
+		s.add("one server: PostgreSQL backends' CPU per append (s)", pgOne/float64(one.calls))
+		s.add("two servers: PostgreSQL backends' CPU per append (s)", pgTwo/float64(two.calls))
+	}
 	b.logf("postgres-append16: one server %s appends/s, two servers %s, raw %s rows/s, raw with the lock %s",
 		num(one.rate(), 0), num(two.rate(), 0), num(raw.rate(), 0), num(locked.rate(), 0))
 	return s, nil

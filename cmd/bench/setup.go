@@ -16,7 +16,7 @@ type fixture struct {
 
 // allFixtures are every fixture, in the order they are set up.
 // A fixture comes after those it needs.
-var allFixtures = []*fixture{fxNotes, fxAppendWarm, fxBareAppend, fxDurable, fxRead8, fxClaudeCode, fxHistory, fxSessions, fxSyncTurn, fxTurn, fxRollover, fxRolloverHuge, fxLog, fxReplayed, fxPostgresServer, fxPostgres, fxRedact, fxDisk, fxDiskPostgres}
+var allFixtures = []*fixture{fxNotes, fxAppendWarm, fxBareAppend, fxDurable, fxRead8, fxClaudeCode, fxHistory, fxSessions, fxSyncTurn, fxTurn, fxRollover, fxRolloverHuge, fxLog, fxReplayed, fxPostgresServer, fxPostgres, fxPostgresRead8, fxRedact, fxDisk, fxDiskPostgres}
 
 // fixturesFor returns the fixtures the rows of cfg need, directly or
 // through other fixtures, in the order of allFixtures.

@@ -25,6 +25,15 @@ type engine interface {
 	// or server has committed since the last check. db is the writer's
 	// transaction, begun by beginWrite.
 	checkTip(ctx context.Context, db DBTX, t *logTip) error
+	// savepoint begins a request of a batch of several in the write
+	// transaction db (SAVEPOINT write_request), so that its failure rolls
+	// back only its writes.
+	savepoint(ctx context.Context, db DBTX) error
+	// endRequest ends a request of the write transaction db once it has
+	// run, with its error err, and releases its savepoint if it has one.
+	// It returns the request's error, which fails the request, and an
+	// error of the transaction, which fails the batch.
+	endRequest(ctx context.Context, db DBTX, savepoint bool, err error) (reqErr, txErr error)
 	// beginRead begins a read-only transaction on c that sees one
 	// snapshot of the log and the projections.
 	beginRead(c *keptConn) error

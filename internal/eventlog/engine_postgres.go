@@ -44,32 +44,117 @@ func init() {
 // postgresEngine is PostgreSQL's engine.
 type postgresEngine struct{}
 
-// beginWrite begins a READ COMMITTED transaction and waits for the append
-// lock. The lock is released after the commit is visible, so the next
-// writer's first read sees it.
+// beginWrite begins a READ COMMITTED transaction, waits for the append
+// lock and reads the log's last position under it, in one round trip.
+// The lock is released after the commit is visible, so the next writer's
+// read sees it.
 func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
-	if err := c.exec(ctx, "BEGIN"); err != nil {
+	p, err := pipeFor(c)
+	if err != nil {
 		return err
 	}
-	if _, err := c.db.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", appendLock); err != nil {
+	p.queue, p.queued, p.err, p.saved, p.committed, p.tipRead = p.queue[:0], 0, nil, false, false, false
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT pg_advisory_xact_lock($1)", appendLock)
+	b.Queue(pgLastPosition)
+	br := p.conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&p.tip)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	p.checkConn()
+	if err != nil {
 		_ = c.exec(ctx, "ROLLBACK")
 		return err
 	}
+	p.tipRead = true
 	return nil
 }
 
-// checkTip reads the log's last position under the append lock.
-// When another server has appended, the stream versions t knew are forgotten.
+// pgLastPosition is the query LastPosition of queries_pg.sql, sent with
+// BEGIN (TestPostgresBeginReadsTheTip).
+const pgLastPosition = "SELECT coalesce(max(position), 0)::bigint FROM events"
+
+// checkTip takes the log's last position that beginWrite read under the
+// append lock. When another server has appended, the stream versions t
+// knew are forgotten.
 func (postgresEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
-	p, err := queriesOf(db).LastPosition(ctx)
-	if err != nil {
-		return err
+	var p int64
+	if pp := pipeOf(db); pp != nil && pp.tipRead {
+		p, pp.tipRead = pp.tip, false
+	} else {
+		var err error
+		if p, err = queriesOf(db).LastPosition(ctx); err != nil {
+			return err
+		}
 	}
 	if p != t.last {
 		t.forget()
 		t.last = p
 	}
 	return nil
+}
+
+// savepoint queues the request's savepoint, unless the request before it
+// sent it already.
+func (postgresEngine) savepoint(ctx context.Context, db DBTX) error {
+	if p := pipeOf(db); p != nil && p.saved {
+		p.saved = false
+		return nil
+	}
+	_, err := db.ExecContext(ctx, pgSavepoint)
+	return err
+}
+
+// endRequest sends what the request queued, with its savepoint's release
+// and the next request's savepoint, or with the COMMIT of a request alone
+// in its batch, in one round trip. A request fails
+// with the first error it met, its statements' or its own.
+func (postgresEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, err error) (reqErr, txErr error) {
+	p := pipeOf(db)
+	if p == nil {
+		return err, nil
+	}
+	if err != nil {
+		// A statement still queued may have failed before err: send them
+		// to learn, so the request fails with the first error, as if each
+		// statement had run when made.
+		if _, serr := p.send(ctx); serr != nil {
+			return p.err, nil
+		}
+		return err, nil
+	}
+	own := len(p.queue)
+	var commit *pgResult
+	if savepoint {
+		p.queueKept(pgRelease)
+		p.queueKept(pgSavepoint) // the next request's, or left to the commit
+	} else {
+		// A request alone in its batch is committed next, so its COMMIT
+		// goes with its statements; the server skips it if one fails.
+		p.queueKept(pgCommit)
+		commit = p.queue[len(p.queue)-1].res
+	}
+	at, err := p.send(ctx)
+	switch {
+	case err == nil && commit != nil && commit.tag.String() != "COMMIT":
+		return nil, fmt.Errorf("%w: the write transaction was rolled back (%s)", ErrUnavailable, commit.tag)
+	case err == nil:
+		p.saved = savepoint
+		p.committed = commit != nil
+		return nil, nil
+	case at < own:
+		return err, nil
+	default:
+		return nil, err
+	}
 }
 
 // beginRead begins a REPEATABLE READ transaction, whose statements all see

@@ -135,6 +135,21 @@ func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 	return nil
 }
 
+func (sqliteEngine) savepoint(ctx context.Context, db DBTX) error {
+	_, err := db.ExecContext(ctx, "SAVEPOINT write_request")
+	return err
+}
+
+// endRequest releases the savepoint of a request that succeeded. Its
+// statements ran as it made them.
+func (sqliteEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, err error) (reqErr, txErr error) {
+	if err != nil || !savepoint {
+		return err, nil
+	}
+	_, err = db.ExecContext(ctx, "RELEASE write_request")
+	return nil, err
+}
+
 // beginRead begins a deferred transaction, whose snapshot starts at the
 // first read. It takes no context, which would cost a goroutine in the driver.
 func (sqliteEngine) beginRead(c *keptConn) error {

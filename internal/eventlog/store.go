@@ -98,9 +98,12 @@ type Store struct {
 	wconn *keptConn
 
 	writes chan *writeRequest
-	quit   chan struct{}
-	done   chan struct{}
-	close  sync.Once
+	// next is a request to be committed alone, taken while a batch was
+	// gathered. Only the writer goroutine uses it.
+	next  *writeRequest
+	quit  chan struct{}
+	done  chan struct{}
+	close sync.Once
 
 	// tip is what the committed log ends with, so that an append need not
 	// ask. Only the writer goroutine uses it.

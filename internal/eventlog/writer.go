@@ -53,10 +53,9 @@ func (s *Store) writeLoop() {
 			s.wconn.close(nil) // back to the pool, which Close then closes
 		}
 	}()
-	var next *writeRequest // taken while draining, to be committed alone
 	for {
-		first := next
-		next = nil
+		first := s.next
+		s.next = nil
 		if first == nil {
 			select {
 			case first = <-s.writes:
@@ -64,22 +63,26 @@ func (s *Store) writeLoop() {
 				return
 			}
 		}
-		batch := []*writeRequest{first}
-	drain:
-		for len(batch) < maxBatch && !first.alone {
-			select {
-			case req := <-s.writes:
-				if req.alone {
-					next = req // the next batch, alone
-					break drain
-				}
-				batch = append(batch, req)
-			default:
-				break drain
-			}
-		}
-		s.commitBatch(batch)
+		s.commitBatch(s.drain([]*writeRequest{first}))
 	}
+}
+
+// drain adds to batch every request already waiting, up to maxBatch. A
+// request to be committed alone is kept for the next batch.
+func (s *Store) drain(batch []*writeRequest) []*writeRequest {
+	for len(batch) < maxBatch && !batch[0].alone && s.next == nil {
+		select {
+		case req := <-s.writes:
+			if req.alone {
+				s.next = req // the next batch, alone
+				break
+			}
+			batch = append(batch, req)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // writerConn begins a transaction on the writer's connection and returns it.
@@ -146,16 +149,21 @@ func (s *Store) endBatch(ctx context.Context, committed bool) {
 	}
 }
 
-// commitBatch runs a batch of requests in one transaction.
+// commitBatch runs a batch of requests in one transaction. The requests
+// that came while it began, waiting for the write lock another server or
+// process held, join it.
 func (s *Store) commitBatch(batch []*writeRequest) {
+	ctx := context.Background()
+	conn, err := s.writerConn(ctx)
+	if err == nil {
+		batch = s.drain(batch)
+	}
 	results := make([]error, len(batch))
 	finish := func() {
 		for i, req := range batch {
 			req.err <- results[i]
 		}
 	}
-	ctx := context.Background()
-	conn, err := s.writerConn(ctx)
 	if err != nil {
 		err = classify(err)
 		for i := range results {
@@ -184,7 +192,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 			continue
 		}
 		if !single {
-			if _, err := db.ExecContext(ctx, "SAVEPOINT write_request"); err != nil {
+			if err := s.engine.savepoint(ctx, db); err != nil {
 				results[i] = classify(err)
 				continue
 			}
@@ -193,6 +201,12 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		err := req.fn(t)
 		if err == nil {
 			err = t.FlushProjections(ctx) // what it deferred is part of it
+		}
+		err, txErr := s.engine.endRequest(ctx, db, !single, err)
+		if txErr != nil {
+			s.failBatch(ctx, results, classify(txErr))
+			finish()
+			return
 		}
 		if err != nil {
 			results[i] = classify(err)
@@ -216,20 +230,17 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				finish()
 				return
 			}
+			if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
+				s.failBatch(ctx, results, classify(err))
+				finish()
+				return
+			}
 		} else {
 			last = t.last
 			for stream, v := range t.versions {
 				batchVersions[stream] = v
 			}
 			ok++
-		}
-		if single {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
-			s.failBatch(ctx, results, classify(err))
-			finish()
-			return
 		}
 	}
 	if ok == 0 {
