@@ -142,8 +142,12 @@ func VerifyErased(ctx context.Context, svc *memory.Service, taskID string, grep 
 	if rep.Mentions, err = mentions(ctx, db, taskID); err != nil {
 		return rep, err
 	}
-	if store.Sealer() != nil { // sealed payloads, opened
-		if rep.Mentions, err = sealedMentions(ctx, store, taskID); err != nil {
+	hidden, err := payloadsHidden(ctx, db, store)
+	if err != nil {
+		return rep, err
+	}
+	if hidden { // sealed or compressed payloads, opened
+		if rep.Mentions, err = openedMentions(ctx, store, taskID); err != nil {
 			return rep, err
 		}
 	}
@@ -241,9 +245,21 @@ func mentions(ctx context.Context, db *sql.DB, taskID string) ([]int64, error) {
 	return out, rows.Err()
 }
 
-// sealedMentions is mentions on a database encrypted at rest, whose
-// payloads SQL cannot search: every event is read, opened.
-func sealedMentions(ctx context.Context, store *eventlog.Store, taskID string) ([]int64, error) {
+// payloadsHidden reports whether SQL cannot search every payload as it
+// was recorded: the database is encrypted at rest, or it holds history
+// entries' payloads compressed in events.packed.
+func payloadsHidden(ctx context.Context, db *sql.DB, store *eventlog.Store) (bool, error) {
+	if store.Sealer() != nil {
+		return true, nil
+	}
+	var packed int64
+	err := db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM events WHERE length(packed) > 0 LIMIT 1) p").Scan(&packed)
+	return packed > 0, err
+}
+
+// openedMentions is mentions on a database whose payloads SQL cannot
+// search (payloadsHidden): every event is read, opened.
+func openedMentions(ctx context.Context, store *eventlog.Store, taskID string) ([]int64, error) {
 	out := []int64{}
 	id := []byte(taskID)
 	err := store.Each(ctx, eventlog.Filter{}, func(ev events.Event) error {

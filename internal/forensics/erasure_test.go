@@ -168,3 +168,38 @@ func TestErasureKeepsOtherTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyErasedFindsMentionsInPackedEntries: a history entry of another
+// task that names an erased task is a mention, though its payload is stored
+// compressed (events.packed), where SQL cannot see it.
+func TestVerifyErasedFindsMentionsInPackedEntries(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	gone := h.attach("/sessions/gone.jsonl", nil, nil)
+	h.sync(gone, func() *piSession { s := newPiSession("g"); s.user("to be forgotten"); return s }())
+	if _, err := h.svc.EraseTask(ctx, gone.TaskID, "", memory.EraseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := forensics.VerifyErased(ctx, h.svc, gone.TaskID, nil); err != nil || !rep.Clean {
+		t.Fatalf("verify --erased before any mention: %v %+v", err, rep)
+	}
+	kept := h.attach("/sessions/kept.jsonl", nil, nil)
+	s := newPiSession("k")
+	s.user("the task " + gone.TaskID + " was erased; " + strings.Repeat("a line that compresses well. ", 100))
+	h.sync(kept, s)
+	var packed int64
+	if err := h.svc.Store().Reader().QueryRowContext(ctx,
+		"SELECT count(*) FROM events WHERE task_id = $1 AND type = 'history.entry_recorded' AND length(packed) > 0", kept.TaskID).Scan(&packed); err != nil {
+		t.Fatal(err)
+	}
+	if packed != 1 {
+		t.Fatalf("%d packed entries: the test needs the mention compressed", packed)
+	}
+	rep, err := forensics.VerifyErased(ctx, h.svc, gone.TaskID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean || len(rep.Mentions) != 1 {
+		t.Fatalf("verify --erased missed the mention in a packed entry: %+v", rep)
+	}
+}
