@@ -27,17 +27,7 @@ func (s *Store) CommitStamp() (CommitStamp, bool) {
 	if s.walIndex == nil {
 		return CommitStamp{}, false
 	}
-	return s.walIndex.stamp(true)
-}
-
-// CommitStampInRead is CommitStamp for a caller inside a read transaction,
-// whose connection keeps SQLite from removing the -shm file: it skips the
-// fstat that checks for that.
-func (s *Store) CommitStampInRead() (CommitStamp, bool) {
-	if s.walIndex == nil {
-		return CommitStamp{}, false
-	}
-	return s.walIndex.stamp(false)
+	return s.walIndex.stamp()
 }
 
 // walIndex reads the wal-index header of one database.
@@ -53,13 +43,11 @@ type walIndex struct {
 
 func newWALIndex(dbPath string) *walIndex { return &walIndex{path: dbPath + "-shm"} }
 
-// stamp reads the header, first checking that the open -shm file was not
-// removed when checkRemoved is set.
-func (w *walIndex) stamp(checkRemoved bool) (CommitStamp, bool) {
+func (w *walIndex) stamp() (CommitStamp, bool) {
 	var st CommitStamp
 	f := w.open.Load()
 	stale := f == nil
-	if f != nil && checkRemoved {
+	if f != nil {
 		// SQLite removes the file when the last connection closes and makes
 		// a new one with the next, and the old header would never change
 		// again. The store's own connections hold it while it is open, so

@@ -67,7 +67,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	w := newWALIndex(path)
 	defer w.close()
-	if _, ok := w.stamp(true); ok {
+	if _, ok := w.stamp(); ok {
 		t.Fatal("a stamp before the database exists")
 	}
 	exec := func(db *sql.DB, queries ...string) {
@@ -83,7 +83,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(db, `CREATE TABLE a (x)`, `INSERT INTO a VALUES (1)`, `INSERT INTO a VALUES (2)`)
-	before, ok := w.stamp(true)
+	before, ok := w.stamp()
 	if !ok {
 		t.Fatal("no stamp")
 	}
@@ -97,7 +97,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 	}
 	defer db.Close()
 	exec(db, `INSERT INTO a VALUES (3)`)
-	after, ok := w.stamp(true)
+	after, ok := w.stamp()
 	if !ok {
 		t.Fatal("no stamp from the new -shm file")
 	}
@@ -105,7 +105,7 @@ func TestCommitStampFollowsANewSHMFile(t *testing.T) {
 		t.Fatal("the stamp did not move: read from the removed -shm file")
 	}
 	exec(db, `INSERT INTO a VALUES (4)`)
-	if again, _ := w.stamp(true); again == after {
+	if again, _ := w.stamp(); again == after {
 		t.Fatal("a commit after the new -shm file did not move the stamp")
 	}
 }
@@ -142,7 +142,7 @@ func TestWALIndexClosesOnlyARemovedFile(t *testing.T) {
 	}
 
 	inUse := newWALIndex(path)
-	if _, ok := inUse.stamp(true); !ok {
+	if _, ok := inUse.stamp(); !ok {
 		t.Fatal("no stamp")
 	}
 	before := kept()
@@ -150,12 +150,12 @@ func TestWALIndexClosesOnlyARemovedFile(t *testing.T) {
 	if kept() != before+1 {
 		t.Fatal("close closed the descriptor of a -shm file still in use")
 	}
-	if _, ok := inUse.stamp(true); ok {
+	if _, ok := inUse.stamp(); ok {
 		t.Fatal("a stamp after close")
 	}
 
 	removedLater := newWALIndex(path)
-	if _, ok := removedLater.stamp(true); !ok {
+	if _, ok := removedLater.stamp(); !ok {
 		t.Fatal("no stamp")
 	}
 	db.Close() // the last connection: SQLite removes the -shm file

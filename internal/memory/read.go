@@ -53,7 +53,7 @@ func (s *Service) readOnce(ctx context.Context, wantPosition, noteCache bool, st
 		if s.afterCachedRead != nil {
 			s.afterCachedRead()
 		}
-		if now, ok := s.store.CommitStampInRead(); !ok || now != stamp {
+		if now, ok := s.store.CommitStamp(); !ok || now != stamp {
 			return 0, true, nil
 		}
 	}
