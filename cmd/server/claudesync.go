@@ -141,17 +141,35 @@ func claudeCodeFormat(r io.ReaderAt, size int64, cursor json.RawMessage) (syncBa
 	return out, err
 }
 
-// defaultClaudeContextWindow is the context window of Claude Code's
-// models unless a 1M-token one was chosen; CLAUDE_CODE_AUTO_COMPACT_WINDOW
-// gives the window Claude Code compacts at, which memoryd then uses.
-const defaultClaudeContextWindow = 200_000
+// Claude Code's context window and when it compacts, as 2.1.197 does
+// (docs/claude-code.md §5, checked on the real CLI): the window is
+// CLAUDE_CODE_AUTO_COMPACT_WINDOW, raised to at least 100,000 and at most
+// 1,000,000, else 200,000 (its models other than the 1M-token ones); it
+// compacts once a request's context reaches the window less the output
+// it reserves (CLAUDE_CODE_MAX_OUTPUT_TOKENS, at most 20,000) less a
+// 13,000-token buffer.
+const (
+	defaultClaudeContextWindow = 200_000
+	minClaudeContextWindow     = 100_000
+	maxClaudeContextWindow     = 1_000_000
+	claudeOutputReserve        = 20_000
+	claudeCompactBuffer        = 13_000
+)
 
-// claudeContextWindow is the window the hooks report usage against.
+// claudeContextWindow is the context a Claude Code session can fill
+// before Claude Code compacts it, which the hooks report usage against:
+// get_context_remaining then counts the tokens left before the
+// compaction, and the reminder comes before it.
 func claudeContextWindow(getenv func(string) string) int64 {
+	window := int64(defaultClaudeContextWindow)
 	if n, err := strconv.ParseInt(getenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW"), 10, 64); err == nil && n > 0 {
-		return n
+		window = min(max(n, minClaudeContextWindow), maxClaudeContextWindow)
 	}
-	return defaultClaudeContextWindow
+	reserve := int64(claudeOutputReserve)
+	if n, err := strconv.ParseInt(getenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), 10, 64); err == nil && n > 0 {
+		reserve = min(n, reserve)
+	}
+	return window - reserve - claudeCompactBuffer
 }
 
 // syncedCursor is a transcript's cursor file: how far it was read, and

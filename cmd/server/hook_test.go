@@ -158,8 +158,9 @@ func TestHookSyncsTheTranscript(t *testing.T) {
 			last = *v.Message.Usage
 		}
 	}
-	if r := remaining.Details.Remaining; r == nil || *r != 200_000-last.ContextTokens() {
-		t.Errorf("remaining tokens %v, want the 200,000-token default window less the last usage, %d", r, last.ContextTokens())
+	// Claude Code compacts a 200,000-token window at 167,000 (docs/claude-code.md §5).
+	if r := remaining.Details.Remaining; r == nil || *r != 167_000-last.ContextTokens() {
+		t.Errorf("remaining tokens %v, want the 167,000 tokens Claude Code compacts at less the last usage, %d", r, last.ContextTokens())
 	}
 	if out := hook(with("hook_event_name", "SessionStart", "source", "resume")); out != "" {
 		t.Errorf("resuming a session never compacted answered %q, want nothing: its conversation is whole", out)
@@ -520,5 +521,27 @@ func TestHookHandoff(t *testing.T) {
 	if err := run(context.Background(), []string{"hook", "codex", "--addr", addr, "--db", db}, bad, strings.NewReader(`{}`), io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "MEMORYD_TASK must be JSON") {
 		t.Errorf("a MEMORYD_TASK that is not JSON: %v", err)
+	}
+}
+
+// TestClaudeContextWindow: the context a Claude Code session fills before
+// it compacts, from the variables Claude Code 2.1.197 reads, as its real
+// CLI was seen to compact (docs/claude-code.md §5).
+func TestClaudeContextWindow(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want int64
+	}{
+		{nil, 167_000},
+		{map[string]string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}, 67_000},
+		{map[string]string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "20000"}, 67_000}, // raised to 100,000
+		{map[string]string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "5000000"}, 967_000},
+		{map[string]string{"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "x"}, 167_000},
+		{map[string]string{"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000"}, 179_000},
+		{map[string]string{"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "64000"}, 167_000},
+	} {
+		if got := claudeContextWindow(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("%v: %d, want %d", c.env, got, c.want)
+		}
 	}
 }

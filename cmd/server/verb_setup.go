@@ -26,8 +26,9 @@ user (~/.claude.json and ~/.claude/settings.json) or with --project for the curr
 (.mcp.json and .claude/settings.json):
   - memoryd as an MCP server, named memoryd: memoryd mcp --addr A on stdio, which finds the token itself;
   - the hooks: memoryd hook claude-code --addr A on PreToolUse of memoryd's tools (which names each
-    call's session), SessionStart (memoryd's bootstrap after a compaction or a resume), PreCompact,
-    Stop, SubagentStop and SessionEnd (each syncs the session's transcript as the task's history);
+    call's session), PostToolUse and UserPromptSubmit (the reminder to take notes when the context
+    fills), SessionStart (memoryd's bootstrap after a compaction or a resume), PreCompact, Stop,
+    SubagentStop and SessionEnd (each syncs the session's transcript as the task's history);
   - the permission to use memoryd's tools (mcp__memoryd) without asking.
 For Codex it writes, in $CODEX_HOME (default ~/.codex; no --project):
   - in config.toml, [mcp_servers.memoryd]: memoryd mcp --addr A, its tools approved, and the
@@ -137,6 +138,8 @@ func memorydBinary(bin string) (string, error) {
 // matcher of each ("" for every occurrence).
 var claudeCodeHookEvents = []struct{ event, matcher string }{
 	{"PreToolUse", "mcp__memoryd__.*"},
+	{"PostToolUse", ""},
+	{"UserPromptSubmit", ""},
 	{"SessionStart", ""},
 	{"PreCompact", ""},
 	{"Stop", ""},

@@ -238,6 +238,25 @@ func Commit(ref events.AgentRef, s State, windowID, compactionEntryID string) (D
 		WindowID: windowID, PreviousWindowID: s.WindowID, CompactionEntryID: compactionEntryID})), nil
 }
 
+// Follow decides the windows a host's own compactions opened (Claude Code
+// and Codex compact without memoryd preparing a rollover): each is
+// committed in turn, so the one-shot flags and the reminder start again
+// in every window, as after a rollover. windowIDs are the history's
+// windows after the agent's current one, in order. A prepared rollover is
+// the host's to commit, so none is followed then.
+func Follow(ref events.AgentRef, s State, windowIDs []string) Decision {
+	if s.PendingWindowID != "" {
+		return Decision{}
+	}
+	var d Decision
+	previous := s.WindowID
+	for _, id := range windowIDs {
+		d.Events = append(d.Events, events.NewPending(events.RolloverCommitted{AgentRef: ref, WindowID: id, PreviousWindowID: previous}))
+		previous = id
+	}
+	return d
+}
+
 // Fail decides a failed compaction. Without a prepared rollover it is the
 // failure of an attempt memoryd refused or never saw, and is ignored.
 func Fail(ref events.AgentRef, s State, aborted bool, msg string) Decision {

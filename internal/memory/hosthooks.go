@@ -3,11 +3,13 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/memoryd/memoryd/internal/claudecode"
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/projections"
 )
 
@@ -63,10 +65,16 @@ func (s *Service) HandleHostHook(ctx context.Context, h HostHook, requestID stri
 		if h.SessionID == "" {
 			return HostHookAnswer{}, invalidf("a SessionStart hook needs session_id")
 		}
+	case "PostToolUse", "UserPromptSubmit":
+		if h.Host != KindClaudeCode || h.SessionID == "" || !validAgentID(h.AgentID) {
+			return HostHookAnswer{}, nil
+		}
+		text, err := s.hostReminder(ctx, HostSessionKey(h.Host, h.SessionID, h.AgentID), requestID)
+		return HostHookAnswer{AdditionalContext: text}, err
 	default:
 		return HostHookAnswer{}, nil
 	}
-	if strings.ContainsAny(h.AgentID, `/\`) || strings.Contains(h.AgentID, "..") {
+	if !validAgentID(h.AgentID) {
 		return HostHookAnswer{}, invalidf("agent_id must not contain a path separator or ..")
 	}
 	if h.TranscriptPath != "" && !filepath.IsAbs(h.TranscriptPath) {
@@ -103,6 +111,61 @@ func (s *Service) HandleHostHook(ctx context.Context, h HostHook, requestID stri
 		cc.Agent = child.Agent
 	}
 	return HostHookAnswer{}, s.BindHostCall(h.ToolUseID, cc)
+}
+
+// validAgentID reports whether a hook's agent_id can name a sub-agent:
+// it may not name a path.
+func validAgentID(id string) bool {
+	return !strings.ContainsAny(id, `/\`) && !strings.Contains(id, "..")
+}
+
+// hostReminder delivers the reminder to take notes when the session's
+// context is past the reminder threshold and no reminder went out in its
+// window yet (docs/contract-notes.md, Claude Code): the text for the
+// hook's additionalContext, or "". Claude Code compacts on its own, so
+// this reminder is all of the fence a host gets: nothing is blocked. A
+// session memoryd does not know yet has nothing due.
+func (s *Service) hostReminder(ctx context.Context, sessionKey, requestID string) (string, error) {
+	var cc CallContext
+	due := false
+	err := s.read(ctx, func(r *projections.Reader) error {
+		a, err := r.AgentBySessionKey(ctx, sessionKey)
+		if errors.Is(err, projections.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st, err := r.AgentState(ctx, a.TaskID, a.Agent)
+		cc, due = CallContext{TaskID: a.TaskID, Agent: a.Agent}, st.ReminderDue && !st.ReminderDelivered
+		return err
+	})
+	if err != nil || !due {
+		return "", err
+	}
+	var text string
+	_, _, err = s.lifecycle(ctx, cc, requestID, func(_ *projections.Reader, c caller, st fence.State) (fence.Decision, error) {
+		if !st.ReminderDue {
+			return fence.Decision{}, nil
+		}
+		d, err := fence.Deliver(ref(c), st, fence.KindReminder, st.WindowID, requestID)
+		if len(d.Events) > 0 {
+			text = hostReminderText(st)
+		}
+		return d, err
+	})
+	return text, err
+}
+
+// hostReminderText is the reminder a host's model reads.
+func hostReminderText(st fence.State) string {
+	left := ""
+	if st.TokensUsed != nil && st.ContextWindow != nil {
+		left = fmt.Sprintf(": about %d of its %d tokens are left", max(0, *st.ContextWindow-*st.TokensUsed), *st.ContextWindow)
+	}
+	return fmt.Sprintf(`<context_window_reminder window_id=%q/>
+The context window %s is getting full%s. Claude Code will compact it soon, and a summary loses details. Take incremental notes now with memoryd's tools (mcp__memoryd__notes_append_to_file or mcp__memoryd__notes_write_file): goal, decisions, progress, next steps and the window/item ids of evidence you may need again. After the compaction memoryd lists your notes and recent requests, and mcp__memoryd__history_search_contents and mcp__memoryd__history_read_item recover what was said before it.`,
+		st.WindowID, st.WindowID, left)
 }
 
 // attachHostRoot attaches the hook's session, or resumes it: a new session

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/fence"
 	"github.com/memoryd/memoryd/internal/history"
 	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/redact"
@@ -646,5 +647,35 @@ func syncTx(ctx context.Context, tx *eventlog.Tx, p *syncPlan, req SyncRequest) 
 	if res.WindowID, err = r.LastWindow(ctx, task, agent); err != nil {
 		return SyncResult{}, err
 	}
+	if res.WindowID != c.state.WindowID && AgentKind(c.agent.SessionKey) != KindPi {
+		if err := followHostWindows(ctx, tx, r, c); err != nil {
+			return SyncResult{}, err
+		}
+	}
 	return res, nil
+}
+
+// followHostWindows moves a Claude Code or Codex agent's window to its
+// history's: those hosts compact on their own, and a compaction reaches
+// memoryd as a window of the synced transcript, not as a rollover. Pi's
+// windows move by the extension's rollover, never here.
+func followHostWindows(ctx context.Context, tx *eventlog.Tx, r *projections.Reader, c caller) error {
+	wins, err := r.Windows(ctx, c.taskID, c.agent.Agent, projections.WholeBranch)
+	if err != nil || len(wins) == 0 {
+		return err
+	}
+	ids := make([]string, len(wins))
+	for i, w := range wins {
+		ids[i] = w.ID
+	}
+	// The windows after the agent's, or only the last when the branch no
+	// longer holds the agent's (a rewind to before a compaction keeps the
+	// window it is in, as a rollover does).
+	after := ids[len(ids)-1:]
+	if i := slices.Index(ids, c.state.WindowID); i >= 0 {
+		after = ids[i+1:]
+	} else if wins[len(wins)-1].Ordinal <= int64(c.state.WindowNumber) {
+		return nil
+	}
+	return appendOwn(ctx, tx, c, fence.Follow(ref(c), c.state, after).Events)
 }

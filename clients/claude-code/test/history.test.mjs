@@ -85,6 +85,10 @@ test("after /compact the real claude gets memoryd's bootstrap and recovers a fac
   const { details } = await tool({ task_id: task.task_id, agent: "/root" }, "history_list_windows");
   assert.deepEqual(details.windows.map((w) => w.window_id), ["w1", "w2"]);
 
+  // The compaction moved the session's window with its history's.
+  const state = await (await fetch(`${md.url}/v1/state?task_id=${task.task_id}&agent=/root`, { headers: auth() })).json();
+  assert.equal(state.window_id, "w2", `after the compaction the state's window is ${state.window_id}`);
+
   // get_context_remaining answers from the transcript's usage: the last assistant message's, as the hooks reported it.
   const { events } = await (await fetch(`${md.url}/v1/events?limit=5000`, { headers: auth() })).json();
   const usage = events.filter((e) => e.type === "lifecycle.usage_reported" && e.data.task_id === task.task_id).at(-1);
@@ -115,6 +119,32 @@ test("the real claude's automatic compaction: the next request holds the bootstr
       "the first request after the automatic compaction does not carry the bootstrap of w2");
   } finally {
     big.stop();
+  }
+});
+
+test("the real claude's context filling: memoryd's reminder reaches the model after a tool call, once, before Claude Code compacts", async () => {
+  // Every answer reports 130,000 input tokens: past the reminder (at 125,250 of the 167,000 tokens Claude
+  // Code fills before it compacts a 200,000-token window) and short of the compaction.
+  const full = await startModelServer(join(dir, "model-full.jsonl"), { MS_INPUT_TOKENS: "130000" });
+  try {
+    const run = session("remind", full.port);
+    const call = `CALL_TOOL mcp__memoryd__get_context_remaining {}`;
+    const id = JSON.parse((await run(["-p", call, "--output-format", "json"])).stdout).session_id;
+    // The second call's PreToolUse hook has synced the first answer's usage.
+    const second = await run(["-p", "--resume", id, call]);
+    assert.match(second.stdout, /"remaining_tokens":36980/, "get_context_remaining does not count the 167,000 tokens Claude Code fills, less 130,020");
+    const qs = requests(join(dir, "model-full.jsonl")).map((q) => JSON.stringify(q.body ?? {}));
+    const reminded = qs.findIndex((q) => q.includes("context_window_reminder"));
+    assert.ok(reminded > 0, "no model request carries memoryd's reminder");
+    assert.match(qs[reminded], /The context window w1 is getting full/);
+    assert.equal(qs.at(-1).split("<context_window_reminder").length - 1, 1, "the reminder came more than once in one window");
+    assert.ok(!qs.some((q) => /Please provide your summary|create a detailed summary/i.test(q)), "claude compacted");
+    const task = await sessionTask(id);
+    const { events } = await (await fetch(`${md.url}/v1/events?limit=5000`, { headers: auth() })).json();
+    const delivered = events.filter((e) => e.type === "lifecycle.control_delivered" && e.data.task_id === task.task_id);
+    assert.deepEqual(delivered.map((e) => [e.data.kind, e.data.window_id]), [["reminder", "w1"]]);
+  } finally {
+    full.stop();
   }
 });
 
