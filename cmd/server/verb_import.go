@@ -44,6 +44,7 @@ one is refused with its line number, and nothing is kept (a database the import 
 				return lr.AtLine(err)
 			}
 			fmt.Fprintf(in.stdout, "imported %d events\n", n)
+			reclaim(ctx, svc, in.stderr, "import")
 			return svc.Close()
 		}
 	},

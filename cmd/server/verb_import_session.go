@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -88,6 +89,7 @@ func runImportHostSession(ctx context.Context, db, file string, in *invocation,
 	if err != nil {
 		return err
 	}
+	reclaim(ctx, svc, in.stderr, "import-session")
 	if err := svc.Close(); err != nil {
 		return err
 	}
@@ -122,8 +124,19 @@ func runImportSession(ctx context.Context, db, file string, in *invocation) (err
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	reclaim(ctx, svc, stderr, "import-session")
 	if err := svc.Close(); err != nil {
 		return err
 	}
 	return writeJSON(stdout, res)
+}
+
+// reclaim gives back the space the import's churn left (memory's
+// Reclaim: on PostgreSQL, a rewrite of a table that only held texts
+// waiting for their chunk). The import is committed by then, so a
+// failure is a warning, not the verb's.
+func reclaim(ctx context.Context, svc *memory.Service, stderr io.Writer, verb string) {
+	if err := svc.Reclaim(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: the import is done, but the space its transaction left was not given back (%v); PostgreSQL's autovacuum reuses it for later rows\n", verb, err)
+	}
 }

@@ -421,6 +421,9 @@ func runImportSessions(ctx context.Context, db string, kinds []sessionKind, fold
 		}
 	}
 	finish()
+	if len(sum.Imported)+len(sum.Grown) > 0 {
+		reclaim(ctx, svc, in.stderr, "import-sessions")
+	}
 	if err := svc.Close(); err != nil {
 		return err
 	}

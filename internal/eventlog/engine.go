@@ -52,6 +52,9 @@ type engine interface {
 	// scrub takes out of the database's files, after an erasure's commit,
 	// what may still hold the erased rows (Store.Scrub).
 	scrub(ctx context.Context, s *Store, tables []string, opts ScrubOptions) (Scrub, error)
+	// reclaim gives back the space the dead rows of tables hold after a
+	// bulk write (Store.Reclaim).
+	reclaim(ctx context.Context, s *Store, tables []string) error
 }
 
 // engineDef is what an engine's file registers.

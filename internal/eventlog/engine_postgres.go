@@ -264,6 +264,22 @@ func (postgresEngine) zeroFreePages(context.Context, DBTX) (int64, error) {
 	return 0, nil
 }
 
+// reclaim rewrites every table in tables with VACUUM FULL, on a
+// connection of its own (VACUUM runs outside a transaction).
+func (postgresEngine) reclaim(ctx context.Context, s *Store, tables []string) error {
+	conn, err := s.reader.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close()
+	for _, t := range tables {
+		if _, err := conn.ExecContext(ctx, "VACUUM (FULL) "+pgx.Identifier{t}.Sanitize()); err != nil {
+			return fmt.Errorf("vacuum %s: %w", t, classify(err))
+		}
+	}
+	return nil
+}
+
 // scrub rewrites the log and every table in tables with VACUUM FULL, on a
 // connection of its own, so that their files hold no dead tuple of the
 // erased rows (a plain VACUUM marks their space free without overwriting

@@ -304,6 +304,9 @@ func markOverwriting(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
+// reclaim does nothing: SQLite reuses a deleted row's pages.
+func (sqliteEngine) reclaim(context.Context, *Store, []string) error { return nil }
+
 // scrub checkpoints the WAL into the database file and truncates it to 0
 // bytes, on a connection of its own: the WAL's frames hold every page as
 // each transaction wrote it, the erased rows included, until it is reset.

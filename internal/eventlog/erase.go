@@ -221,3 +221,14 @@ func (s *Store) Scrub(ctx context.Context, tables []string, opts ScrubOptions) (
 	}
 	return s.engine.scrub(ctx, s, tables, opts)
 }
+
+// Reclaim gives back to the file system the space that rows written and
+// deleted again by a bulk write (an import's one long transaction) left
+// in tables. On PostgreSQL they are dead tuples, which a plain VACUUM
+// marks free for later rows but keeps in the files, so each table is
+// rewritten (VACUUM FULL, locking it meanwhile: a table that churns is
+// small once its dead rows are gone). SQLite reuses a deleted row's pages
+// for the next rows, and there it does nothing.
+func (s *Store) Reclaim(ctx context.Context, tables []string) error {
+	return s.engine.reclaim(ctx, s, tables)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memoryd/memoryd/internal/eventlog"
 	"github.com/memoryd/memoryd/internal/events"
+	"github.com/memoryd/memoryd/internal/projections"
 	"github.com/memoryd/memoryd/internal/redact"
 	"github.com/memoryd/memoryd/internal/strictjson"
 )
@@ -103,6 +104,16 @@ func (s *Service) ImportSessions(ctx context.Context, files []SessionFile, progr
 		return nil, err
 	}
 	return out, nil
+}
+
+// Reclaim gives back the space an import's churn left in the database
+// (eventlog.Store.Reclaim): on PostgreSQL the dead rows of the texts that
+// waited for their chunk to seal, up to a quarter of a large import's
+// database (docs/performance.md). The import verbs call it once they are
+// done; memoryd may be serving the database meanwhile, and waits while
+// the table is rewritten.
+func (s *Service) Reclaim(ctx context.Context) error {
+	return s.store.Reclaim(ctx, projections.ChurnTables)
 }
 
 // parsedFile is a SessionFile checked before the transaction.

@@ -20,6 +20,11 @@ import (
 // the texts concatenated. A search reads a few large rows instead of one
 // row per entry.
 
+// ChurnTables are the tables whose rows a long write transaction inserts
+// and deletes again: each entry's text waits in history_open_texts until
+// its chunk seals, in the same transaction when an import records many.
+var ChurnTables = []string{"history_open_texts"}
+
 // chunkSealBytes is the size at which the open chunk is sealed.
 // A chunk holds at least this many bytes, and one entry may make it larger.
 const chunkSealBytes = 64 << 10
