@@ -161,12 +161,16 @@ func VerifyErased(ctx context.Context, svc *memory.Service, taskID string, grep 
 		if found.Rows, err = rowsHolding(ctx, db, isSQLite, text); err != nil {
 			return rep, err
 		}
-		sealed, err := projections.SealedHolding(ctx, store, variants(text))
+		opened, err := projections.HiddenHolding(ctx, store, variants(text))
 		if err != nil {
 			return rep, err
 		}
-		for table, n := range sealed { // on a database encrypted at rest
-			found.Rows[table+" (sealed)"] = n
+		label := " (compressed)"
+		if store.Sealer() != nil {
+			label = " (sealed)"
+		}
+		for table, n := range opened {
+			found.Rows[table+label] = n
 		}
 		if len(found.Rows) > 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%q is in the database's rows: %s", text, countsText(found.Rows)))

@@ -203,3 +203,34 @@ func TestVerifyErasedFindsMentionsInPackedEntries(t *testing.T) {
 		t.Fatalf("verify --erased missed the mention in a packed entry: %+v", rep)
 	}
 }
+
+// TestVerifyErasedGrepLooksInsideCompressedValues: on a plain database a
+// text the erased task held, now in another task's history, is stored
+// compressed (its entry's event packed, its sealed chunk's text), where
+// no SQL search sees it; verify --erased opens them.
+func TestVerifyErasedGrepLooksInsideCompressedValues(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	label := " (compressed)"
+	if h.svc.Store().Sealer() != nil { // at rest, the same values are sealed
+		label = " (sealed)"
+	}
+	gone := h.attach("/sessions/gone.jsonl", nil, nil)
+	h.sync(gone, func() *piSession { s := newPiSession("g"); s.user("QXZ-SECRET-881"); return s }())
+	if _, err := h.svc.EraseTask(ctx, gone.TaskID, "", memory.EraseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := h.attach("/sessions/kept.jsonl", nil, nil)
+	s := newPiSession("k")
+	s.user("QXZ-SECRET-881 again; " + strings.Repeat("a line that compresses well. ", 100))
+	s.user(strings.Repeat("filler that seals the chunk. ", 3000)) // past the 64 KiB a chunk seals at
+	h.sync(kept, s)
+	rep, err := forensics.VerifyErased(ctx, h.svc, gone.TaskID, []string{"QXZ-SECRET-881"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Grep[0].Rows
+	if rep.Clean || rows["events"+label] != 1 || rows["history_chunks"+label] != 1 {
+		t.Fatalf("verify --erased did not find the text inside the compressed entry and chunk: rows %v, problems %v", rows, rep.Problems)
+	}
+}

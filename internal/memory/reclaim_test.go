@@ -31,8 +31,8 @@ func TestReclaimGivesBackAnImportsChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := CallContext{TaskID: res.TaskID, Agent: res.Agent}
-	_, onPostgres := eventlog.ParseLocation(loc).File()
-	onPostgres = !onPostgres
+	_, onFile := eventlog.ParseLocation(loc).File()
+	onPostgres := !onFile
 	size := func() int64 {
 		var n int64
 		if err := s.store.Reader().QueryRowContext(ctx, "SELECT pg_total_relation_size('history_open_texts')").Scan(&n); err != nil {

@@ -26,7 +26,7 @@ const (
 
 // sealedColumns are the columns sealedQueries seals, each by its tag,
 // which is its table.column, and whether it is sealed as text: what
-// Digest, Diff and SealedHolding open.
+// Digest, Diff and HiddenHolding open.
 var sealedColumns = map[string]bool{tagNotePart: false, tagOpenText: false, tagChunkData: false, tagCallRes: true}
 
 // sealedQueries seals and opens the sealed columns of the projections.

@@ -333,16 +333,15 @@ func tableRows(ctx context.Context, db source, t table) (map[string]int, error) 
 	return out, err
 }
 
-// SealedHolding counts, by table, the rows of a database encrypted at rest
-// whose sealed texts, opened, hold one of texts: what a search of the
-// stored bytes cannot see (forensics' verify --erased). The log's events
-// are counted as "events". A plain database has none to count.
-func SealedHolding(ctx context.Context, store *eventlog.Store, texts [][]byte) (map[string]int64, error) {
+// HiddenHolding counts, by table, the rows whose texts a search of the
+// stored bytes cannot see and that, opened, hold one of texts (forensics'
+// verify --erased). On a database encrypted at rest those are every event
+// (counted as "events") and every sealed column; on a plain one, the
+// compressed values: the entries' events stored packed, and the chunks'
+// text (a chunk stored plain by an older memoryd is counted too).
+func HiddenHolding(ctx context.Context, store *eventlog.Store, texts [][]byte) (map[string]int64, error) {
 	out := map[string]int64{}
 	src := sourceOf(store)
-	if src.s == nil {
-		return out, nil
-	}
 	holds := func(b []byte) bool {
 		for _, t := range texts {
 			if bytes.Contains(b, t) {
@@ -350,6 +349,9 @@ func SealedHolding(ctx context.Context, store *eventlog.Store, texts [][]byte) (
 			}
 		}
 		return false
+	}
+	if src.s == nil {
+		return out, compressedHolding(ctx, src, holds, out)
 	}
 	err := store.Each(ctx, eventlog.Filter{}, func(ev events.Event) error {
 		if holds(ev.Data) {
@@ -386,4 +388,37 @@ func SealedHolding(ctx context.Context, store *eventlog.Store, texts [][]byte) (
 		}
 	}
 	return out, nil
+}
+
+// compressedHolding is HiddenHolding on a plain database.
+func compressedHolding(ctx context.Context, src source, holds func([]byte) bool, out map[string]int64) error {
+	rows, err := src.db.QueryContext(ctx, "SELECT data, packed FROM events WHERE length(packed) > 0 ORDER BY position")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var data string
+		var packed []byte
+		if err := rows.Scan(&data, &packed); err != nil {
+			return err
+		}
+		payload, err := eventlog.StoredData(src.db, data, packed)
+		if err != nil {
+			return err
+		}
+		if holds(payload) {
+			out["events"]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	t := table{name: "history_chunks", columns: "data", orderBy: "task_id, agent, chunk_no"}
+	return scanRows(ctx, src, t, func(vals []any) error {
+		if s, ok := vals[0].(string); ok && holds([]byte(s)) {
+			out[t.name]++
+		}
+		return nil
+	})
 }
