@@ -50,6 +50,11 @@ func (s *Service) Turn(ctx context.Context, cc CallContext, syncs []SyncRequest,
 		if err != nil {
 			return TurnResult{}, err
 		}
+		// Rendered before the writer, as Sync renders: every entry, since
+		// which are stored is known only in the transaction.
+		if err := p.render(); err != nil {
+			return TurnResult{}, err
+		}
 		plans[i] = p
 	}
 	if usage != nil {
@@ -72,9 +77,6 @@ func (s *Service) Turn(ctx context.Context, cc CallContext, syncs []SyncRequest,
 			// Checked in tx itself, as a session import's syncs are: each
 			// sees the branch the one before it left.
 			if err := p.checkStored(ctx, r, cc, syncs[i].ExpectedRevision); err != nil {
-				return err
-			}
-			if err := p.render(); err != nil {
 				return err
 			}
 			sr, err := syncTx(ctx, tx, p, syncs[i])
