@@ -71,7 +71,7 @@ func (postgresEngine) beginWrite(ctx context.Context, c *keptConn) error {
 	}
 	p.checkConn()
 	if err != nil {
-		_ = c.exec(ctx, "ROLLBACK")
+		_ = c.exec(ctx, sqlRollback)
 		return err
 	}
 	p.tipRead = true
@@ -109,7 +109,7 @@ func (postgresEngine) savepoint(ctx context.Context, db DBTX) error {
 		p.saved = false
 		return nil
 	}
-	_, err := db.ExecContext(ctx, pgSavepoint)
+	_, err := db.ExecContext(ctx, sqlSavepoint)
 	return err
 }
 
@@ -134,12 +134,12 @@ func (postgresEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, e
 	own := len(p.queue)
 	var commit *pgResult
 	if savepoint {
-		p.queueKept(pgRelease)
-		p.queueKept(pgSavepoint) // the next request's, or left to the commit
+		p.queueKept(sqlRelease)
+		p.queueKept(sqlSavepoint) // the next request's, or left to the commit
 	} else {
 		// A request alone in its batch is committed next, so its COMMIT
 		// goes with its statements; the server skips it if one fails.
-		p.queueKept(pgCommit)
+		p.queueKept(sqlCommit)
 		commit = p.queue[len(p.queue)-1].res
 	}
 	at, err := p.send(ctx)

@@ -121,35 +121,25 @@ const (
 	maxQueuedBytes = 1 << 20
 )
 
-// The writer's own statements. The pipe runs the last three at once
-// rather than queue them.
-const (
-	pgSavepoint  = "SAVEPOINT write_request"
-	pgRelease    = "RELEASE write_request"
-	pgRollbackTo = "ROLLBACK TO write_request"
-	pgRollback   = "ROLLBACK"
-	pgCommit     = "COMMIT"
-)
-
 // ExecContext queues query. Its error, if any, comes with the send.
 // A ROLLBACK TO drops the statements queued since the savepoint, which it
 // would undo, and runs at once, as do ROLLBACK and COMMIT.
 func (p *pgPipe) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if query == pgCommit && p.committed {
+	if query == sqlCommit && p.committed {
 		p.committed = false
 		return &pgResult{p: p, sent: true}, nil
 	}
 	p.committed = false
 	switch query {
-	case pgRollbackTo:
+	case sqlRollbackTo:
 		p.dropUnkept()
 		p.saved = false
-	case pgRollback:
+	case sqlRollback:
 		p.queue, p.queued = p.queue[:0], 0
 		p.saved = false
 	}
 	r := &pgResult{p: p}
-	keep := query == pgSavepoint || query == pgRelease
+	keep := query == sqlSavepoint || query == sqlRelease
 	p.queue = append(p.queue, pgQueued{sql: query, args: args, res: r, keep: keep})
 	for _, a := range args {
 		switch a := a.(type) {
@@ -160,13 +150,13 @@ func (p *pgPipe) ExecContext(ctx context.Context, query string, args ...any) (sq
 		}
 	}
 	switch query {
-	case pgRollbackTo, pgRollback:
+	case sqlRollbackTo, sqlRollback:
 		if _, err := p.send(ctx); err != nil {
 			return nil, err
 		}
 		p.err = nil
 		return r, nil
-	case pgCommit:
+	case sqlCommit:
 		if _, err := p.send(ctx); err != nil {
 			return nil, err
 		}

@@ -136,7 +136,7 @@ func (sqliteEngine) checkTip(ctx context.Context, db DBTX, t *logTip) error {
 }
 
 func (sqliteEngine) savepoint(ctx context.Context, db DBTX) error {
-	_, err := db.ExecContext(ctx, "SAVEPOINT write_request")
+	_, err := db.ExecContext(ctx, sqlSavepoint)
 	return err
 }
 
@@ -146,7 +146,7 @@ func (sqliteEngine) endRequest(ctx context.Context, db DBTX, savepoint bool, err
 	if err != nil || !savepoint {
 		return err, nil
 	}
-	_, err = db.ExecContext(ctx, "RELEASE write_request")
+	_, err = db.ExecContext(ctx, sqlRelease)
 	return nil, err
 }
 

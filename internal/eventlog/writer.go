@@ -24,6 +24,17 @@ type writeRequest struct {
 // on every event fn appends. Storage errors come back as ErrUnavailable or
 // ErrConflict, and fn's own errors unchanged. Updates are group-committed
 // in arrival order; see docs/durability.md.
+// The writer's own statements, on every engine. PostgreSQL's pipe tells
+// them apart by their text: it runs the last three at once rather than
+// queue them.
+const (
+	sqlSavepoint  = "SAVEPOINT write_request"
+	sqlRelease    = "RELEASE write_request"
+	sqlRollbackTo = "ROLLBACK TO write_request"
+	sqlRollback   = "ROLLBACK"
+	sqlCommit     = "COMMIT"
+)
+
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
 	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)})
 }
@@ -75,7 +86,7 @@ func (s *Store) drain(batch []*writeRequest) []*writeRequest {
 		case req := <-s.writes:
 			if req.alone {
 				s.next = req // the next batch, alone
-				break
+				return batch
 			}
 			batch = append(batch, req)
 		default:
@@ -125,7 +136,7 @@ func (s *Store) dropWriterConn() {
 // connection when it cannot tell that no transaction is left open.
 func (s *Store) endBatch(ctx context.Context, committed bool) {
 	if !committed {
-		if err := s.wconn.exec(ctx, "ROLLBACK"); err != nil {
+		if err := s.wconn.exec(ctx, sqlRollback); err != nil {
 			// SQLite may have rolled back by itself already. Closing the
 			// connection ends whatever it still holds, so the next batch
 			// does not meet a transaction in progress.
@@ -214,7 +225,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				break // rolled back below, so nothing of it is kept
 			}
 			proj.Rollback() // it may remember rows the rollback undoes
-			if _, rerr := db.ExecContext(ctx, "ROLLBACK TO write_request"); rerr != nil {
+			if _, rerr := db.ExecContext(ctx, sqlRollbackTo); rerr != nil {
 				if req.ctx.Err() != nil {
 					// Its own context interrupted a write statement, and
 					// SQLite then rolls back the whole transaction. The
@@ -230,7 +241,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 				finish()
 				return
 			}
-			if _, err := db.ExecContext(ctx, "RELEASE write_request"); err != nil {
+			if _, err := db.ExecContext(ctx, sqlRelease); err != nil {
 				s.failBatch(ctx, results, classify(err))
 				finish()
 				return
@@ -248,7 +259,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		finish()
 		return
 	}
-	if err := conn.exec(ctx, "COMMIT"); err != nil {
+	if err := conn.exec(ctx, sqlCommit); err != nil {
 		s.failBatch(ctx, results, classify(err))
 	} else {
 		s.tip.merge(last, batchVersions)
