@@ -52,9 +52,9 @@ export function installMemoryd(pi: ExtensionAPI, options: MemorydExtensionOption
   const history = new HistorySync(conn, trace);
   const control = new ControlMessages(pi, options, conn, state, history, trace);
   const gate = new FenceGate(conn, state, history, trace);
-  const manual = new ManualCompaction(conn, state, control, trace);
+  const manual = new ManualCompaction(conn, state, control, history, trace);
   const rollover = new Rollover(pi, conn, state, history, control, manual, trace);
-  const tools = new ToolRegistry(pi, conn, state, trace, connect);
+  const tools = new ToolRegistry(pi, conn, state, history, trace, connect);
   const subagents = new SubagentsAdapter(pi, trace);
   const attachSteps: AttachSteps = {
     reached: (client) => tools.registerServed(client),

@@ -22,6 +22,7 @@ import type { AgentState } from "@memoryd/client";
 import type { Connection } from "./connection.js";
 import type { ControlMessages } from "./control.js";
 import type { AgentStateCache } from "./state.js";
+import type { HistorySync } from "./sync.js";
 import { quietly, type Trace } from "./trace.js";
 
 /** How a held manual compaction's checkpoint turn ended. */
@@ -34,6 +35,7 @@ export class ManualCompaction {
     private readonly conn: Connection,
     private readonly state: AgentStateCache,
     private readonly control: ControlMessages,
+    private readonly history: HistorySync,
     private readonly trace: Trace,
   ) {}
 
@@ -105,6 +107,7 @@ export class ManualCompaction {
 
   private async cancel(why: string): Promise<void> {
     await quietly(this.trace, "manual-cancel", async () => {
+      await this.history.flush();
       const res = await this.conn.client.manual({ context: this.conn.context(), action: "cancel" });
       this.state.update(res.state);
       this.trace("manual_cancelled", { why, phase: res.state.phase });

@@ -7,6 +7,7 @@ import { TOOL_EXECUTION_MODES, TOOL_NAMES, isMemorydError, type MemorydClient, t
 
 import type { Connection } from "./connection.js";
 import type { AgentStateCache } from "./state.js";
+import type { HistorySync } from "./sync.js";
 import { errorMessage, quietly, type Trace } from "./trace.js";
 
 export class ToolRegistry {
@@ -17,6 +18,7 @@ export class ToolRegistry {
     private readonly pi: ExtensionAPI,
     private readonly conn: Connection,
     private readonly state: AgentStateCache,
+    private readonly history: HistorySync,
     private readonly trace: Trace,
     /** Connects the session (a tool may be called before session_start reached memoryd). */
     private readonly connect: (ctx: ExtensionContext) => Promise<void>,
@@ -52,6 +54,9 @@ export class ToolRegistry {
     await this.connect(ctx);
     this.trace("tool_call", { name, toolCallId });
     try {
+      // A parallel tool's result held since the admit goes first, so the call sees the history it would
+      // have seen without held syncs; a failed sync goes again with the next and does not fail the call.
+      await quietly(this.trace, "sync", () => this.history.flush());
       const res = await this.conn.client.relayToolCall(name, this.conn.context(toolCallId), params ?? {}, { signal });
       if (name === "new_context" || res.terminate) void quietly(this.trace, "state", () => this.state.refresh());
       return { content: res.content, details: res.details, terminate: res.terminate };
