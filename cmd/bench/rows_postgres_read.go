@@ -60,39 +60,61 @@ func (b *bench) pgRead8Loop(ctx context.Context, servers, clients int, dur time.
 
 // pgCPU runs fn and returns the CPU seconds the memoryd servers on
 // PostgreSQL and the PostgreSQL backends serving their database used
-// meanwhile. The backends' is -1 when their processes cannot be read
-// (a -postgres server on another machine or of another user).
+// meanwhile. A backend that connected during fn (a server's pool grows
+// under more clients than its warm-up had) counts whole. The backends' is
+// -1 when their processes cannot be read (a -postgres server on another
+// machine or of another user).
 func (b *bench) pgCPU(ctx context.Context, fn func() error) (memoryd, backends float64, err error) {
-	pids, perr := b.pgBackends(ctx)
-	cpu := func(pids []int) (float64, error) {
-		var sum float64
-		for _, pid := range pids {
-			s, err := cpuSeconds(pid)
-			if err != nil {
-				return -1, err
-			}
-			sum += s
-		}
-		return sum, nil
-	}
 	servers := []int{b.pg[0].pid(), b.pg[1].pid()}
-	m0, err := cpu(servers)
+	m0, err := sumCPU(servers)
 	if err != nil {
 		return 0, 0, err
 	}
-	b0, berr := cpu(pids)
+	before, berr := b.backendsCPU(ctx)
 	if err := fn(); err != nil {
 		return 0, 0, err
 	}
-	m1, err := cpu(servers)
+	m1, err := sumCPU(servers)
 	if err != nil {
 		return 0, 0, err
 	}
-	b1, berr2 := cpu(pids)
-	if perr != nil || berr != nil || berr2 != nil {
+	after, berr2 := b.backendsCPU(ctx)
+	if berr != nil || berr2 != nil {
 		return m1 - m0, -1, nil
 	}
-	return m1 - m0, b1 - b0, nil
+	for pid, s := range after {
+		backends += s - before[pid] // 0 for a backend new since
+	}
+	return m1 - m0, backends, nil
+}
+
+// sumCPU is the CPU seconds the processes pids have used.
+func sumCPU(pids []int) (float64, error) {
+	var sum float64
+	for _, pid := range pids {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			return -1, err
+		}
+		sum += s
+	}
+	return sum, nil
+}
+
+// backendsCPU is the CPU seconds each backend of memoryd's database has
+// used, by pid.
+func (b *bench) backendsCPU(ctx context.Context) (map[int]float64, error) {
+	pids, err := b.pgBackends(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]float64, len(pids))
+	for _, pid := range pids {
+		if out[pid], err = cpuSeconds(pid); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // pgBackends are the PostgreSQL backends connected to memoryd's database.
