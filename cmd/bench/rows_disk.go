@@ -55,7 +55,7 @@ type diskTable struct {
 
 // diskColumns are the big columns whose bytes the rows report.
 var diskColumns = []diskTable{
-	{"events", []string{"data", "packed"}}, // packed: since migration 00014
+	{"events", []string{"data", "packed"}}, // packed: absent from an older memoryd's database
 	{"history_entries", []string{"breaks", "calls"}},
 	{"history_chunks", []string{"data", "bloom", "entries"}},
 }

@@ -141,8 +141,8 @@ func claudeCodeFormat(r io.ReaderAt, size int64, cursor json.RawMessage) (syncBa
 	return out, err
 }
 
-// Claude Code's context window and when it compacts, as 2.1.197 does
-// (docs/claude-code.md §5, checked on the real CLI): the window is
+// Claude Code's context window and when it compacts (docs/claude-code.md
+// §5): the window is
 // CLAUDE_CODE_AUTO_COMPACT_WINDOW, raised to at least 100,000 and at most
 // 1,000,000, else 200,000 (its models other than the 1M-token ones); it
 // compacts once a request's context reaches the window less the output

@@ -525,8 +525,7 @@ func TestHookHandoff(t *testing.T) {
 }
 
 // TestClaudeContextWindow: the context a Claude Code session fills before
-// it compacts, from the variables Claude Code 2.1.197 reads, as its real
-// CLI was seen to compact (docs/claude-code.md §5).
+// it compacts, from the variables Claude Code reads (docs/claude-code.md §5).
 func TestClaudeContextWindow(t *testing.T) {
 	for _, c := range []struct {
 		env  map[string]string

@@ -14,8 +14,8 @@ import (
 // event into events.packed, above the sealing (ciphertext does not
 // compress), and keeps in events.data only the members task_id, agent and
 // entry_id, which is all the log's SQL may read of it. It returns every
-// payload as it was recorded, byte for byte (docs/performance.md, issue
-// 37). Other events, and events written before, are stored whole in data
+// payload as it was recorded, byte for byte (docs/performance.md).
+// Other events, and events written before, are stored whole in data
 // with packed empty.
 type packedQueries struct {
 	eventsdb.Querier

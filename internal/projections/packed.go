@@ -12,7 +12,7 @@ import (
 
 // packedQueries compresses the rendered text of a sealed history chunk
 // (history_chunks.data) on the way in, before any sealing below it, and
-// decompresses it on the way out (docs/performance.md, issue 37). Rows
+// decompresses it on the way out (docs/performance.md). Rows
 // written before compression read as they are. It keeps the last chunks
 // it read, as a search opens its candidate chunks and then cuts its
 // results' texts out of the same ones.

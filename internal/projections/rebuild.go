@@ -22,9 +22,8 @@ type table struct {
 	// never sets it.
 	omitEmptyLast bool
 	// entryLast adds a last column to each row: the raw JSON of the entry
-	// recorded by the event at the row's position, as history_entries.raw
-	// held it until the column went (migration 00013), so that digests
-	// stay as they were.
+	// recorded by the event at the row's position, where a digest has
+	// always had it, so that digests keep their shape.
 	entryLast bool
 	// where and args, when set, select the rows read (TaskDigest).
 	where string
