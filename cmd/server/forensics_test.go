@@ -717,12 +717,14 @@ func TestReplayStdin(t *testing.T) {
 
 // fxFirstAuditedRead returns the line index and record of the first
 // successful audited notes_read_file of the scenario log at path.
-func fxFirstAuditedRead(t *testing.T, path string) (int, *events.ToolCalled) {
+func fxFirstAuditedRead(t *testing.T, path string) (int, *events.CallRecord) {
 	t.Helper()
 	for i, ev := range fxEvents(t, path) {
 		if ev.Type == events.TypeToolCalled {
-			if r := fxDecode[events.ToolCalled](t, ev); r.Tool == "notes_read_file" && r.Outcome == "ok" {
-				return i, r
+			for _, r := range fxDecode[events.ToolCalled](t, ev).Calls {
+				if r.Tool == "notes_read_file" && r.Outcome == "ok" {
+					return i, &r
+				}
 			}
 		}
 	}

@@ -22,9 +22,11 @@ func TestReplayCheckReadsSaysWhatItSkipped(t *testing.T) {
 		if ev.Type != events.TypeToolCalled {
 			continue
 		}
-		switch rec := fxDecode[events.ToolCalled](t, ev); rec.Tool {
-		case "notes_write_file", "notes_append_to_file", "new_context":
-			want[rec.Tool]++
+		for _, rec := range fxDecode[events.ToolCalled](t, ev).Calls {
+			switch rec.Tool {
+			case "notes_write_file", "notes_append_to_file", "new_context":
+				want[rec.Tool]++
+			}
 		}
 	}
 	if len(want) == 0 {

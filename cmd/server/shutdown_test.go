@@ -162,11 +162,13 @@ func TestServeStopFlushesReadAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Type == events.TypeToolCalled {
-			var tc events.ToolCalled
-			if err := json.Unmarshal(ev.Data, &tc); err != nil {
+			p, err := events.Decode(ev)
+			if err != nil {
 				t.Fatal(err)
 			}
-			audited[tc.Tool]++
+			for _, c := range p.(*events.ToolCalled).Calls {
+				audited[c.Tool]++
+			}
 		}
 	}
 	if audited["notes_read_file"] != clients*reads || audited["notes_write_file"] != 1 {

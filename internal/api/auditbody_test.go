@@ -37,19 +37,24 @@ func TestRefusedAppendsAuditNoBody(t *testing.T) {
 	ts.mustJSON(t, "GET", "/v1/events?limit=100", "", &page)
 	n := 0
 	for _, ev := range page.Events {
-		var rec events.ToolCalled
+		var batch events.ToolCalled
 		if ev.Type != events.TypeToolCalled {
 			continue
 		}
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+		if err := json.Unmarshal(ev.Data, &batch); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Tool != "notes_append_to_file" {
-			continue
+		if len(ev.Data) >= 1024*len(batch.Calls) {
+			t.Errorf("audit of %d calls in %d bytes: %.300s", len(batch.Calls), len(ev.Data), ev.Data)
 		}
-		n++
-		if len(ev.Data) >= 1024 || rec.Outcome != "too_large" || rec.ElidedArguments["text"].Bytes != 4_000_000 {
-			t.Errorf("audit of a refused 4 MB append: %d bytes, %.300s", len(ev.Data), ev.Data)
+		for _, rec := range batch.Calls {
+			if rec.Tool != "notes_append_to_file" {
+				continue
+			}
+			n++
+			if rec.Outcome != "too_large" || rec.ElidedArguments["text"].Bytes != 4_000_000 {
+				t.Errorf("audit of a refused 4 MB append: %+v", rec)
+			}
 		}
 	}
 	if n != appends {

@@ -69,7 +69,13 @@ var Catalog = []CatalogEntry{
 	{Type: TypeManualPhaseChanged, Schema: 1, New: func() any { return new(ManualPhaseChanged) }},
 	{Type: TypeManualCancelled, Schema: 1, New: func() any { return new(ManualCancelled) }},
 	{Type: TypeFenceLifted, Schema: 1, New: func() any { return new(FenceLifted) }},
-	{Type: TypeToolCalled, Schema: 2, New: func() any { return new(ToolCalled) }},
+	{Type: TypeToolCalled, Schema: 3, New: func() any { return new(ToolCalled) },
+		Legacy: func(schema int) Upcaster {
+			if schema < 3 {
+				return new(toolCalledV2)
+			}
+			return nil
+		}},
 	{Type: TypeEventErased, Schema: 1, New: func() any { return new(EventErased) }},
 	{Type: TypeTaskErased, Schema: 2, New: func() any { return new(TaskErased) }},
 	{Type: TypeTaskRetentionSet, Schema: 1, New: func() any { return new(TaskRetentionSet) }},
@@ -80,6 +86,35 @@ type CatalogEntry struct {
 	Type   string
 	Schema int
 	New    func() any
+	// Legacy, if set, returns an empty payload of an older schema whose
+	// data New's payload cannot hold, or nil for a schema it can (one
+	// that only lacks optional members added since).
+	Legacy func(schema int) Upcaster
+}
+
+// Upcaster is the payload of an older schema of a type, which Upcast turns
+// into the current one. Decode and CheckPayload return the current payload
+// of every event; the data of an old event stays as it was written.
+type Upcaster interface {
+	Upcast() any
+}
+
+// empty returns an empty payload to decode data of the given schema into.
+func (e CatalogEntry) empty(schema int) any {
+	if e.Legacy != nil {
+		if v := e.Legacy(schema); v != nil {
+			return v
+		}
+	}
+	return e.New()
+}
+
+// current returns v, or the current payload of an older schema's v.
+func current(v any) any {
+	if u, ok := v.(Upcaster); ok {
+		return u.Upcast()
+	}
+	return v
 }
 
 // Lookup returns the catalog entry of an event type.
@@ -124,11 +159,11 @@ func Decode(ev Event) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := e.New()
+	v := e.empty(ev.Schema)
 	if err := json.Unmarshal(ev.Data, v); err != nil {
 		return nil, fmt.Errorf("decode %s payload: %w", ev.Type, err)
 	}
-	return v, nil
+	return current(v), nil
 }
 
 // Budget is an agent's effective budget configuration, defaults resolved.
@@ -356,13 +391,24 @@ type ManualCancelled struct {
 	RequestID string `json:"request_id"`
 }
 
-// ToolCalled is the read audit of one tool call, with its arguments, the
-// log position its reads saw and a digest of its result or error. It is
-// recorded after the call, in batches, so that no read waits for an fsync.
-// Projections ignore it, and replay --check-reads re-executes it. Bulk and
-// oversized arguments are kept as a Digest; see docs/events.md.
+// ToolCalled is the read audit of a batch of one agent's tool calls: each
+// call's arguments, the log position its reads saw and a digest of its
+// result or error. The calls are recorded after they answer, in batches, so
+// that no read waits for an fsync. Projections ignore it, and replay
+// --check-reads re-executes its calls. Schema 3 holds a batch; schemas 1
+// and 2 held one call each and decode as a batch of one. See
+// docs/events.md.
 type ToolCalled struct {
 	AgentRef
+	Calls []CallRecord `json:"calls"` // in the order they were made
+}
+
+// MaxCallRecords is the most calls one audit.tool_called event holds.
+const MaxCallRecords = 256
+
+// CallRecord is one audited tool call. Bulk and oversized arguments are
+// kept as a Digest.
+type CallRecord struct {
 	CallID          string            `json:"call_id,omitempty"`
 	Tool            string            `json:"tool"`
 	Arguments       json.RawMessage   `json:"arguments"`
@@ -375,8 +421,20 @@ type ToolCalled struct {
 
 // ArgumentsWhole reports whether the record holds every argument of the
 // call, so that the call can be run again exactly.
-func (c *ToolCalled) ArgumentsWhole() bool {
+func (c *CallRecord) ArgumentsWhole() bool {
 	return c.ArgumentsDigest == nil && len(c.ElidedArguments) == 0
+}
+
+// toolCalledV2 is audit.tool_called at schemas 1 and 2: one call, its
+// members beside the agent's.
+type toolCalledV2 struct {
+	AgentRef
+	CallRecord
+}
+
+// Upcast returns the call as a batch of one.
+func (c *toolCalledV2) Upcast() any {
+	return &ToolCalled{AgentRef: c.AgentRef, Calls: []CallRecord{c.CallRecord}}
 }
 
 // Digest stands for a value an event does not hold by its size in bytes and

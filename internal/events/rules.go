@@ -30,7 +30,7 @@ func CheckPayload(ev Event) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := e.New()
+	v := e.empty(ev.Schema)
 	if err := strictjson.Check(ev.Data, reflect.TypeOf(v), strictjson.MaxDepth); err != nil {
 		return nil, Broken(ev, "%s", describe(err, "its data"))
 	}
@@ -50,7 +50,7 @@ func CheckPayload(ev Event) (any, error) {
 	if err := p.rules(); err != nil {
 		return nil, Broken(ev, "%v", err)
 	}
-	return v, nil
+	return current(v), nil
 }
 
 // RuleError is an imported event breaking a rule of its envelope, of its
@@ -221,6 +221,16 @@ func (p *HistoryBranchChanged) rules() error {
 		return ruleError("keep", "%d is negative", p.Keep)
 	case p.Length != p.Keep+int64(len(p.Append)):
 		return ruleError("length", "%d is not keep (%d) and the %d appended", p.Length, p.Keep, len(p.Append))
+	}
+	return nil
+}
+
+func (p *ToolCalled) rules() error {
+	if err := refRules(p.TaskID, p.Agent); err != nil {
+		return err
+	}
+	if n := len(p.Calls); n < 1 || n > MaxCallRecords {
+		return ruleError("calls", "%d calls; an audit event holds 1 to %d", n, MaxCallRecords)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 // each broken rule is refused as a *RuleError naming its field.
 func TestCheckPayload(t *testing.T) {
 	const task = "01JTASK"
+	const auditedCall = `{"call_id":"c1","tool":"notes_read_file","arguments":{"path":"a.md"},"read_position":3,"outcome":"ok","result_digest":"d"}`
 	root, sub := Stream(task, "/root"), Stream(task, "/root/sub")
 	long := strings.Repeat("x", MaxNoteBytes+1)
 	for _, tc := range []struct {
@@ -41,6 +42,12 @@ func TestCheckPayload(t *testing.T) {
 		{"branch revision 0", TypeHistoryBranchChanged, root, `{"task_id":"01JTASK","agent":"/root","revision":0,"keep":0,"append":[],"length":0}`, 0, "revision: 0 is not a revision"},
 		{"branch keep negative", TypeHistoryBranchChanged, root, `{"task_id":"01JTASK","agent":"/root","revision":1,"keep":-1,"append":["e1"],"length":0}`, 0, "keep: -1 is negative"},
 		{"branch length wrong", TypeHistoryBranchChanged, root, `{"task_id":"01JTASK","agent":"/root","revision":1,"keep":1,"append":["e2"],"length":3}`, 0, "length: 3 is not keep (1) and the 1 appended"},
+		{"calls audited", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root","calls":[` + auditedCall + `,` + auditedCall + `]}`, 0, ""},
+		{"no call audited", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root","calls":[]}`, 0, "calls: 0 calls; an audit event holds 1 to 256"},
+		{"too many calls audited", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root","calls":[` + strings.Repeat(auditedCall+`,`, MaxCallRecords) + auditedCall + `]}`, 0, "calls: 257 calls"},
+		{"one call of schema 2", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root",` + auditedCall[1:], 2, ""},
+		{"one call of schema 2 in the form of 3", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root","calls":[` + auditedCall + `]}`, 2, "calls"},
+		{"a batch in the form of schema 2", TypeToolCalled, root, `{"task_id":"01JTASK","agent":"/root",` + auditedCall[1:], 0, `unknown field "call_id"`},
 		{"lifecycle event", TypeFenceLifted, root, `{"task_id":"01JTASK","agent":"/root","reason":"branch_changed","window_id":"w1"}`, 0, ""},
 		{"in another agent's stream", TypeNoteWritten, sub, `{"task_id":"01JTASK","agent":"/root","path":"a.md","text":"x","by":"/root"}`, 0, "its data is about /root of task 01JTASK, not the agent of its stream " + sub},
 		{"unknown field", TypeTaskCreated, root, `{"task_id":"01JTASK","session_key":"s","extra":1}`, 0, "extra"},
@@ -87,6 +94,35 @@ func TestCheckPayloadRefusesUnknownTypesAndSchemas(t *testing.T) {
 	} {
 		if _, err := CheckPayload(ev); !errors.Is(err, ErrUnknownEvent) {
 			t.Errorf("%s schema %d: %v, want ErrUnknownEvent", ev.Type, ev.Schema, err)
+		}
+	}
+}
+
+// TestOldAuditRecordIsABatchOfOne: an audit.tool_called event of schema 1
+// or 2, one call beside the agent, decodes (through Decode and through
+// CheckPayload alike) as the current payload holding that one call.
+func TestOldAuditRecordIsABatchOfOne(t *testing.T) {
+	data := `{"task_id":"01JTASK","agent":"/root","call_id":"c1","tool":"notes_read_file","arguments":{"path":"a.md"},"elided_arguments":{"text":{"bytes":3,"sha256":"s"}},"read_position":3,"outcome":"ok","result_digest":"d"}`
+	for _, schema := range []int{1, 2} {
+		ev := Event{Position: 7, Type: TypeToolCalled, Schema: schema, Stream: Stream("01JTASK", "/root"), Data: []byte(data)}
+		checked, err := CheckPayload(ev)
+		if err != nil {
+			t.Fatalf("schema %d: %v", schema, err)
+		}
+		decoded, err := Decode(ev)
+		if err != nil {
+			t.Fatalf("schema %d: %v", schema, err)
+		}
+		for _, p := range []any{checked, decoded} {
+			tc, ok := p.(*ToolCalled)
+			if !ok || tc.TaskID != "01JTASK" || tc.Agent != "/root" || len(tc.Calls) != 1 {
+				t.Fatalf("schema %d: %#v, want a batch of one", schema, p)
+			}
+			c := tc.Calls[0]
+			if c.CallID != "c1" || c.Tool != "notes_read_file" || string(c.Arguments) != `{"path":"a.md"}` || c.ReadPosition != 3 ||
+				c.Outcome != "ok" || c.ResultDigest != "d" || c.ElidedArguments["text"].Bytes != 3 {
+				t.Errorf("schema %d: call %+v", schema, c)
+			}
 		}
 	}
 }

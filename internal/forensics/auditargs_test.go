@@ -69,23 +69,25 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	read := -1 // the first audited notes_read_file that succeeded
+	read, call := -1, -1 // the event and index of the first audited notes_read_file that succeeded
 	for i, ev := range evs {
 		if ev.Type != events.TypeToolCalled {
 			continue
 		}
-		var rec events.ToolCalled
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+		var batch events.ToolCalled
+		if err := json.Unmarshal(ev.Data, &batch); err != nil {
 			t.Fatal(err)
 		}
-		switch rec.Tool {
-		case "notes_write_file", "notes_append_to_file":
-			if bytes.Contains(rec.Arguments, []byte("text")) || rec.ElidedArguments["text"].SHA256 == "" {
-				t.Errorf("the audit of a write holds its text: %s", ev.Data)
-			}
-		case "notes_read_file":
-			if read < 0 && rec.Outcome == "ok" {
-				read = i
+		for j, rec := range batch.Calls {
+			switch rec.Tool {
+			case "notes_write_file", "notes_append_to_file":
+				if bytes.Contains(rec.Arguments, []byte("text")) || rec.ElidedArguments["text"].SHA256 == "" {
+					t.Errorf("the audit of a write holds its text: %s", ev.Data)
+				}
+			case "notes_read_file":
+				if read < 0 && rec.Outcome == "ok" {
+					read, call = i, j
+				}
 			}
 		}
 	}
@@ -96,19 +98,19 @@ func TestCheckReadsWithDigestedArguments(t *testing.T) {
 
 	// A read whose result changed is still caught.
 	tampered := append([]events.Event(nil), evs...)
-	var rec events.ToolCalled
-	if err := json.Unmarshal(evs[read].Data, &rec); err != nil {
+	var batch events.ToolCalled
+	if err := json.Unmarshal(evs[read].Data, &batch); err != nil {
 		t.Fatal(err)
 	}
-	rec.ResultDigest = strings.Repeat("0", 64)
-	data, err := json.Marshal(rec)
+	batch.Calls[call].ResultDigest = strings.Repeat("0", 64)
+	data, err := json.Marshal(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tampered[read].Data = data
 	check = checkReadsOf(t, tampered)
-	if len(check.Mismatches) != 1 || check.Mismatches[0].Position != evs[read].Position || check.Checked != 5 {
-		t.Errorf("check reads of the tampered log %+v, want one mismatch at %d", check, evs[read].Position)
+	if len(check.Mismatches) != 1 || check.Mismatches[0].Position != evs[read].Position || check.Mismatches[0].Call != call || check.Checked != 5 {
+		t.Errorf("check reads of the tampered log %+v, want one mismatch at %d, call %d", check, evs[read].Position, call)
 	}
 
 	// A read with a query too long to keep whole cannot be re-executed.

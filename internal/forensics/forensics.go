@@ -424,7 +424,8 @@ func Summarize(ctx context.Context, svc *memory.Service) (Summary, error) {
 // ReadMismatch is an audited call whose re-execution at its read position
 // returned something else.
 type ReadMismatch struct {
-	Position     int64  `json:"position"`
+	Position     int64  `json:"position"` // of the audit event
+	Call         int    `json:"call"`     // the call's index in the event's calls
 	ReadPosition int64  `json:"read_position"`
 	TaskID       string `json:"task_id"`
 	Agent        string `json:"agent"`
@@ -439,7 +440,8 @@ type ReadMismatch struct {
 // UnverifiableRead is an audited read that cannot be re-executed, because
 // its record keeps some of its arguments as their size and digest only.
 type UnverifiableRead struct {
-	Position     int64  `json:"position"`
+	Position     int64  `json:"position"` // of the audit event
+	Call         int    `json:"call"`     // the call's index in the event's calls
 	ReadPosition int64  `json:"read_position"`
 	TaskID       string `json:"task_id"`
 	Agent        string `json:"agent"`
@@ -493,10 +495,12 @@ func skipReason(tool string) string {
 	return ""
 }
 
-// AuditedCall is one audit.tool_called event to re-execute.
+// AuditedCall is one call of an audit.tool_called event to re-execute.
 type AuditedCall struct {
-	position int64
-	rec      events.ToolCalled
+	position int64 // of the event
+	index    int   // in the event's calls
+	ref      events.AgentRef
+	rec      events.CallRecord
 }
 
 // CollectAudit returns the read-only audited calls of a log by the position
@@ -519,12 +523,14 @@ func CollectAudit(next Next) (map[int64][]AuditedCall, []SkippedCalls, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("event %d: %w", ev.Position, err)
 		}
-		rec := *p.(*events.ToolCalled)
-		if skipReason(rec.Tool) != "" {
-			skipped[rec.Tool]++
-			continue
+		batch := p.(*events.ToolCalled)
+		for i, rec := range batch.Calls {
+			if skipReason(rec.Tool) != "" {
+				skipped[rec.Tool]++
+				continue
+			}
+			out[rec.ReadPosition] = append(out[rec.ReadPosition], AuditedCall{position: ev.Position, index: i, ref: batch.AgentRef, rec: rec})
 		}
-		out[rec.ReadPosition] = append(out[rec.ReadPosition], AuditedCall{position: ev.Position, rec: rec})
 	}
 	skips := make([]SkippedCalls, 0, len(skipped))
 	for tool, n := range skipped {
@@ -577,18 +583,18 @@ func Replay(ctx context.Context, dst *memory.Service, next Next, opts ReplayOpti
 	run := func(p int64) {
 		for _, c := range audit[p] {
 			if !c.rec.ArgumentsWhole() { // running it with the arguments that are left would check another call
-				check.Unverifiable = append(check.Unverifiable, UnverifiableRead{Position: c.position, ReadPosition: p,
-					TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID, Tool: c.rec.Tool,
+				check.Unverifiable = append(check.Unverifiable, UnverifiableRead{Position: c.position, Call: c.index, ReadPosition: p,
+					TaskID: c.ref.TaskID, Agent: c.ref.Agent, CallID: c.rec.CallID, Tool: c.rec.Tool,
 					Reason: "the audit kept its arguments as size and digest, not whole"})
 				continue
 			}
-			cc := memory.CallContext{TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID}
+			cc := memory.CallContext{TaskID: c.ref.TaskID, Agent: c.ref.Agent, CallID: c.rec.CallID}
 			res, err := svc.CallTool(ctx, c.rec.Tool, cc, c.rec.Arguments, "")
 			outcome, digest := memory.ResultDigest(&res, err)
 			check.Checked++
 			if outcome != c.rec.Outcome || digest != c.rec.ResultDigest {
-				check.Mismatches = append(check.Mismatches, ReadMismatch{Position: c.position, ReadPosition: p,
-					TaskID: c.rec.TaskID, Agent: c.rec.Agent, CallID: c.rec.CallID, Tool: c.rec.Tool,
+				check.Mismatches = append(check.Mismatches, ReadMismatch{Position: c.position, Call: c.index, ReadPosition: p,
+					TaskID: c.ref.TaskID, Agent: c.ref.Agent, CallID: c.rec.CallID, Tool: c.rec.Tool,
 					WantOutcome: c.rec.Outcome, GotOutcome: outcome, WantDigest: c.rec.ResultDigest, GotDigest: digest})
 			}
 		}

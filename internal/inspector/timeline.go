@@ -190,23 +190,21 @@ func (tl *timeline) add(ev events.Event) error {
 	return nil
 }
 
-// readCalls returns the agent's last n audited calls before position
-// before, in position order, and the position of the first one listed
-// when earlier ones are left out.
+// readCalls returns the agent's last audited calls before position before,
+// in the order they were made, and the position of the first event listed
+// when earlier ones are left out. It lists whole events (each holds at most
+// events.MaxCallRecords calls), as many as hold n calls or fewer, and one
+// event at least.
 func (tl *timeline) readCalls(ctx context.Context, svc *memory.Service, before int64, n int) ([]auditCall, int64, error) {
 	if before <= 0 || before > tl.Last { // up to tl.Last
 		before = tl.Last + 1
 	}
-	page, err := svc.StreamCalls(ctx, tl.TaskID, tl.Agent, before, n+1)
+	page, err := svc.StreamCalls(ctx, tl.TaskID, tl.Agent, before, n+1) // newest first; each holds one call at least
 	if err != nil {
 		return nil, 0, err
 	}
-	var earlier int64
-	if len(page) > n {
-		page = page[:n]
-		earlier = page[n-1].Position
-	}
-	calls := make([]auditCall, len(page))
+	var batches [][]auditCall
+	total, earlier := 0, int64(0)
 	for i, ev := range page {
 		payload, err := events.Decode(ev)
 		if err != nil {
@@ -216,7 +214,20 @@ func (tl *timeline) readCalls(ctx context.Context, svc *memory.Service, before i
 		if !ok {
 			return nil, 0, fmt.Errorf("event %d: %s is not an audited call", ev.Position, ev.Type)
 		}
-		calls[len(page)-1-i] = auditCall{Position: ev.Position, Tool: p.Tool, CallID: p.CallID, Outcome: p.Outcome, ReadPosition: p.ReadPosition}
+		if total > 0 && total+len(p.Calls) > n {
+			earlier = page[i-1].Position
+			break
+		}
+		batch := make([]auditCall, len(p.Calls))
+		for j, c := range p.Calls {
+			batch[j] = auditCall{Position: ev.Position, Tool: c.Tool, CallID: c.CallID, Outcome: c.Outcome, ReadPosition: c.ReadPosition}
+		}
+		batches = append(batches, batch)
+		total += len(batch)
+	}
+	calls := make([]auditCall, 0, total)
+	for i := len(batches) - 1; i >= 0; i-- {
+		calls = append(calls, batches[i]...)
 	}
 	return calls, earlier, nil
 }

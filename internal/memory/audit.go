@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 )
 
 // These constants bound the audit's batches. A batch commits when it holds
-// auditBatch records or auditDelay after its first. At most auditQueue
+// auditBatch records or auditDelay after its first, and records each
+// agent's calls in it as one event (two past events.MaxCallRecords). At most auditQueue
 // records and auditQueueBytes of arguments and bodies wait, and a record
 // larger than that waits alone.
 const (
@@ -113,7 +113,8 @@ func bodyDigest(body []byte) string {
 // auditEntry is a call waiting to be recorded. Its record lacks what the
 // audit's goroutine derives off the request path from args and body.
 type auditEntry struct {
-	rec  events.ToolCalled
+	ref  events.AgentRef
+	rec  events.CallRecord
 	args json.RawMessage // a copy of the call's arguments
 	body []byte          // the successful result's response body, or nil when rec.ResultDigest is set
 }
@@ -134,8 +135,9 @@ func (a *auditor) record(tool string, cc CallContext, args json.RawMessage, pos 
 	if cc.TaskID == "" || cc.Agent == "" {
 		return // no agent stream to record it on
 	}
-	e := auditEntry{rec: events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}, CallID: cc.CallID,
-		Tool: tool, ReadPosition: pos}, args: append(json.RawMessage(nil), args...)}
+	e := auditEntry{ref: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent},
+		rec:  events.CallRecord{CallID: cc.CallID, Tool: tool, ReadPosition: pos},
+		args: append(json.RawMessage(nil), args...)}
 	if err != nil {
 		e.rec.Outcome, e.rec.ResultDigest = errorDigest(err)
 		if e.rec.Outcome == CodeInternal || e.rec.Outcome == CodeUnavailable {
@@ -242,66 +244,70 @@ func digestOf(b []byte) events.Digest {
 	return events.Digest{Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}
 }
 
+// commit appends the records of batch in one transaction: one event per
+// agent holds its calls in the order they came, split at
+// events.MaxCallRecords. A batch that fails is logged and dropped.
+func (a *auditor) commit(batch []auditEntry) {
+	var found []string // agents found registered, known once the batch commits
+	var streams []string
+	calls := map[string][]events.CallRecord{}
+	refs := map[string]events.AgentRef{}
+	for i := range batch {
+		key := events.Stream(batch[i].ref.TaskID, batch[i].ref.Agent)
+		if _, ok := calls[key]; !ok {
+			streams = append(streams, key)
+			refs[key] = batch[i].ref
+		}
+		calls[key] = append(calls[key], batch[i].rec)
+	}
+	err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
+		found = found[:0]
+		ctx := context.Background()
+		r := projections.TxReader(tx)
+		if e := tx.Epoch(); e != a.knownEpoch {
+			clear(a.known) // a task may have been erased since they were found
+			a.knownEpoch = e
+		}
+		for _, key := range streams {
+			ref := refs[key]
+			// Only calls of registered agents are recorded, so nobody can
+			// fill the log with streams of tasks that do not exist, nor
+			// the stream of an erased task. An agent found stays known
+			// once the registration this transaction saw is committed,
+			// until the log's epoch changes (an erasure among others).
+			if !a.known[key] {
+				if _, err := r.Agent(ctx, ref.TaskID, ref.Agent); err != nil {
+					if errors.Is(err, projections.ErrNotFound) {
+						continue
+					}
+					return err
+				}
+				found = append(found, key)
+			}
+			var run []events.Pending
+			for recs := calls[key]; len(recs) > 0; {
+				n := min(len(recs), events.MaxCallRecords)
+				run = append(run, events.NewPending(events.ToolCalled{AgentRef: ref, Calls: recs[:n]}))
+				recs = recs[n:]
+			}
+			if _, err := tx.Append(ctx, key, eventlog.AnyVersion, run...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		a.log.Error("read audit: batch not recorded", "records", len(batch), "error", err.Error())
+	} else {
+		for _, key := range found {
+			a.known[key] = true
+		}
+	}
+}
+
 // run records the queued calls until the auditor is closed.
 func (a *auditor) run() {
 	defer close(a.done)
-	flush := func(batch []auditEntry) {
-		var found []string // agents found registered, known once the batch commits
-		err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
-			found = found[:0]
-			ctx := context.Background()
-			r := projections.TxReader(tx)
-			// Consecutive records of one stream are appended together, in
-			// the order they came.
-			var run []events.Pending
-			stream := ""
-			appendRun := func() error {
-				if len(run) == 0 {
-					return nil
-				}
-				_, err := tx.Append(ctx, stream, eventlog.AnyVersion, run...)
-				run = run[:0]
-				return err
-			}
-			if e := tx.Epoch(); e != a.knownEpoch {
-				clear(a.known) // a task may have been erased since they were found
-				a.knownEpoch = e
-			}
-			for i := range batch {
-				rec := &batch[i].rec
-				// Only calls of registered agents are recorded, so nobody can
-				// fill the log with streams of tasks that do not exist, nor
-				// the stream of an erased task. An agent found stays known
-				// once the registration this transaction saw is committed,
-				// until the log's epoch changes (an erasure among others).
-				key := events.Stream(rec.TaskID, rec.Agent)
-				if !a.known[key] && !slices.Contains(found, key) {
-					if _, err := r.Agent(ctx, rec.TaskID, rec.Agent); err != nil {
-						if errors.Is(err, projections.ErrNotFound) {
-							continue
-						}
-						return err
-					}
-					found = append(found, key)
-				}
-				if key != stream {
-					if err := appendRun(); err != nil {
-						return err
-					}
-					stream = key
-				}
-				run = append(run, events.NewPending(*rec))
-			}
-			return appendRun()
-		})
-		if err != nil {
-			a.log.Error("read audit: batch not recorded", "records", len(batch), "error", err.Error())
-		} else {
-			for _, key := range found {
-				a.known[key] = true
-			}
-		}
-	}
 	var spare []auditEntry
 	for range a.wake {
 		// Take what waits, leaving run's other slice for the next records.
@@ -316,7 +322,7 @@ func (a *auditor) run() {
 		}
 		for batch := taken; len(batch) > 0; { // at most auditBatch per transaction
 			n := min(len(batch), auditBatch)
-			flush(batch[:n])
+			a.commit(batch[:n])
 			batch = batch[n:]
 		}
 		clear(taken) // drop the records' strings before the slice is reused

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,22 +30,24 @@ func mustOpenAuditedService(tb testing.TB) (s *Service, flush func()) {
 	}
 }
 
-// auditRecords returns the audit.tool_called events of tool, with their
-// payloads.
-func auditRecords(tb testing.TB, s *Service, tool string) ([]events.Event, []events.ToolCalled) {
+// auditRecords returns the audited calls of tool, each with the
+// audit.tool_called event that holds it.
+func auditRecords(tb testing.TB, s *Service, tool string) ([]events.Event, []events.CallRecord) {
 	tb.Helper()
 	var evs []events.Event
-	var recs []events.ToolCalled
+	var recs []events.CallRecord
 	err := s.store.Each(context.Background(), eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
 		if ev.Type != events.TypeToolCalled {
 			return nil
 		}
-		var rec events.ToolCalled
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+		var batch events.ToolCalled
+		if err := json.Unmarshal(ev.Data, &batch); err != nil {
 			return err
 		}
-		if rec.Tool == tool {
-			evs, recs = append(evs, ev), append(recs, rec)
+		for _, rec := range batch.Calls {
+			if rec.Tool == tool {
+				evs, recs = append(evs, ev), append(recs, rec)
+			}
 		}
 		return nil
 	})
@@ -50,6 +55,15 @@ func auditRecords(tb testing.TB, s *Service, tool string) ([]events.Event, []eve
 		tb.Fatal(err)
 	}
 	return evs, recs
+}
+
+// recordBytes returns the size of an audited call's record in its event.
+func recordBytes(tb testing.TB, rec events.CallRecord) int {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(b)
 }
 
 func sha256Hex(s string) string {
@@ -76,18 +90,18 @@ func TestAuditOfARefusedAppendStoresNoBody(t *testing.T) {
 		t.Fatalf("%d audit records of the appends, want %d", len(evs), appends)
 	}
 	for i, ev := range evs {
-		if len(ev.Data) >= 1024 {
-			t.Errorf("the audit of a refused 4 MB append holds %d bytes: %.200s", len(ev.Data), ev.Data)
-		}
 		rec := recs[i]
+		if n := recordBytes(t, rec); n >= 1024 {
+			t.Errorf("the audit of a refused 4 MB append holds %d bytes: %+v", n, rec)
+		}
 		if rec.Outcome != "too_large" || string(rec.Arguments) != `{"path":"a.md"}` || rec.ArgumentsDigest != nil {
 			t.Errorf("record %+v, want the path whole and the outcome", rec)
 		}
 		if got, want := rec.ElidedArguments["text"], (events.Digest{Bytes: 4_000_000, SHA256: sha256Hex(text)}); got != want {
 			t.Errorf("text kept as %+v, want %+v", got, want)
 		}
-		if ev.Schema != 2 {
-			t.Errorf("audit record of schema %d, want 2", ev.Schema)
+		if ev.Schema != 3 {
+			t.Errorf("audit record of schema %d, want 3", ev.Schema)
 		}
 	}
 }
@@ -172,12 +186,12 @@ func TestAuditBoundsEveryArgument(t *testing.T) {
 	flush()
 	seen := map[string]int{"notes_write_file": 1} // after the write of a.md
 	for _, tc := range cases {
-		evs, recs := auditRecords(t, s, tc.tool)
+		_, recs := auditRecords(t, s, tc.tool)
 		i := seen[tc.tool]
 		seen[tc.tool]++
-		ev, rec := evs[i], recs[i]
-		if len(ev.Data) > 4096+1024 {
-			t.Errorf("%s %.60s: the audit record holds %d bytes", tc.tool, tc.args, len(ev.Data))
+		rec := recs[i]
+		if n := recordBytes(t, rec); n > 4096+1024 {
+			t.Errorf("%s %.60s: the audit record holds %d bytes", tc.tool, tc.args, n)
 		}
 		if tc.whole {
 			var compact bytes.Buffer
@@ -204,4 +218,67 @@ func mustJSON(tb testing.TB, v any) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// TestAuditBatchIsOneEventPerAgent: a batch of records becomes one
+// audit.tool_called event per agent, holding its calls in the order they
+// came, split past events.MaxCallRecords; the calls of an agent that is
+// not registered are not recorded.
+func TestAuditBatchIsOneEventPerAgent(t *testing.T) {
+	s, _ := mustOpenAuditedService(t)
+	a, b := mustAttach(t, s, "batch-a"), mustAttach(t, s, "batch-b")
+	ghost := CallContext{TaskID: a.TaskID, Agent: "/root/ghost"}
+	entry := func(cc CallContext, id string) auditEntry {
+		return auditEntry{ref: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent},
+			rec: events.CallRecord{CallID: id, Tool: "notes_read_file", Arguments: json.RawMessage(`{}`), Outcome: "ok", ResultDigest: "d"}}
+	}
+	var batch []auditEntry
+	var wantA []string
+	for i := range events.MaxCallRecords + 47 {
+		id := fmt.Sprint("a", i)
+		wantA = append(wantA, id)
+		batch = append(batch, entry(a, id))
+		if i == 2 {
+			batch = append(batch, entry(b, "b0"), entry(ghost, "g0"), entry(b, "b1"))
+		}
+	}
+	au := &auditor{store: s.store, log: slog.New(slog.DiscardHandler), known: map[string]bool{}}
+	au.commit(batch)
+
+	var got []string // agent and call ids of each event, in log order
+	var gotA []string
+	err := s.store.Each(context.Background(), eventlog.Filter{Limit: 1000}, func(ev events.Event) error {
+		if ev.Type != events.TypeToolCalled {
+			return nil
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			return err
+		}
+		tc := p.(*events.ToolCalled)
+		if ev.Stream != events.Stream(tc.TaskID, tc.Agent) {
+			t.Errorf("event %d of %s on stream %s", ev.Position, tc.Agent, ev.Stream)
+		}
+		got = append(got, fmt.Sprintf("%s:%d", events.Stream(tc.TaskID, tc.Agent), len(tc.Calls)))
+		for _, c := range tc.Calls {
+			if tc.TaskID == a.TaskID && tc.Agent == a.Agent {
+				gotA = append(gotA, c.CallID)
+			}
+		}
+		if tc.TaskID == b.TaskID && (len(tc.Calls) != 2 || tc.Calls[0].CallID != "b0" || tc.Calls[1].CallID != "b1") {
+			t.Errorf("b's calls %+v, want b0 b1", tc.Calls)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, sb := events.Stream(a.TaskID, a.Agent), events.Stream(b.TaskID, b.Agent)
+	want := []string{fmt.Sprintf("%s:%d", sa, events.MaxCallRecords), sa + ":47", sb + ":2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit events %q, want %q", got, want)
+	}
+	if !slices.Equal(gotA, wantA) {
+		t.Errorf("a's calls in another order or incomplete: %d of %d", len(gotA), len(wantA))
+	}
 }
