@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,7 +61,7 @@ func (b *bench) setupTurn(ctx context.Context) error {
 		}
 		(*a).branch, (*a).revision = []string{"u0"}, res.Revision
 	}
-	req, resp, err := b.newTurn(ctx, true)
+	req, resp, err := b.newTurn(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,9 +128,8 @@ func (a *turnAgent) admit(k int) string {
 // route, in the steady state: the syncs held since the last request (the
 // last answer's, held at its tool result, and that result's, held before
 // the model call) with the usage report in one request, then the admit of
-// the tool call. It returns the request and response bodies; keep: read
-// the response.
-func (b *bench) newTurn(ctx context.Context, keep bool) (req, resp []byte, err error) {
+// the tool call. It returns the request and response bodies.
+func (b *bench) newTurn(ctx context.Context) (req, resp []byte, err error) {
 	a := b.turn.now
 	a.turns++
 	k := a.turns
@@ -138,19 +137,41 @@ func (b *bench) newTurn(ctx context.Context, keep bool) (req, resp []byte, err e
 	resultID, result := a.result(k, answerID)
 	turn := fmt.Appendf(nil, `{"context":%s,"syncs":[{%s},{%s}],"usage":{%s}}`, a.context, a.syncPart(answer, answerID), a.syncPart(result, resultID), a.usage(k))
 	admit := fmt.Appendf(nil, `{"context":%s,%s}`, a.context, a.admit(k))
-	r1, err := b.cl.post(ctx, b.turn.md.url+"/v1/lifecycle/turn", turn, keep)
+	r1, err := b.cl.post(ctx, b.turn.md.url+"/v1/lifecycle/turn", turn, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("turn %d: %w", k, err)
 	}
-	r2, err := b.cl.post(ctx, b.turn.md.url+"/v1/lifecycle/admit", admit, keep)
+	r2, err := b.cl.post(ctx, b.turn.md.url+"/v1/lifecycle/admit", admit, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("turn %d: admit: %w", k, err)
 	}
-	if bytes.Count(r1, []byte(`"stored":1,`)) != 2 || !bytes.Contains(r1, []byte(`"due":null`)) || !bytes.Contains(r2, []byte(`"allow":true`)) {
+	if !turnAnswered(r1, r2) {
 		return nil, nil, fmt.Errorf("turn %d: each sync must store its entry, the usage make nothing due and the admit allow: %.300s / %.200s", k, r1, r2)
 	}
 	b.turn.reqBytes, b.turn.respBytes = len(turn)+len(admit), len(r1)+len(r2)
 	return append(turn, admit...), append(r1, r2...), nil
+}
+
+// turnAnswered reports whether a turn's answer stored one entry by each
+// of its two syncs and made nothing due by its usage, and whether the
+// admit's answer allows the call.
+func turnAnswered(turn, admit []byte) bool {
+	var t struct {
+		Syncs []struct {
+			Stored int `json:"stored"`
+		} `json:"syncs"`
+		Usage *struct {
+			Due *string `json:"due"`
+		} `json:"usage"`
+	}
+	var a struct {
+		Allow *bool `json:"allow"`
+	}
+	if json.Unmarshal(turn, &t) != nil || json.Unmarshal(admit, &a) != nil {
+		return false
+	}
+	return len(t.Syncs) == 2 && t.Syncs[0].Stored == 1 && t.Syncs[1].Stored == 1 &&
+		t.Usage != nil && t.Usage.Due == nil && a.Allow != nil && *a.Allow
 }
 
 // oldTurn makes one model turn as the extension made it before the turn
@@ -211,7 +232,7 @@ func (b *bench) measureTurn(ctx context.Context, rep repetition) (sample, error)
 		return nil
 	}
 	figure := func() error {
-		if err := turns(&now, &cpuNow, f.md.pid(), func() error { _, _, err := b.newTurn(ctx, true); return err }); err != nil {
+		if err := turns(&now, &cpuNow, f.md.pid(), func() error { _, _, err := b.newTurn(ctx); return err }); err != nil {
 			return err
 		}
 		return turns(&old, &cpuOld, f.md.pid(), func() error { return b.oldTurn(ctx) })

@@ -39,6 +39,8 @@ func FuzzDecode(f *testing.F) {
 		`{"context":{"task_id":"t","agent":"/root"},"tokens_used":12,"context_window":1e3}`,
 		`{"context":{"task_id":"\ud800","agent":"<&>"},"arguments":null}`,
 		`{"tokens_used":1.5}`, `{"entries":{}}`, `{"context":[]}`, `{"budget":{"context_window":"1"}}`,
+		`{"context":{"task_id":"t","agent":"/root"},"syncs":[{"entries":[{"id":"e"}],"delta":{"base_revision":1,"keep":1,"append":["e"]},"expected_revision":1}],"usage":{"tokens_used":5,"context_window":10},"admit":{"call_id":"c","tool_name":"read","arguments":{}}}`,
+		`{"syncs":[{"Delta":{}}],"usage":{"tokens_used":1,"Tokens_used":2}}`, `{"syncs":null,"admit":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -47,6 +49,7 @@ func FuzzDecode(f *testing.F) {
 		fuzzDecodeAs[memory.AttachRequest](t, body)
 		fuzzDecodeAs[memory.SyncRequest](t, body)
 		fuzzDecodeAs[usageRequest](t, body)
+		fuzzDecodeAs[turnRequest](t, body)
 	})
 }
 
