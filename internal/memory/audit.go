@@ -20,9 +20,9 @@ import (
 
 // These constants bound the audit's batches. A batch commits when it holds
 // auditBatch records or auditDelay after its first, and records each
-// agent's calls in it as one event (two past events.MaxCallRecords). At most auditQueue
-// records and auditQueueBytes of arguments and bodies wait, and a record
-// larger than that waits alone.
+// agent's calls in it as one event (more past events.MaxCallRecords). At
+// most auditQueue records and auditQueueBytes of arguments and bodies
+// wait, and a record larger than that waits alone.
 const (
 	auditBatch      = 512
 	auditDelay      = 20 * time.Millisecond
