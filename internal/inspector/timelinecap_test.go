@@ -1,9 +1,16 @@
 package inspector_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/memoryd/memoryd/internal/eventlog"
+	"github.com/memoryd/memoryd/internal/events"
 )
 
 // TestTimelineListsTheLastCallsWithEarlierLinks: after many note appends
@@ -71,5 +78,55 @@ func TestTimelineListsTheLastCallsWithEarlierLinks(t *testing.T) {
 	}
 	if resp, _ := s.get(t, c, path+"?before=x"); resp.StatusCode != 400 {
 		t.Errorf("before=x: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestTimelineListsWholeAuditEvents: an audit event holds many calls, and
+// the timeline lists whole events, as many as hold at most 500 calls:
+// with three events of 200 calls each, the last two on the first page
+// and the first behind the earlier link, each call once and in order.
+func TestTimelineListsWholeAuditEvents(t *testing.T) {
+	s := newUIServer(t)
+	cc := attach(t, s.svc, "/sessions/batches.jsonl")
+	ctx := context.Background()
+	var want []string
+	for e := range 3 {
+		batch := events.ToolCalled{AgentRef: events.AgentRef{TaskID: cc.TaskID, Agent: cc.Agent}}
+		for i := range 200 {
+			id := fmt.Sprintf("e%d-c%03d", e, i)
+			want = append(want, id)
+			batch.Calls = append(batch.Calls, events.CallRecord{CallID: id, Tool: "notes_read_file",
+				Arguments: json.RawMessage(`{"path":"a.md"}`), ReadPosition: 1, Outcome: "not_found", ResultDigest: "d"})
+		}
+		err := s.svc.Store().Update(ctx, "", func(tx *eventlog.Tx) error {
+			_, err := tx.Append(ctx, events.Stream(cc.TaskID, cc.Agent), eventlog.AnyVersion, events.NewPending(batch))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := s.loggedIn(t)
+	callIDs := func(doc *html.Node) []string {
+		var ids []string
+		for _, tr := range byClass(doc, "call") {
+			ids = append(ids, text(byTag(tr, "code")[0]))
+		}
+		return ids
+	}
+	doc := s.page(t, c, "/ui/tasks/"+cc.TaskID+"/agents/root")
+	if got := callIDs(doc); !slices.Equal(got, want[200:]) {
+		t.Fatalf("first page lists %d calls (%q … ), want the last two events' 400", len(got), got[:min(len(got), 3)])
+	}
+	earlier := byID(doc, "earlier")
+	if earlier == nil {
+		t.Fatal("no earlier link")
+	}
+	doc = s.page(t, c, attr(earlier, "href"))
+	if got := callIDs(doc); !slices.Equal(got, want[:200]) {
+		t.Errorf("earlier page lists %d calls, want the first event's 200", len(got))
+	}
+	if byID(doc, "earlier") != nil {
+		t.Error("an earlier link on the page of the first event")
 	}
 }
