@@ -19,11 +19,6 @@ type writeRequest struct {
 	alone     bool // committed in a batch of its own (UpdateAlone)
 }
 
-// Update runs fn in a write transaction and returns once it is durable.
-// If fn returns an error, nothing it appended is kept. requestID is recorded
-// on every event fn appends. Storage errors come back as ErrUnavailable or
-// ErrConflict, and fn's own errors unchanged. Updates are group-committed
-// in arrival order; see docs/durability.md.
 // The writer's own statements, on every engine. PostgreSQL's pipe tells
 // them apart by their text: it runs the last three at once rather than
 // queue them.
@@ -35,6 +30,11 @@ const (
 	sqlCommit     = "COMMIT"
 )
 
+// Update runs fn in a write transaction and returns once it is durable.
+// If fn returns an error, nothing it appended is kept. requestID is recorded
+// on every event fn appends. Storage errors come back as ErrUnavailable or
+// ErrConflict, and fn's own errors unchanged. Updates are group-committed
+// in arrival order; see docs/durability.md.
 func (s *Store) Update(ctx context.Context, requestID string, fn func(*Tx) error) error {
 	return s.update(&writeRequest{ctx: ctx, requestID: requestID, fn: fn, err: make(chan error, 1)})
 }
