@@ -249,16 +249,23 @@ func digestOf(b []byte) events.Digest {
 // events.MaxCallRecords. A batch that fails is logged and dropped.
 func (a *auditor) commit(batch []auditEntry) {
 	var found []string // agents found registered, known once the batch commits
-	var streams []string
-	calls := map[string][]events.CallRecord{}
-	refs := map[string]events.AgentRef{}
+	// Each agent's calls, agents in the order of their first call.
+	type agentCalls struct {
+		stream string
+		ref    events.AgentRef
+		calls  []events.CallRecord
+	}
+	var agents []agentCalls
+	at := map[string]int{} // index in agents, by stream
 	for i := range batch {
 		key := events.Stream(batch[i].ref.TaskID, batch[i].ref.Agent)
-		if _, ok := calls[key]; !ok {
-			streams = append(streams, key)
-			refs[key] = batch[i].ref
+		j, ok := at[key]
+		if !ok {
+			j = len(agents)
+			at[key] = j
+			agents = append(agents, agentCalls{stream: key, ref: batch[i].ref})
 		}
-		calls[key] = append(calls[key], batch[i].rec)
+		agents[j].calls = append(agents[j].calls, batch[i].rec)
 	}
 	err := a.store.Update(context.Background(), "", func(tx *eventlog.Tx) error {
 		found = found[:0]
@@ -268,8 +275,8 @@ func (a *auditor) commit(batch []auditEntry) {
 			clear(a.known) // a task may have been erased since they were found
 			a.knownEpoch = e
 		}
-		for _, key := range streams {
-			ref := refs[key]
+		for _, ag := range agents {
+			key, ref := ag.stream, ag.ref
 			// Only calls of registered agents are recorded, so nobody can
 			// fill the log with streams of tasks that do not exist, nor
 			// the stream of an erased task. An agent found stays known
@@ -285,7 +292,7 @@ func (a *auditor) commit(batch []auditEntry) {
 				found = append(found, key)
 			}
 			var run []events.Pending
-			for recs := calls[key]; len(recs) > 0; {
+			for recs := ag.calls; len(recs) > 0; {
 				n := min(len(recs), events.MaxCallRecords)
 				run = append(run, events.NewPending(events.ToolCalled{AgentRef: ref, Calls: recs[:n]}))
 				recs = recs[n:]
